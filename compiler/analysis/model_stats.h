@@ -1,0 +1,29 @@
+#pragma once
+// Whole-model figures derived from the IR and the operator semantics.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+
+namespace symtensor::compiler {
+
+struct NodeCost {
+  NodeId node = kNone;
+  GiNaC::ex flops;
+  GiNaC::ex bytes;
+};
+
+struct ModelStats {
+  GiNaC::ex parameter_count;   // elements of all parameters (symbolic only if a weight shape is)
+  GiNaC::ex parameter_bytes;
+  GiNaC::ex forward_flops;     // every operator with semantics
+  GiNaC::ex gemm_flops;        // MatMul/Gemm/Einsum/Conv only (the convention of published formulas)
+  std::map<std::string, int> op_histogram;
+  std::vector<std::string> opaque_ops;   // "name (OpType)"
+  std::vector<NodeCost> node_costs;      // one per node
+};
+
+ModelStats compute_model_stats(Graph& graph);
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,9 @@
+#pragma once
+// Each subcommand lives in its own cmd_<name>.cc and registers itself here.
+#include <CLI/CLI.hpp>
+
+namespace symtensor::driver {
+
+void add_inspect_command(CLI::App& app);
+
+}  // namespace symtensor::driver

@@ -1,0 +1,23 @@
+// symtensor: the command-line driver. It only parses flags and calls into the libraries.
+#include <exception>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "compiler/driver/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"SymTensor: symbolic and adaptive tensor partitioning for distributed deep learning"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "symtensor 0.1.0");
+  symtensor::driver::add_inspect_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::cerr << "symtensor: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,34 @@
+#pragma once
+// ONNX -> IR. Runs ONNX's checker and strict shape inference, then SymTensor's symbolic
+// shape pass (dim_params become symbols, unnamed dims fresh ones, exporter shape
+// sub-graphs are folded so Reshape targets are known symbolically).
+//
+// Parameters are: initializers (inline or external data; external files are located,
+// never read), weight tensors held in Constant nodes (float tensors of rank >= 1 with more
+// than one element), and graph inputs listed in the model's metadata property
+// `symtensor.parameters` (comma-separated names): the convention for weight-free models.
+#include <map>
+#include <string>
+
+#include "compiler/ir/graph.h"
+
+namespace onnx { class ModelProto; }
+
+namespace symtensor::compiler {
+
+inline constexpr const char* kParametersMetadataKey = "symtensor.parameters";
+
+struct ImportOptions {
+  std::map<std::string, double> bindings;  // dim symbol -> value (--bind batch=8)
+  bool warn_opaque = true;                 // one warning per opaque op type on stderr
+};
+
+// Throws std::runtime_error with a one-line message naming the file and the problem.
+Graph import_onnx_file(const std::string& path, const ImportOptions& options = {});
+Graph import_onnx_model(const onnx::ModelProto& model, const std::string& source_name,
+                        const ImportOptions& options = {});
+
+// Parses "batch=8,seq=2048"; throws on a malformed or non-positive value.
+std::map<std::string, double> parse_bindings(const std::string& text);
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,75 @@
+#pragma once
+// Operator semantics: for each supported ONNX operator, a symbolic shape function and an
+// iteration space (loop dims, parallel or reduction, the loop dim of every input/output
+// dim, FLOPs and bytes). Everything downstream (sharding, costs, backward) derives from
+// the iteration space; there are no per-model rules.
+//
+// Conventions:
+// - FLOPs: a multiply-add counts 2 (MatMul [m,k]x[k,n] = 2mkn). Element-wise ops count
+//   one FLOP per output element per arithmetic operation they stand for (Add 1, Gelu 8 ...,
+//   documented per family); data movement ops (Reshape, Transpose, Gather, Concat...) 0.
+// - bytes: bytes read from all inputs plus bytes written to all outputs (HBM traffic of
+//   an unfused kernel).
+// - A dim of an operand that maps to no loop (broadcast size-1 dim, a dim consumed by
+//   an index lookup) has loop index -1.
+// - Reshape: loops are the output dims; an input dim equal to a product of output dims
+//   maps to the outermost loop of that group (cutting the outer factor keeps contiguity).
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+
+namespace symtensor::compiler {
+
+enum class OpKind { gemm, convolution, elementwise, normalization, softmax, reduction, data_movement, routing, opaque };
+std::string_view to_string(OpKind k);
+
+struct LoopDim {
+  std::string name;   // "b", "m", "n", "k", "c_in" ... (for printing and rules)
+  GiNaC::ex extent;
+  bool reduction = false;
+};
+
+struct IterationSpace {
+  OpKind kind = OpKind::opaque;
+  std::vector<LoopDim> loops;
+  std::vector<std::vector<int>> input_dims;   // [input][dim] -> loop index or -1
+  std::vector<std::vector<int>> output_dims;  // [output][dim] -> loop index or -1
+  GiNaC::ex flops = 0;
+  GiNaC::ex bytes = 0;
+};
+
+// What a shape function returns for each output of a node.
+struct OutputInfo {
+  ElementType dtype = ElementType::undefined;
+  Shape shape;
+  std::optional<std::vector<GiNaC::ex>> value;  // compile-time value (small integer tensors)
+};
+
+// Everything an op rule may look at. `inputs[i]` is nullptr for an omitted optional input.
+struct OpContext {
+  const Node& node;
+  std::vector<const Tensor*> inputs;
+  std::vector<const Tensor*> outputs;  // shapes filled once inference ran
+  SymbolTable& symbols;
+};
+
+struct OpRule {
+  // Output dtypes/shapes/values from the inputs; throws std::runtime_error with a message
+  // naming the problem (the caller adds the node name). Empty: keep ONNX's inferred shapes.
+  std::function<std::vector<OutputInfo>(const OpContext&)> infer;
+  std::function<IterationSpace(const OpContext&)> iteration_space;
+};
+
+// The rule for (domain, op_type) at the node's opset, or nullptr (opaque operator).
+const OpRule* find_op_rule(std::string_view domain, std::string_view op_type);
+// Iteration space of an opaque node: one parallel loop per output element dim is not
+// known, so it has no loops; FLOPs 0 and bytes = sum of input and output bytes.
+IterationSpace opaque_iteration_space(const OpContext& ctx);
+// The op types that have rules, for listing.
+std::vector<std::string> supported_op_types();
+
+}  // namespace symtensor::compiler

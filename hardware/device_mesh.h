@@ -1,0 +1,47 @@
+#pragma once
+// The device mesh derived from a cluster: named axes, each lying on one topology level.
+// A level may be factored into several axes (8 GPUs of a node as 2x4); any device count.
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hardware/cluster.h"
+
+namespace symtensor::hardware {
+
+struct MeshAxis {
+  std::string name;  // e.g. "node", "gpu", or "gpu0"/"gpu1" when a level is factored
+  int size = 1;
+  int level = 0;     // index into Cluster::levels
+  int stride = 1;    // rank distance between neighbours along this axis
+};
+
+// How many ranks of a communication group sit at each topology level
+// (index = level; 1 where the group does not span that level).
+struct GroupShape {
+  std::vector<int> ranks_per_level;
+  int size() const;
+  int outermost_level() const;  // highest level with more than one rank; 0 if size()==1
+};
+
+class DeviceMesh {
+ public:
+  // One axis per topology level, outermost first; ranks inside a node are contiguous.
+  static DeviceMesh from_cluster(const Cluster& cluster);
+  // Each level split into the given factors (outermost level first, each list's product
+  // equal to that level's size).
+  static DeviceMesh factored(const Cluster& cluster, const std::vector<std::vector<int>>& factors_per_level);
+
+  const std::vector<MeshAxis>& axes() const { return axes_; }
+  int num_devices() const;
+  int axis_index(const std::string& name) const;  // -1 when absent
+  GroupShape group_shape(std::span<const int> axis_ids) const;
+  // The ranks that differ from `rank` only in coordinates along `axis_ids`, ascending.
+  std::vector<int> group_of(int rank, std::span<const int> axis_ids) const;
+
+ private:
+  std::vector<MeshAxis> axes_;  // outermost first
+  int num_levels_ = 0;
+};
+
+}  // namespace symtensor::hardware

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The whole test suite: install, build (plain and with ASan+UBSan), run every test.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+jobs="$(nproc)"
+bash "$root/scripts/install_deps.sh"
+bash "$root/scripts/build.sh" "$root/build"
+(cd "$root/build" && ctest --output-on-failure -j "$jobs")
+if [ "${SYMTENSOR_SKIP_SANITIZE:-0}" != 1 ]; then
+  bash "$root/scripts/build.sh" "$root/build-asan" -DSYMTENSOR_SANITIZE=ON
+  (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --output-on-failure -j "$jobs" -LE scripts)
+fi
