@@ -42,11 +42,13 @@ struct TopologyLevel {
   double bandwidth = 0;  // bytes/s per GPU per direction
   double latency_s = 0;
   LinkKind kind = LinkKind::switch_fabric;
+  std::string link;  // human description of the hardware, e.g. "NVLink 3 via NVSwitch"
 };
 
 struct Cluster {
   std::string name;
   std::string source;  // file it was loaded from
+  std::string description;  // one line for `symtensor hardware list`
   Device device;
   std::vector<TopologyLevel> levels;  // innermost first
   std::optional<double> price_per_gpu_hour;  // USD
@@ -55,5 +57,20 @@ struct Cluster {
   int num_devices() const;
   int devices_per_node() const;  // size of level 0
 };
+
+// Profiles: YAML files documented in hardware/profiles/README.md.
+// `name_or_path` is a bundled profile's file stem ("dgx-a100"), a path to a .yaml file, or
+// the shorthand "NAMExN" (a bundled profile with its outermost level set to N).
+// Throws std::runtime_error "FILE:LINE:COL: key 'x': problem" on any invalid content.
+Cluster load_cluster(const std::string& name_or_path);
+// Parses profile text; `source` names it in error messages and in Cluster::source.
+Cluster parse_cluster(const std::string& yaml_text, const std::string& source);
+// Stems of the bundled profiles (hardware/profiles/*.yaml), sorted.
+std::vector<std::string> list_profiles();
+std::string profile_directory();
+
+// `nodes` sets the outermost level's size; `gpus` sets level 0's size (part of a node, any
+// count up to the node's size) and, when `nodes` is not given, makes it a single node.
+Cluster scale_cluster(Cluster cluster, std::optional<int> nodes, std::optional<int> gpus);
 
 }  // namespace symtensor::hardware

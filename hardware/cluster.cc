@@ -1,0 +1,88 @@
+#include "hardware/cluster.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace symtensor::hardware {
+
+std::string_view to_string(Precision p) {
+  switch (p) {
+    case Precision::fp32: return "fp32";
+    case Precision::tf32: return "tf32";
+    case Precision::fp16: return "fp16";
+    case Precision::bf16: return "bf16";
+    case Precision::fp8: return "fp8";
+  }
+  return "?";
+}
+
+std::optional<Precision> parse_precision(std::string_view text) {
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16, Precision::fp8}) {
+    if (text == to_string(p)) return p;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(LinkKind k) {
+  switch (k) {
+    case LinkKind::switch_fabric: return "switch";
+    case LinkKind::ring: return "ring";
+    case LinkKind::fat_tree: return "fat_tree";
+  }
+  return "?";
+}
+
+double Device::peak(Precision p) const {
+  auto it = peak_flops.find(p);
+  if (it == peak_flops.end()) {
+    throw std::runtime_error(fmt::format("device '{}' has no {} peak in its profile", name, to_string(p)));
+  }
+  return it->second;
+}
+
+double Device::efficiency_for(double flops) const {
+  if (efficiency.empty()) {
+    throw std::runtime_error(fmt::format("device '{}' has no efficiency curve", name));
+  }
+  double result = efficiency.front().efficiency;
+  for (const EfficiencyPoint& point : efficiency) {
+    if (flops < point.min_flops) break;
+    result = point.efficiency;
+  }
+  return result;
+}
+
+int Cluster::num_devices() const {
+  int n = 1;
+  for (const TopologyLevel& level : levels) n *= level.size;
+  return n;
+}
+
+int Cluster::devices_per_node() const { return levels.empty() ? 1 : levels.front().size; }
+
+Cluster scale_cluster(Cluster cluster, std::optional<int> nodes, std::optional<int> gpus) {
+  if (cluster.levels.empty()) throw std::runtime_error(fmt::format("cluster '{}' has no topology levels", cluster.name));
+  if (nodes) {
+    if (*nodes < 1) throw std::runtime_error(fmt::format("--nodes {}: must be at least 1", *nodes));
+    if (cluster.levels.size() < 2) {
+      throw std::runtime_error(fmt::format("--nodes: cluster '{}' has a single topology level (no inter-node level)",
+                                           cluster.name));
+    }
+    cluster.levels.back().size = *nodes;
+  }
+  if (gpus) {
+    int per_node = cluster.levels.front().size;
+    if (*gpus < 1 || *gpus > per_node) {
+      throw std::runtime_error(fmt::format("--gpus {}: must be between 1 and the {} GPUs of a '{}' node", *gpus,
+                                           per_node, cluster.name));
+    }
+    cluster.levels.front().size = *gpus;
+    if (!nodes) {
+      for (std::size_t l = 1; l < cluster.levels.size(); ++l) cluster.levels[l].size = 1;
+    }
+  }
+  return cluster;
+}
+
+}  // namespace symtensor::hardware

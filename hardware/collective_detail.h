@@ -1,0 +1,21 @@
+#pragma once
+// Internals of collectives.cc shared with the symbolic forms and the tests.
+#include "hardware/collectives.h"
+
+namespace symtensor::hardware::detail {
+
+// A group seen as flat: its size, the largest alpha and the bandwidths of its links.
+struct FlatLinks {
+  int ranks = 1;
+  int spanned_levels = 0;
+  double alpha = 0;
+  double bandwidth_rails = 0;   // min over spanned levels of B_l x ranks inside level l
+  double bandwidth_single = 0;  // min over spanned levels of B_l
+};
+
+FlatLinks flat_links(const Cluster& cluster, const GroupShape& group);
+int ceil_log2(int p);
+// Time of a ring or tree algorithm (send_recv ignores the algorithm).
+double flat_time(Collective kind, CollectiveAlgorithm algorithm, const FlatLinks& links, double bytes);
+
+}  // namespace symtensor::hardware::detail

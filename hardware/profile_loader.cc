@@ -1,0 +1,266 @@
+// Loads and validates hardware profiles (schema: hardware/profiles/README.md). Every problem
+// is reported as "FILE:LINE:COL: key 'path': problem"; nothing is defaulted silently.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "hardware/cluster.h"
+
+namespace symtensor::hardware {
+namespace {
+
+constexpr double kGiga = 1e9;
+constexpr double kTera = 1e12;
+constexpr double kMicro = 1e-6;
+
+class ProfileReader {
+ public:
+  explicit ProfileReader(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const YAML::Node& at, const std::string& key, const std::string& problem) const {
+    YAML::Mark mark = at.IsDefined() ? at.Mark() : YAML::Mark::null_mark();
+    int line = mark.line < 0 ? 1 : mark.line + 1;
+    int column = mark.column < 0 ? 1 : mark.column + 1;
+    throw std::runtime_error(fmt::format("{}:{}:{}: key '{}': {}", source_, line, column, key, problem));
+  }
+
+  // A mapping whose keys are all in `allowed`, each once.
+  void expect_map(const YAML::Node& node, const std::string& path, std::initializer_list<std::string_view> allowed) {
+    if (!node.IsMap()) fail(node, path, "expected a mapping");
+    std::set<std::string> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string("?");
+      std::string full = path.empty() ? key : path + "." + key;
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        std::string names;
+        for (std::string_view a : allowed) names += (names.empty() ? "" : ", ") + std::string(a);
+        fail(it->first, full, fmt::format("unknown key (allowed: {})", names));
+      }
+      if (!seen.insert(key).second) fail(it->first, full, "duplicate key");
+    }
+  }
+
+  YAML::Node required(const YAML::Node& map, const std::string& path, const std::string& key) {
+    YAML::Node value = map[key];
+    if (!value.IsDefined() || value.IsNull()) fail(map, join(path, key), "missing required field");
+    return value;
+  }
+
+  std::string string(const YAML::Node& map, const std::string& path, const std::string& key) {
+    YAML::Node value = required(map, path, key);
+    if (!value.IsScalar()) fail(value, join(path, key), "expected a string");
+    return value.Scalar();
+  }
+
+  // A finite number; `minimum_exclusive` says whether the bound itself is rejected.
+  double number(const YAML::Node& value, const std::string& full, double minimum, bool minimum_exclusive) {
+    if (!value.IsScalar()) fail(value, full, "expected a number");
+    double result = 0;
+    try {
+      result = value.as<double>();
+    } catch (const YAML::Exception&) {
+      fail(value, full, fmt::format("expected a number, got '{}'", value.Scalar()));
+    }
+    if (!std::isfinite(result)) fail(value, full, "expected a finite number");
+    if (minimum_exclusive ? result <= minimum : result < minimum) {
+      fail(value, full, fmt::format("must be {} {}, got {}", minimum_exclusive ? ">" : ">=", minimum, value.Scalar()));
+    }
+    return result;
+  }
+
+  double positive(const YAML::Node& map, const std::string& path, const std::string& key) {
+    return number(required(map, path, key), join(path, key), 0, true);
+  }
+  double non_negative(const YAML::Node& map, const std::string& path, const std::string& key) {
+    return number(required(map, path, key), join(path, key), 0, false);
+  }
+  std::optional<double> optional_positive(const YAML::Node& map, const std::string& path, const std::string& key) {
+    YAML::Node value = map[key];
+    if (!value.IsDefined()) return std::nullopt;
+    if (value.IsNull()) fail(map, join(path, key), "present but empty");
+    return number(value, join(path, key), 0, true);
+  }
+
+  int positive_int(const YAML::Node& map, const std::string& path, const std::string& key) {
+    YAML::Node value = required(map, path, key);
+    std::string full = join(path, key);
+    if (!value.IsScalar()) fail(value, full, "expected an integer");
+    long long result = 0;
+    try {
+      result = value.as<long long>();
+    } catch (const YAML::Exception&) {
+      fail(value, full, fmt::format("expected an integer, got '{}'", value.Scalar()));
+    }
+    if (result < 1) fail(value, full, fmt::format("must be >= 1, got {}", result));
+    if (result > 1'000'000) fail(value, full, fmt::format("{} is implausibly large (limit 1000000)", result));
+    return static_cast<int>(result);
+  }
+
+  static std::string join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+
+ private:
+  std::string source_;
+};
+
+Device read_device(ProfileReader& r, const YAML::Node& node) {
+  const std::string path = "device";
+  r.expect_map(node, path, {"name", "peak_tflops", "memory_gb", "hbm_bandwidth_gb_per_s", "kernel_launch_us", "efficiency"});
+  Device device;
+  device.name = r.string(node, path, "name");
+
+  YAML::Node peaks = r.required(node, path, "peak_tflops");
+  r.expect_map(peaks, "device.peak_tflops", {"fp32", "tf32", "fp16", "bf16", "fp8"});
+  if (peaks.size() == 0) r.fail(peaks, "device.peak_tflops", "needs at least one precision");
+  for (auto it = peaks.begin(); it != peaks.end(); ++it) {
+    std::string key = it->first.Scalar();
+    device.peak_flops[*parse_precision(key)] = r.number(it->second, "device.peak_tflops." + key, 0, true) * kTera;
+  }
+
+  device.memory_bytes = r.positive(node, path, "memory_gb") * kGiga;
+  device.hbm_bandwidth = r.positive(node, path, "hbm_bandwidth_gb_per_s") * kGiga;
+  device.kernel_launch_s = r.non_negative(node, path, "kernel_launch_us") * kMicro;
+
+  YAML::Node curve = r.required(node, path, "efficiency");
+  if (!curve.IsSequence() || curve.size() == 0) r.fail(curve, "device.efficiency", "expected a non-empty list");
+  for (std::size_t i = 0; i < curve.size(); ++i) {
+    std::string at = fmt::format("device.efficiency[{}]", i);
+    YAML::Node entry = curve[i];
+    r.expect_map(entry, at, {"min_gflop", "efficiency"});
+    EfficiencyPoint point;
+    point.min_flops = r.number(r.required(entry, at, "min_gflop"), at + ".min_gflop", 0, false) * kGiga;
+    point.efficiency = r.number(r.required(entry, at, "efficiency"), at + ".efficiency", 0, true);
+    if (point.efficiency > 1) r.fail(entry["efficiency"], at + ".efficiency", "must be at most 1 (achieved/peak)");
+    if (i == 0 && point.min_flops != 0) r.fail(entry["min_gflop"], at + ".min_gflop", "the first entry must start at 0");
+    if (i > 0 && point.min_flops <= device.efficiency.back().min_flops) {
+      r.fail(entry["min_gflop"], at + ".min_gflop", "must be larger than the previous entry's");
+    }
+    device.efficiency.push_back(point);
+  }
+  return device;
+}
+
+TopologyLevel read_level(ProfileReader& r, const YAML::Node& node, std::size_t index) {
+  std::string path = fmt::format("topology[{}]", index);
+  r.expect_map(node, path, {"name", "link", "size", "bandwidth_gb_per_s", "latency_us", "kind"});
+  TopologyLevel level;
+  level.name = r.string(node, path, "name");
+  static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
+  if (!std::regex_match(level.name, identifier)) {
+    r.fail(node["name"], path + ".name", fmt::format("'{}' is not an identifier (letters, digits, _)", level.name));
+  }
+  if (node["link"].IsDefined()) level.link = r.string(node, path, "link");
+  level.size = r.positive_int(node, path, "size");
+  level.bandwidth = r.positive(node, path, "bandwidth_gb_per_s") * kGiga;
+  level.latency_s = r.non_negative(node, path, "latency_us") * kMicro;
+  std::string kind = r.string(node, path, "kind");
+  if (kind == "switch") level.kind = LinkKind::switch_fabric;
+  else if (kind == "ring") level.kind = LinkKind::ring;
+  else if (kind == "fat_tree") level.kind = LinkKind::fat_tree;
+  else r.fail(node["kind"], path + ".kind", fmt::format("'{}' is not one of switch, ring, fat_tree", kind));
+  return level;
+}
+
+std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error(fmt::format("{}: cannot open hardware profile", file.string()));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+Cluster parse_cluster(const std::string& yaml_text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    throw std::runtime_error(fmt::format("{}:{}:{}: YAML syntax: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  ProfileReader r(source);
+  if (!root.IsMap()) r.fail(root, "(top level)", "expected a mapping with name, device, topology");
+  r.expect_map(root, "", {"name", "description", "device", "topology", "price_per_gpu_hour_usd", "power_w"});
+
+  Cluster cluster;
+  cluster.source = source;
+  cluster.name = r.string(root, "", "name");
+  if (root["description"].IsDefined()) cluster.description = r.string(root, "", "description");
+  cluster.device = read_device(r, r.required(root, "", "device"));
+
+  YAML::Node topology = r.required(root, "", "topology");
+  if (!topology.IsSequence() || topology.size() == 0) {
+    r.fail(topology, "topology", "expected a non-empty list of levels, innermost first");
+  }
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < topology.size(); ++i) {
+    TopologyLevel level = read_level(r, topology[i], i);
+    if (!names.insert(level.name).second) {
+      r.fail(topology[i]["name"], fmt::format("topology[{}].name", i), fmt::format("level name '{}' repeated", level.name));
+    }
+    cluster.levels.push_back(level);
+  }
+  long long devices = 1;
+  for (const TopologyLevel& level : cluster.levels) {
+    devices *= level.size;
+    if (devices > 10'000'000) r.fail(topology, "topology", "more than 10 million devices in all");
+  }
+
+  cluster.price_per_gpu_hour = r.optional_positive(root, "", "price_per_gpu_hour_usd");
+  cluster.power_w = r.optional_positive(root, "", "power_w");
+  return cluster;
+}
+
+std::string profile_directory() {
+  if (const char* env = std::getenv("SYMTENSOR_PROFILE_DIR")) return env;
+  return SYMTENSOR_PROFILE_DIR;
+}
+
+std::vector<std::string> list_profiles() {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(profile_directory(), error)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+  }
+  if (error) throw std::runtime_error(fmt::format("{}: cannot list hardware profiles: {}", profile_directory(), error.message()));
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Cluster load_cluster(const std::string& name_or_path) {
+  namespace fs = std::filesystem;
+  if (name_or_path.empty()) throw std::runtime_error("hardware profile: empty name");
+  bool looks_like_path = name_or_path.find('/') != std::string::npos ||
+                         fs::path(name_or_path).extension() == ".yaml" || fs::path(name_or_path).extension() == ".yml";
+  if (looks_like_path) return parse_cluster(read_text(name_or_path), name_or_path);
+
+  fs::path bundled = fs::path(profile_directory()) / (name_or_path + ".yaml");
+  if (fs::is_regular_file(bundled)) return parse_cluster(read_text(bundled), bundled.string());
+
+  static const std::regex shorthand("(.+)x([0-9]{1,7})");
+  std::smatch match;
+  if (std::regex_match(name_or_path, match, shorthand)) {
+    fs::path base = fs::path(profile_directory()) / (match[1].str() + ".yaml");
+    if (fs::is_regular_file(base)) {
+      Cluster cluster = parse_cluster(read_text(base), base.string());
+      return scale_cluster(std::move(cluster), std::stoi(match[2].str()), std::nullopt);
+    }
+  }
+  std::string known;
+  for (const std::string& name : list_profiles()) known += (known.empty() ? "" : ", ") + name;
+  throw std::runtime_error(fmt::format(
+      "unknown hardware profile '{}' (bundled: {}; or give a path to a .yaml file, or NAMExNODES)", name_or_path, known));
+}
+
+}  // namespace symtensor::hardware
