@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "symtensor 0.1.0");
   symtensor::driver::add_inspect_command(app);
+  symtensor::driver::add_hardware_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
