@@ -1,0 +1,14 @@
+#pragma once
+// One graph writer per family; each adds inputs, parameters, nodes and outputs.
+#include "onnx_models/graph_builder.h"
+#include "onnx_models/model_config.h"
+
+namespace symtensor::models {
+
+void build_gpt(GraphBuilder& g, const ModelConfig& c);
+void build_llama(GraphBuilder& g, const ModelConfig& c);  // LLaMA-2, Qwen2 (qkv_bias), Mixtral (experts)
+void build_bert(GraphBuilder& g, const ModelConfig& c);
+void build_vit(GraphBuilder& g, const ModelConfig& c);
+void build_resnet(GraphBuilder& g, const ModelConfig& c);
+
+}  // namespace symtensor::models

@@ -1,0 +1,199 @@
+#include "onnx_models/layers.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace symtensor::models {
+
+namespace {
+
+double fan_in_bound(std::int64_t fan_in) { return 1.0 / std::sqrt(static_cast<double>(fan_in)); }
+
+std::vector<std::int64_t> perm(std::initializer_list<std::int64_t> p) { return p; }
+
+}  // namespace
+
+std::string linear(GraphBuilder& g, const std::string& x, const std::string& module, std::int64_t in,
+                   std::int64_t out, bool bias) {
+  const double bound = fan_in_bound(in);
+  std::string w = g.parameter(module + ".weight", {in, out}, Init::uniform(bound));
+  std::string y = g.op("MatMul", {x, w});
+  if (!bias) return y;
+  std::string b = g.parameter(module + ".bias", {out}, Init::uniform(bound));
+  return g.op("Add", {y, b});
+}
+
+std::string gemm_linear(GraphBuilder& g, const std::string& x, const std::string& module, std::int64_t in,
+                        std::int64_t out) {
+  const double bound = fan_in_bound(in);
+  std::string w = g.parameter(module + ".weight", {out, in}, Init::uniform(bound));
+  std::string b = g.parameter(module + ".bias", {out}, Init::uniform(bound));
+  return g.op("Gemm", {x, w, b}, {{"alpha", 1.0f}, {"beta", 1.0f}, {"transB", std::int64_t{1}}});
+}
+
+std::string layer_norm(GraphBuilder& g, const std::string& x, const std::string& module, std::int64_t hidden,
+                       double epsilon) {
+  std::string scale = g.parameter(module + ".weight", {hidden}, Init::around(1.0, 0.1));
+  std::string bias = g.parameter(module + ".bias", {hidden}, Init::uniform(0.1));
+  return g.op("LayerNormalization", {x, scale, bias},
+              {{"axis", std::int64_t{-1}}, {"epsilon", static_cast<float>(epsilon)}});
+}
+
+std::string rms_norm(GraphBuilder& g, const std::string& x, const std::string& module, std::int64_t hidden,
+                     double epsilon) {
+  std::string weight = g.parameter(module + ".weight", {hidden}, Init::around(1.0, 0.1));
+  std::string squared = g.op("Pow", {x, g.float_scalar(2.0f)});
+  std::string mean = g.op("ReduceMean", {squared}, {{"axes", perm({-1})}, {"keepdims", std::int64_t{1}}});
+  std::string shifted = g.op("Add", {mean, g.float_scalar(static_cast<float>(epsilon))});
+  std::string root = g.op("Sqrt", {shifted});
+  std::string inverse = g.op("Div", {g.float_scalar(1.0f), root});
+  std::string normed = g.op("Mul", {x, inverse});
+  return g.op("Mul", {weight, normed});
+}
+
+std::string gelu(GraphBuilder& g, const std::string& x) {
+  std::string scaled = g.op("Div", {x, g.float_scalar(1.4142135381698608f)});
+  std::string erf = g.op("Erf", {scaled});
+  std::string shifted = g.op("Add", {erf, g.float_scalar(1.0f)});
+  std::string product = g.op("Mul", {x, shifted});
+  return g.op("Mul", {product, g.float_scalar(0.5f)});
+}
+
+std::string silu(GraphBuilder& g, const std::string& x) { return g.op("Mul", {x, g.op("Sigmoid", {x})}); }
+
+Rotary rotary_tables(GraphBuilder& g, const std::string& position_ids, std::int64_t head_dim, double theta) {
+  g.push("rotary_emb");
+  std::vector<float> inv_freq;
+  for (std::int64_t i = 0; i < head_dim; i += 2)
+    inv_freq.push_back(static_cast<float>(1.0 / std::pow(theta, static_cast<double>(i) / head_dim)));
+  std::string positions = g.op("Cast", {position_ids}, {{"to", std::int64_t{onnx::TensorProto::FLOAT}}});
+  std::string column = g.op("Unsqueeze", {positions, g.ints({-1})});      // [b, s, 1]
+  std::string freqs = g.op("Mul", {column, g.floats(inv_freq)});         // [b, s, hd/2]
+  std::string emb = g.op("Concat", {freqs, freqs}, {{"axis", std::int64_t{-1}}});  // [b, s, hd]
+  Rotary r{g.op("Cos", {emb}), g.op("Sin", {emb})};
+  g.pop();
+  return r;
+}
+
+std::string causal_mask(GraphBuilder& g, const std::string& position_ids) {
+  // Written from the positions rather than a [max, max] buffer, so that no large constant
+  // is stored and every shape stays symbolic: masked where key position > query position.
+  std::string keys = g.op("Unsqueeze", {position_ids, g.ints({1})});     // [b, 1, s]
+  std::string queries = g.op("Unsqueeze", {position_ids, g.ints({2})});  // [b, s, 1]
+  std::string future = g.op("Greater", {keys, queries});                 // [b, s, s]
+  return g.op("Where", {future, g.float_scalar(-1e9f), g.float_scalar(0.0f)});
+}
+
+std::string mask_for_scores(GraphBuilder& g, const std::string& mask3, bool grouped) {
+  return g.op("Unsqueeze", {mask3, grouped ? g.ints({1, 2}) : g.ints({1})});
+}
+
+namespace {
+
+// rotate_half(x) = concat(-x[..., d/2:], x[..., :d/2]); x*cos + rotate_half(x)*sin.
+std::string apply_rotary(GraphBuilder& g, const std::string& x, const std::string& cos, const std::string& sin,
+                         std::int64_t head_dim) {
+  const std::int64_t half = head_dim / 2;
+  std::string x1 = g.op("Slice", {x, g.ints({0}), g.ints({half}), g.ints({-1}), g.ints({1})});
+  std::string x2 = g.op("Slice", {x, g.ints({half}), g.ints({std::numeric_limits<std::int64_t>::max()}),
+                                  g.ints({-1}), g.ints({1})});
+  std::string rotated = g.op("Concat", {g.op("Neg", {x2}), x1}, {{"axis", std::int64_t{-1}}});
+  return g.op("Add", {g.op("Mul", {x, cos}), g.op("Mul", {rotated, sin})});
+}
+
+}  // namespace
+
+std::string self_attention(GraphBuilder& g, const std::string& x, const AttentionSpec& spec) {
+  const std::int64_t h = spec.hidden;
+  const std::int64_t head_dim = h / spec.heads;
+  const std::int64_t kv = spec.kv_heads;
+  const std::int64_t rep = spec.heads / kv;
+  const bool grouped = kv != spec.heads;
+  std::string q, k, v;
+  if (spec.fused_qkv) {
+    std::string qkv = linear(g, x, spec.qkv_name, h, 3 * h, spec.qkv_bias);
+    auto parts = g.op_n("Split", {qkv}, 3, {{"axis", std::int64_t{2}}});
+    q = parts[0], k = parts[1], v = parts[2];
+  } else {
+    q = linear(g, x, spec.q_name, h, h, spec.qkv_bias);
+    k = linear(g, x, spec.k_name, h, kv * head_dim, spec.qkv_bias);
+    v = linear(g, x, spec.v_name, h, kv * head_dim, spec.qkv_bias);
+  }
+  std::string kv_shape = g.ints({0, 0, kv, head_dim});
+  // q: [b, heads, s, d] or, grouped, [b, kv, rep, s, d] so that K/V broadcast over rep.
+  if (grouped) {
+    q = g.op("Reshape", {q, g.ints({0, 0, kv, rep, head_dim})});
+    q = g.op("Transpose", {q}, {{"perm", perm({0, 2, 3, 1, 4})}});
+  } else {
+    q = g.op("Reshape", {q, kv_shape});
+    q = g.op("Transpose", {q}, {{"perm", perm({0, 2, 1, 3})}});
+  }
+  k = g.op("Transpose", {g.op("Reshape", {k, kv_shape})}, {{"perm", perm({0, 2, 1, 3})}});  // [b, kv, s, d]
+  v = g.op("Transpose", {g.op("Reshape", {v, kv_shape})}, {{"perm", perm({0, 2, 1, 3})}});
+  if (spec.rotary) {
+    std::string cos = g.op("Unsqueeze", {spec.rotary->cos, g.ints({1})});  // [b, 1, s, d]
+    std::string sin = g.op("Unsqueeze", {spec.rotary->sin, g.ints({1})});
+    k = apply_rotary(g, k, cos, sin, head_dim);
+    if (grouped) {
+      cos = g.op("Unsqueeze", {cos, g.ints({2})});  // [b, 1, 1, s, d]
+      sin = g.op("Unsqueeze", {sin, g.ints({2})});
+    }
+    q = apply_rotary(g, q, cos, sin, head_dim);
+  }
+  if (grouped) {
+    k = g.op("Unsqueeze", {k, g.ints({2})});  // [b, kv, 1, s, d]
+    v = g.op("Unsqueeze", {v, g.ints({2})});
+  }
+  std::string k_t = g.op("Transpose", {k}, {{"perm", grouped ? perm({0, 1, 2, 4, 3}) : perm({0, 1, 3, 2})}});
+  std::string scores = g.op("MatMul", {q, k_t});
+  scores = g.op("Div", {scores, g.float_scalar(std::sqrt(static_cast<float>(head_dim)))});
+  if (!spec.mask.empty()) scores = g.op("Add", {scores, spec.mask});
+  std::string probs = g.op("Softmax", {scores}, {{"axis", std::int64_t{-1}}});
+  std::string context = g.op("MatMul", {probs, v});
+  context = g.op("Transpose", {context}, {{"perm", grouped ? perm({0, 3, 1, 2, 4}) : perm({0, 2, 1, 3})}});
+  context = g.op("Reshape", {context, g.ints({0, 0, h})});
+  return linear(g, context, spec.out_name, h, h, spec.out_bias);
+}
+
+std::string gelu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate,
+                     const char* in_name, const char* out_name) {
+  std::string up = linear(g, x, in_name, hidden, intermediate, true);
+  return linear(g, gelu(g, up), out_name, intermediate, hidden, true);
+}
+
+std::string swiglu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate) {
+  std::string gate = linear(g, x, "gate_proj", hidden, intermediate, false);
+  std::string up = linear(g, x, "up_proj", hidden, intermediate, false);
+  std::string act = g.op("Mul", {silu(g, gate), up});
+  return linear(g, act, "down_proj", intermediate, hidden, false);
+}
+
+std::string moe_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate,
+                    std::int64_t experts, std::int64_t top_k) {
+  // Router: logits [b, s, E] -> top-k logits and indices -> softmax over the k logits
+  // (equal to Mixtral's softmax-then-renormalize).
+  std::string logits = linear(g, x, "gate", hidden, experts, false);
+  auto top = g.op_n("TopK", {logits, g.ints({top_k})}, 2, {{"axis", std::int64_t{-1}}});
+  std::string weights = g.op("Softmax", {top[0]}, {{"axis", std::int64_t{-1}}});  // [b, s, k]
+  // Routing tensor [b, s, E]: one-hot of each chosen index times its weight, summed over k.
+  std::vector<std::int64_t> expert_ids;
+  for (std::int64_t e = 0; e < experts; ++e) expert_ids.push_back(e);
+  std::string chosen = g.op("Equal", {g.op("Unsqueeze", {top[1], g.ints({-1})}), g.ints(expert_ids)});
+  std::string one_hot = g.op("Cast", {chosen}, {{"to", std::int64_t{onnx::TensorProto::FLOAT}}});  // [b,s,k,E]
+  std::string weighted = g.op("Mul", {one_hot, g.op("Unsqueeze", {weights, g.ints({-1})})});
+  std::string routing = g.op("ReduceSum", {weighted, g.ints({2})}, {{"keepdims", std::int64_t{0}}});
+  // Experts, stacked [E, in, out], on every token: [b, 1, s, h] x [E, h, I] -> [b, E, s, I].
+  const double bound_in = fan_in_bound(hidden), bound_out = fan_in_bound(intermediate);
+  std::string w1 = g.parameter("experts.w1", {experts, hidden, intermediate}, Init::uniform(bound_in));
+  std::string w3 = g.parameter("experts.w3", {experts, hidden, intermediate}, Init::uniform(bound_in));
+  std::string w2 = g.parameter("experts.w2", {experts, intermediate, hidden}, Init::uniform(bound_out));
+  std::string tokens = g.op("Unsqueeze", {x, g.ints({1})});
+  std::string act = g.op("Mul", {silu(g, g.op("MatMul", {tokens, w1})), g.op("MatMul", {tokens, w3})});
+  std::string expert_out = g.op("MatMul", {act, w2});  // [b, E, s, h]
+  std::string gate = g.op("Unsqueeze", {g.op("Transpose", {routing}, {{"perm", perm({0, 2, 1})}}), g.ints({-1})});
+  std::string combined = g.op("Mul", {expert_out, gate});  // [b, E, s, h]
+  return g.op("ReduceSum", {combined, g.ints({1})}, {{"keepdims", std::int64_t{0}}});
+}
+
+}  // namespace symtensor::models

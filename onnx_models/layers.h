@@ -1,0 +1,68 @@
+#pragma once
+// Transformer building blocks written as PyTorch's exporter writes them (opset 17).
+// Activations are [batch, seq, hidden]; linear weights are stored [in, out].
+#include <cstdint>
+#include <string>
+
+#include "onnx_models/graph_builder.h"
+
+namespace symtensor::models {
+
+// MatMul(x, W[in,out]) (+ Add(bias)); parameters "<module>.weight", "<module>.bias".
+std::string linear(GraphBuilder& g, const std::string& x, const std::string& module, std::int64_t in,
+                   std::int64_t out, bool bias);
+// 2-D Linear as exported: Gemm(x, W[out,in], b, transB=1).
+std::string gemm_linear(GraphBuilder& g, const std::string& x, const std::string& module, std::int64_t in,
+                        std::int64_t out);
+
+std::string layer_norm(GraphBuilder& g, const std::string& x, const std::string& module, std::int64_t hidden,
+                       double epsilon);
+// x * weight / sqrt(mean(x^2) + eps): Pow, ReduceMean, Add, Sqrt, Div, Mul, Mul.
+std::string rms_norm(GraphBuilder& g, const std::string& x, const std::string& module, std::int64_t hidden,
+                     double epsilon);
+// Exact GELU as x * 0.5 * (1 + erf(x / sqrt(2))): Div, Erf, Add, Mul, Mul.
+std::string gelu(GraphBuilder& g, const std::string& x);
+std::string silu(GraphBuilder& g, const std::string& x);  // x * Sigmoid(x)
+
+// cos/sin of rotary embeddings for position_ids [batch, seq]: [batch, seq, head_dim].
+struct Rotary {
+  std::string cos, sin;
+};
+Rotary rotary_tables(GraphBuilder& g, const std::string& position_ids, std::int64_t head_dim, double theta);
+
+// Additive causal mask [batch, seq, seq]: 0 where key position <= query position, -1e9 elsewhere.
+std::string causal_mask(GraphBuilder& g, const std::string& position_ids);
+
+struct AttentionSpec {
+  std::int64_t hidden = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;         // == heads: multi-head; fewer: grouped-query (5-D scores)
+  bool fused_qkv = false;            // one [h, 3h] projection split in three (GPT's c_attn)
+  bool qkv_bias = false;
+  bool out_bias = false;
+  const char* q_name = "q_proj";     // module names of the projections
+  const char* k_name = "k_proj";
+  const char* v_name = "v_proj";
+  const char* qkv_name = "c_attn";
+  const char* out_name = "o_proj";  // names may hold dots: "output.dense"
+  const Rotary* rotary = nullptr;
+  // Additive mask broadcastable to the scores: [b, heads, s, s], or [b, kv, rep, s, s] for GQA.
+  std::string mask;
+};
+// Self-attention of x [b, s, h]; the module scope is the caller's.
+std::string self_attention(GraphBuilder& g, const std::string& x, const AttentionSpec& spec);
+
+// Rank the mask to the scores of self_attention: [b, s, s] -> [b, 1, s, s] or [b, 1, 1, s, s].
+std::string mask_for_scores(GraphBuilder& g, const std::string& mask3, bool grouped);
+
+// fc_in -> GELU -> fc_out with biases.
+std::string gelu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate,
+                     const char* in_name, const char* out_name);
+// down(silu(gate(x)) * up(x)), no biases.
+std::string swiglu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate);
+// Top-k routed mixture of SwiGLU experts, computed densely (every expert on every token,
+// weighted by a routing tensor that is zero outside each token's top-k experts).
+std::string moe_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate,
+                    std::int64_t experts, std::int64_t top_k);
+
+}  // namespace symtensor::models
