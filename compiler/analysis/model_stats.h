@@ -26,4 +26,8 @@ struct ModelStats {
 
 ModelStats compute_model_stats(Graph& graph);
 
+// The iteration space of one node (the opaque one for nodes without semantics).
+struct IterationSpace;
+IterationSpace iteration_space_of(Graph& graph, NodeId id);
+
 }  // namespace symtensor::compiler

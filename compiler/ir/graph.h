@@ -72,8 +72,12 @@ struct Node {
   std::optional<std::vector<std::int64_t>> attr_ints(const std::string& key) const;
 };
 
-// Vertex property: the node id. Edge property: the tensor carried producer -> consumer.
-using BoostGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, NodeId, TensorId>;
+// Vertex property: the node id. Edge property: the tensor carried producer -> consumer
+// (a struct with an initializer: Boost default-constructs edge properties when copying).
+struct TensorEdge {
+  TensorId tensor = kNone;
+};
+using BoostGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, NodeId, TensorEdge>;
 
 class Graph {
  public:
@@ -104,6 +108,8 @@ class Graph {
   SymbolTable symbols;
 
  private:
+  NodeId node_on_cycle() const;
+
   std::vector<Tensor> tensors_;
   std::vector<Node> nodes_;
   std::map<std::string, TensorId> by_name_;

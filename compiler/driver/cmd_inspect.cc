@@ -1,0 +1,142 @@
+// symtensor inspect MODEL.onnx [--bind ...] [--json]
+#include <algorithm>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/analysis/model_stats.h"
+#include "compiler/driver/commands.h"
+#include "compiler/onnx_import/import.h"
+#include "compiler/ops/op_semantics.h"
+#include "compiler/report/units.h"
+
+namespace symtensor::driver {
+namespace {
+
+using compiler::Graph;
+using compiler::Tensor;
+
+struct InspectOptions {
+  std::string model;
+  std::string bind;
+  bool json = false;
+  int top = 10;
+};
+
+std::string shape_text(const Tensor& t) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < t.shape.size(); ++i) s += (i ? ", " : "") + compiler::to_text(t.shape[i]);
+  return s + "]";
+}
+
+// Value with unbound dims at 1: only for ranking operators by cost.
+double rank_value(const Graph& g, const GiNaC::ex& e) {
+  GiNaC::exmap ones;
+  for (const auto& [name, sym] : g.symbols.all())
+    if (!g.symbols.bindings().count(name)) ones[sym] = 1;
+  const GiNaC::ex v = GiNaC::evalf(g.symbols.substitute(e).subs(ones));
+  return GiNaC::is_a<GiNaC::numeric>(v) ? GiNaC::ex_to<GiNaC::numeric>(v).to_double() : 0.0;
+}
+
+nlohmann::json quantity(const Graph& g, const GiNaC::ex& e) {
+  nlohmann::json j{{"formula", compiler::to_text(e)}};
+  if (auto v = g.symbols.evaluate(e)) j["value"] = *v;
+  return j;
+}
+
+void print_quantity(const Graph& g, const std::string& label, const GiNaC::ex& e, const std::string& unit) {
+  std::cout << label << ": " << compiler::to_text(e);
+  if (auto v = g.symbols.evaluate(e); v && !GiNaC::is_a<GiNaC::numeric>(e)) std::cout << " = " << compiler::format_si(*v, unit);
+  else if (v) std::cout << " (" << compiler::format_si(*v, unit) << ")";
+  std::cout << "\n";
+}
+
+void run_inspect(const InspectOptions& o) {
+  compiler::ImportOptions io;
+  io.bindings = compiler::parse_bindings(o.bind);
+  io.warn_opaque = !o.json;
+  Graph g = compiler::import_onnx_file(o.model, io);
+  const compiler::ModelStats stats = compiler::compute_model_stats(g);
+
+  std::vector<compiler::NodeCost> heaviest = stats.node_costs;
+  std::stable_sort(heaviest.begin(), heaviest.end(), [&](const auto& a, const auto& b) {
+    return rank_value(g, a.flops) > rank_value(g, b.flops);
+  });
+  heaviest.resize(std::min<std::size_t>(heaviest.size(), static_cast<std::size_t>(std::max(o.top, 0))));
+
+  std::vector<std::string> dims;
+  for (const auto& [name, sym] : g.symbols.all()) dims.push_back(name);
+
+  if (o.json) {
+    nlohmann::json j;
+    j["model"] = o.model;
+    j["graph"] = g.name;
+    j["dims"] = dims;
+    j["bindings"] = g.symbols.bindings();
+    for (auto [key, ids] : {std::pair{"inputs", &g.inputs}, std::pair{"outputs", &g.outputs}}) {
+      j[key] = nlohmann::json::array();
+      for (auto id : *ids) {
+        const Tensor& t = g.tensor(id);
+        nlohmann::json shape = nlohmann::json::array();
+        for (const auto& d : t.shape) shape.push_back(compiler::to_text(d));
+        j[key].push_back({{"name", t.name}, {"dtype", compiler::to_string(t.dtype)}, {"shape", shape}});
+      }
+    }
+    j["parameter_count"] = quantity(g, stats.parameter_count);
+    j["parameter_bytes"] = quantity(g, stats.parameter_bytes);
+    j["forward_flops"] = quantity(g, stats.forward_flops);
+    j["gemm_flops"] = quantity(g, stats.gemm_flops);
+    j["operators"] = stats.op_histogram;
+    j["heaviest"] = nlohmann::json::array();
+    for (const auto& c : heaviest)
+      j["heaviest"].push_back({{"node", g.node(c.node).name}, {"op", g.node(c.node).op_type}, {"flops", quantity(g, c.flops)}});
+    j["opaque"] = stats.opaque_ops;
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+
+  std::cout << "model: " << o.model << (g.name.empty() ? "" : " (graph " + g.name + ")") << "\n";
+  std::cout << "dims:";
+  for (const auto& d : dims) {
+    std::cout << " " << d;
+    if (auto it = g.symbols.bindings().find(d); it != g.symbols.bindings().end()) std::cout << "=" << it->second;
+  }
+  std::cout << "\ninputs:\n";
+  for (auto id : g.inputs)
+    std::cout << "  " << g.tensor(id).name << "  " << compiler::to_string(g.tensor(id).dtype) << " " << shape_text(g.tensor(id)) << "\n";
+  std::cout << "outputs:\n";
+  for (auto id : g.outputs)
+    std::cout << "  " << g.tensor(id).name << "  " << compiler::to_string(g.tensor(id).dtype) << " " << shape_text(g.tensor(id)) << "\n";
+  if (auto n = g.symbols.evaluate(stats.parameter_count))
+    std::cout << "parameters: " << compiler::format_count(*n) << " ("
+              << compiler::format_bytes(*g.symbols.evaluate(stats.parameter_bytes)) << ")\n";
+  else
+    std::cout << "parameters: " << compiler::to_text(stats.parameter_count) << "\n";
+  print_quantity(g, "forward FLOPs", stats.forward_flops, "FLOP");
+  print_quantity(g, "  of which GEMM/conv", stats.gemm_flops, "FLOP");
+  std::cout << "operators (" << g.nodes().size() << " nodes):";
+  for (const auto& [op, n] : stats.op_histogram) std::cout << " " << op << " " << n << ";";
+  std::cout << "\nheaviest operators:\n";
+  for (const auto& c : heaviest) {
+    std::cout << "  " << g.node(c.node).name << " (" << g.node(c.node).op_type << "): ";
+    if (auto v = g.symbols.evaluate(c.flops)) std::cout << compiler::format_si(*v, "FLOP");
+    else std::cout << compiler::to_text(c.flops) << " FLOP";
+    std::cout << "\n";
+  }
+  std::cout << "opaque operators: " << (stats.opaque_ops.empty() ? "none" : "") << "\n";
+  for (const auto& op : stats.opaque_ops) std::cout << "  " << op << "\n";
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app) {
+  auto opts = std::make_shared<InspectOptions>();
+  CLI::App* cmd = app.add_subcommand("inspect", "Import an ONNX model and print its symbolic shapes, parameters and FLOPs");
+  cmd->add_option("model", opts->model, "ONNX model file")->required();
+  cmd->add_option("--bind", opts->bind, "Bind dim symbols, e.g. batch=8,seq=2048");
+  cmd->add_flag("--json", opts->json, "Print JSON instead of text");
+  cmd->add_option("--top", opts->top, "How many of the heaviest operators to list")->capture_default_str();
+  cmd->callback([opts] { run_inspect(*opts); });
+}
+
+}  // namespace symtensor::driver

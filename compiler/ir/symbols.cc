@@ -1,0 +1,52 @@
+#include "compiler/ir/symbols.h"
+
+#include <stdexcept>
+
+namespace symtensor::compiler {
+
+GiNaC::symbol SymbolTable::get(const std::string& name) {
+  auto it = symbols_.find(name);
+  if (it != symbols_.end()) return it->second;
+  GiNaC::possymbol s(name);
+  symbols_.emplace(name, s);
+  return s;
+}
+
+GiNaC::symbol SymbolTable::fresh() {
+  std::string name;
+  do {
+    name = "unk" + std::to_string(next_fresh_++);
+  } while (symbols_.count(name));
+  return get(name);
+}
+
+void SymbolTable::bind(const std::string& name, double value) {
+  if (!(value > 0)) throw std::runtime_error("binding " + name + "=" + std::to_string(value) + ": dims must be positive");
+  get(name);
+  bindings_[name] = value;
+}
+
+GiNaC::exmap SymbolTable::binding_map() const {
+  GiNaC::exmap m;
+  for (const auto& [name, value] : bindings_) {
+    // Integral values stay exact rationals so that bound shapes remain integers.
+    const bool integral = value == static_cast<double>(static_cast<long>(value));
+    m[symbols_.at(name)] = integral ? GiNaC::numeric(static_cast<long>(value)) : GiNaC::numeric(value);
+  }
+  return m;
+}
+
+GiNaC::ex SymbolTable::substitute(const GiNaC::ex& e) const {
+  if (bindings_.empty()) return e;
+  return e.subs(binding_map()).expand();
+}
+
+std::optional<double> SymbolTable::evaluate(const GiNaC::ex& e) const {
+  GiNaC::ex v = GiNaC::evalf(substitute(e));
+  if (!GiNaC::is_a<GiNaC::numeric>(v)) return std::nullopt;
+  const auto& n = GiNaC::ex_to<GiNaC::numeric>(v);
+  if (!n.is_real()) return std::nullopt;
+  return n.to_double();
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,266 @@
+#include "compiler/onnx_import/import.h"
+
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "compiler/onnx_import/parameters.h"
+#include "compiler/onnx_import/proto_reading.h"
+#include "compiler/onnx_import/symbolic_shapes.h"
+
+namespace symtensor::compiler {
+namespace {
+
+// Small integer tensors (shapes, axes, indices) keep their values for folding.
+constexpr std::size_t kMaxValueElements = 4096;
+
+std::string first_line(const std::string& text) {
+  const auto end = text.find('\n');
+  return end == std::string::npos ? text : text.substr(0, end);
+}
+
+void check_and_infer(onnx::ModelProto& model, const std::string& source) {
+  if (model.ir_version() > onnx::IR_VERSION)
+    throw std::runtime_error(source + ": ir_version " + std::to_string(model.ir_version()) +
+                             " is above what this build reads (" + std::to_string(onnx::IR_VERSION) + ")");
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(source + ": invalid ONNX model: " + first_line(e.what()));
+  }
+  try {
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(true, 1, false));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(source + ": shape inference failed: " + first_line(e.what()));
+  }
+}
+
+AttributeValue convert_attribute(const onnx::AttributeProto& a) {
+  switch (a.type()) {
+    case onnx::AttributeProto::INT: return static_cast<std::int64_t>(a.i());
+    case onnx::AttributeProto::FLOAT: return static_cast<double>(a.f());
+    case onnx::AttributeProto::STRING: return a.s();
+    case onnx::AttributeProto::INTS: return std::vector<std::int64_t>(a.ints().begin(), a.ints().end());
+    case onnx::AttributeProto::FLOATS: return std::vector<double>(a.floats().begin(), a.floats().end());
+    case onnx::AttributeProto::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
+    default: return std::string();  // tensors and graphs are read where they matter
+  }
+}
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& model, const std::string& source) : model_(model), source_(source) {}
+
+  Graph run(const ImportOptions& options) {
+    const auto& gp = model_.graph();
+    graph_.name = gp.name();
+    graph_.source = source_;
+    for (const auto& p : model_.metadata_props()) graph_.metadata[p.key()] = p.value();
+    for (const auto& o : model_.opset_import()) opsets_[o.domain() == "ai.onnx" ? "" : o.domain()] = static_cast<int>(o.version());
+
+    for (const auto& vi : gp.value_info()) types_[vi.name()] = &vi.type();
+    for (const auto& vi : gp.output()) types_[vi.name()] = &vi.type();
+    for (const auto& vi : gp.input()) types_[vi.name()] = &vi.type();
+
+    for (int i = 0; i < gp.initializer_size(); ++i) add_initializer(gp.initializer(i), i);
+    for (const auto& in : gp.input()) {
+      if (graph_.find_tensor(in.name()) != kNone) continue;  // IR < 4 lists initializers as inputs
+      const TensorId id = declare(in.name());
+      graph_.tensor(id).is_graph_input = true;
+      graph_.inputs.push_back(id);
+    }
+    for (int i = 0; i < gp.node_size(); ++i) add_node(gp.node(i), i);
+    for (const auto& out : gp.output()) {
+      const TensorId id = graph_.find_tensor(out.name());
+      if (id == kNone || (graph_.tensor(id).producer == kNone && !graph_.tensor(id).is_graph_input &&
+                          !graph_.tensor(id).is_constant))
+        throw std::runtime_error(source_ + ": graph output '" + out.name() + "' is produced by no node");
+      graph_.tensor(id).is_graph_output = true;
+      graph_.outputs.push_back(id);
+    }
+
+    std::set<std::string> opaque;
+    try {
+      opaque = infer_symbolic_shapes(graph_);
+      classify_parameters(graph_);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(source_ + ": " + e.what());
+    }
+    if (options.warn_opaque)
+      for (const auto& op : opaque)
+        std::cerr << "symtensor: warning: " << source_ << ": operator " << op
+                  << " has no semantics; treated as opaque and replicated\n";
+    for (const auto& [name, value] : options.bindings) {
+      if (!graph_.symbols.contains(name)) throw std::runtime_error(source_ + ": --bind " + name + ": " + unknown_dim_message(name));
+      graph_.symbols.bind(name, value);
+    }
+    return std::move(graph_);
+  }
+
+ private:
+  std::string unknown_dim_message(const std::string& name) const {
+    std::string dims;
+    for (const auto& [n, s] : graph_.symbols.all())
+      if (n.rfind("unk", 0) != 0) dims += (dims.empty() ? "" : ", ") + n;
+    return "the model has no dim named '" + name + "' (its dims: " + (dims.empty() ? "none" : dims) + ")";
+  }
+
+  TensorId declare(const std::string& name) {
+    TensorId id = graph_.find_tensor(name);
+    if (id != kNone) return id;
+    Tensor t;
+    t.name = name;
+    auto it = types_.find(name);
+    if (it != types_.end()) {
+      t.dtype = static_cast<ElementType>(it->second->tensor_type().elem_type());
+      if (auto shape = shape_from_type(*it->second, graph_.symbols)) {
+        t.shape = std::move(*shape);
+        t.shape_known = true;
+      }
+    }
+    return graph_.add_tensor(std::move(t));
+  }
+
+  void set_constant(Tensor& t, const onnx::TensorProto& proto) {
+    t.dtype = static_cast<ElementType>(proto.data_type());
+    t.shape = shape_from_dims(proto.dims());
+    t.shape_known = true;
+    t.is_constant = true;
+    if (auto values = read_integer_elements(proto, kMaxValueElements)) {
+      t.value.emplace();
+      for (auto v : *values) t.value->push_back(GiNaC::numeric(static_cast<long>(v)));
+    }
+  }
+
+  void add_initializer(const onnx::TensorProto& proto, int index) {
+    if (graph_.find_tensor(proto.name()) != kNone)
+      throw std::runtime_error(source_ + ": initializer '" + proto.name() + "' is defined twice");
+    Tensor t;
+    t.name = proto.name();
+    set_constant(t, proto);
+    t.initializer.proto_index = index;
+    if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+      t.initializer.storage = InitializerData::Storage::external;
+      for (const auto& kv : proto.external_data()) {
+        if (kv.key() == "location") t.initializer.external_location = kv.value();
+        else if (kv.key() == "offset") t.initializer.external_offset = std::stoll(kv.value());
+        else if (kv.key() == "length") t.initializer.external_length = std::stoll(kv.value());
+      }
+    } else {
+      t.initializer.storage = InitializerData::Storage::inline_data;
+    }
+    graph_.add_tensor(std::move(t));
+  }
+
+  void add_node(const onnx::NodeProto& np, int index) {
+    Node n;
+    n.name = np.name().empty() ? np.op_type() + "_" + std::to_string(index) : np.name();
+    n.op_type = np.op_type();
+    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    auto op = opsets_.find(n.domain);
+    n.opset = op == opsets_.end() ? 0 : op->second;
+    const onnx::TensorProto* constant_value = nullptr;
+    for (const auto& a : np.attribute()) {
+      if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS) n.has_subgraph = true;
+      if (a.type() == onnx::AttributeProto::TENSOR && a.name() == "value") constant_value = &a.t();
+      n.attributes[a.name()] = convert_attribute(a);
+    }
+    for (const auto& in : np.input()) {
+      if (in.empty()) {
+        n.inputs.push_back(kNone);
+        continue;
+      }
+      const TensorId id = graph_.find_tensor(in);
+      if (id == kNone && !n.has_subgraph)
+        throw std::runtime_error(source_ + ": node '" + n.name + "' (" + n.op_type + ") reads tensor '" + in +
+                                 "' that no node, input or initializer provides");
+      n.inputs.push_back(id == kNone ? declare(in) : id);
+    }
+    for (const auto& out : np.output()) n.outputs.push_back(out.empty() ? kNone : declare(out));
+    if (n.op_type == "Constant" && n.domain.empty() && !n.outputs.empty() && n.outputs[0] != kNone)
+      evaluate_constant(graph_.tensor(n.outputs[0]), n, constant_value);
+    try {
+      graph_.add_node(std::move(n));
+    } catch (const std::exception& e) {
+      throw std::runtime_error(source_ + ": " + e.what());
+    }
+  }
+
+  void evaluate_constant(Tensor& t, const Node& n, const onnx::TensorProto* value) {
+    if (value) {
+      set_constant(t, *value);
+      return;
+    }
+    t.is_constant = true;
+    t.shape_known = true;
+    if (auto i = n.attribute("value_int")) {
+      t.dtype = ElementType::i64;
+      t.shape = {};
+      t.value = std::vector<GiNaC::ex>{GiNaC::numeric(static_cast<long>(std::get<std::int64_t>(*i)))};
+    } else if (auto ints = n.attr_ints("value_ints")) {
+      t.dtype = ElementType::i64;
+      t.shape = {GiNaC::numeric(static_cast<long>(ints->size()))};
+      t.value.emplace();
+      for (auto v : *ints) t.value->push_back(GiNaC::numeric(static_cast<long>(v)));
+    } else if (n.attribute("value_float")) {
+      t.dtype = ElementType::f32;
+      t.shape = {};
+    } else if (auto fl = n.attribute("value_floats")) {
+      t.dtype = ElementType::f32;
+      t.shape = {GiNaC::numeric(static_cast<long>(std::get<std::vector<double>>(*fl).size()))};
+    }
+  }
+
+  const onnx::ModelProto& model_;
+  std::string source_;
+  Graph graph_;
+  std::map<std::string, int> opsets_;
+  std::map<std::string, const onnx::TypeProto*> types_;
+};
+
+}  // namespace
+
+Graph import_onnx_model(const onnx::ModelProto& model, const std::string& source_name, const ImportOptions& options) {
+  onnx::ModelProto checked = model;
+  check_and_infer(checked, source_name);
+  return Importer(checked, source_name).run(options);
+}
+
+Graph import_onnx_file(const std::string& path, const ImportOptions& options) {
+  onnx::ModelProto model = read_model_file(path);
+  check_and_infer(model, path);
+  return Importer(model, path).run(options);
+}
+
+std::map<std::string, double> parse_bindings(const std::string& text) {
+  std::map<std::string, double> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      throw std::runtime_error("--bind: '" + item + "' is not NAME=VALUE");
+    const std::string name = item.substr(0, eq);
+    const std::string value = item.substr(eq + 1);
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != value.size()) throw std::runtime_error("--bind " + name + ": '" + value + "' is not a number");
+    if (!(v >= 1) || v != static_cast<double>(static_cast<long>(v)))
+      throw std::runtime_error("--bind " + name + "=" + value + ": a dim must be a positive integer");
+    out[name] = v;
+  }
+  return out;
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,97 @@
+#include "compiler/onnx_import/parameters.h"
+
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "compiler/onnx_import/import.h"
+
+namespace symtensor::compiler {
+namespace {
+
+std::set<std::string> metadata_list(const Graph& g, const std::string& key) {
+  std::set<std::string> names;
+  auto it = g.metadata.find(key);
+  if (it == g.metadata.end()) return names;
+  std::stringstream ss(it->second);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto b = item.find_first_not_of(" \t\n");
+    const auto e = item.find_last_not_of(" \t\n");
+    if (b != std::string::npos) names.insert(item.substr(b, e - b + 1));
+  }
+  return names;
+}
+
+bool is_weight_slot(const Node& n, int slot) {
+  const std::string& op = n.op_type;
+  if (op == "MatMul" || op == "Gemm" || op == "Einsum") return true;
+  if (op == "Conv" || op == "ConvTranspose") return slot == 1 || slot == 2;
+  if (op == "Gather") return slot == 0;
+  if (op == "LayerNormalization" || op == "SimplifiedLayerNormalization" || op == "BatchNormalization" ||
+      op == "InstanceNormalization" || op == "GroupNormalization")
+    return slot == 1 || slot == 2;
+  return false;
+}
+
+bool only_batchnorm_statistics(const Graph& g, TensorId id) {
+  const Tensor& t = g.tensor(id);
+  if (t.consumers.empty()) return false;
+  for (NodeId c : t.consumers) {
+    const Node& n = g.node(c);
+    if (n.op_type != "BatchNormalization") return false;
+    for (std::size_t slot = 0; slot < n.inputs.size(); ++slot)
+      if (n.inputs[slot] == id && slot != 3 && slot != 4) return false;
+  }
+  return true;
+}
+
+bool used_in_weight_slot(const Graph& g, TensorId id) {
+  for (NodeId c : g.tensor(id).consumers) {
+    const Node& n = g.node(c);
+    for (std::size_t slot = 0; slot < n.inputs.size(); ++slot)
+      if (n.inputs[slot] == id && is_weight_slot(n, static_cast<int>(slot))) return true;
+  }
+  return false;
+}
+
+bool more_than_one_element(const Tensor& t) {
+  GiNaC::ex n = t.num_elements();
+  return !(GiNaC::is_a<GiNaC::numeric>(n) && GiNaC::ex_to<GiNaC::numeric>(n) <= 1);
+}
+
+}  // namespace
+
+void classify_parameters(Graph& graph) {
+  const auto buffers = metadata_list(graph, kBuffersMetadataKey);
+  const auto marked = metadata_list(graph, kParametersMetadataKey);
+  for (const auto& name : buffers)
+    if (graph.find_tensor(name) == kNone)
+      throw std::runtime_error(std::string("metadata '") + kBuffersMetadataKey + "' names tensor '" + name +
+                               "' that the graph does not have");
+  for (const auto& name : marked) {
+    const TensorId id = graph.find_tensor(name);
+    if (id == kNone || !graph.tensor(id).is_graph_input)
+      throw std::runtime_error(std::string("metadata '") + kParametersMetadataKey + "' names '" + name +
+                               "', which is not a graph input");
+  }
+  for (std::size_t i = 0; i < graph.tensors().size(); ++i) {
+    const TensorId id = static_cast<TensorId>(i);
+    Tensor& t = graph.tensor(id);
+    if (marked.count(t.name)) {
+      t.is_parameter = true;
+      continue;
+    }
+    if (!is_floating(t.dtype) || !t.is_constant || !more_than_one_element(t) || buffers.count(t.name)) continue;
+    if (t.initializer.storage != InitializerData::Storage::none)
+      t.is_parameter = !only_batchnorm_statistics(graph, id);
+    else
+      t.is_parameter = used_in_weight_slot(graph, id);
+  }
+  std::vector<TensorId> activations;
+  for (TensorId in : graph.inputs)
+    if (!graph.tensor(in).is_parameter) activations.push_back(in);
+  graph.inputs = std::move(activations);
+}
+
+}  // namespace symtensor::compiler

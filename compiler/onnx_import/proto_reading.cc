@@ -1,0 +1,99 @@
+#include "compiler/onnx_import/proto_reading.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <sys/stat.h>
+
+namespace symtensor::compiler {
+
+onnx::ModelProto read_model_file(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) throw std::runtime_error(path + ": no such file");
+  if (S_ISDIR(st.st_mode)) throw std::runtime_error(path + ": is a directory, not an ONNX file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open for reading");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  onnx::ModelProto model;
+  if (bytes.empty() || !model.ParseFromString(bytes))
+    throw std::runtime_error(path + ": not an ONNX model (the protobuf does not parse; truncated or another format)");
+  if (!model.has_graph())
+    throw std::runtime_error(path + ": not an ONNX model (no graph)");
+  return model;
+}
+
+namespace {
+
+template <typename T>
+std::vector<std::int64_t> from_raw(const std::string& raw) {
+  std::vector<std::int64_t> out(raw.size() / sizeof(T));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    T v;
+    std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<std::int64_t>(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::vector<std::int64_t>> read_integer_elements(const onnx::TensorProto& t,
+                                                               std::size_t max_elements) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
+  std::size_t count = 1;
+  for (auto d : t.dims()) {
+    if (d < 0) return std::nullopt;
+    count *= static_cast<std::size_t>(d);
+    if (count > max_elements) return std::nullopt;
+  }
+  const auto type = static_cast<onnx::TensorProto::DataType>(t.data_type());
+  std::vector<std::int64_t> v;
+  const bool raw = t.has_raw_data();
+  switch (type) {
+    case onnx::TensorProto::INT64:
+      v = raw ? from_raw<std::int64_t>(t.raw_data()) : std::vector<std::int64_t>(t.int64_data().begin(), t.int64_data().end());
+      break;
+    case onnx::TensorProto::INT32:
+      v = raw ? from_raw<std::int32_t>(t.raw_data()) : std::vector<std::int64_t>(t.int32_data().begin(), t.int32_data().end());
+      break;
+    case onnx::TensorProto::INT8:
+      v = raw ? from_raw<std::int8_t>(t.raw_data()) : std::vector<std::int64_t>(t.int32_data().begin(), t.int32_data().end());
+      break;
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::BOOL:
+      v = raw ? from_raw<std::uint8_t>(t.raw_data()) : std::vector<std::int64_t>(t.int32_data().begin(), t.int32_data().end());
+      break;
+    case onnx::TensorProto::UINT64:
+      v = raw ? from_raw<std::uint64_t>(t.raw_data()) : std::vector<std::int64_t>(t.uint64_data().begin(), t.uint64_data().end());
+      break;
+    default:
+      return std::nullopt;
+  }
+  if (v.size() != count) return std::nullopt;
+  return v;
+}
+
+std::optional<Shape> shape_from_type(const onnx::TypeProto& type, SymbolTable& symbols) {
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return std::nullopt;
+  Shape shape;
+  for (const auto& dim : type.tensor_type().shape().dim()) {
+    if (dim.has_dim_value()) {
+      shape.push_back(GiNaC::numeric(static_cast<long>(dim.dim_value())));
+    } else if (dim.has_dim_param() && !dim.dim_param().empty()) {
+      // ONNX names unknown dims unk__N and reuses a name where one dim propagates.
+      shape.push_back(symbols.get(dim.dim_param()));
+    } else {
+      shape.push_back(symbols.fresh());
+    }
+  }
+  return shape;
+}
+
+Shape shape_from_dims(const google::protobuf::RepeatedField<std::int64_t>& dims) {
+  Shape shape;
+  for (auto d : dims) shape.push_back(GiNaC::numeric(static_cast<long>(d)));
+  return shape;
+}
+
+}  // namespace symtensor::compiler

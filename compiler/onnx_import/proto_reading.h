@@ -1,0 +1,28 @@
+#pragma once
+// Small readers over ONNX protobuf messages, shared by the importer and the rewriter.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "compiler/ir/graph.h"
+
+namespace symtensor::compiler {
+
+// Parses an ONNX file; throws "PATH: ..." for a missing, unreadable or non-ONNX file.
+onnx::ModelProto read_model_file(const std::string& path);
+
+// Integer elements of a tensor proto held inline (int64/int32/int8/uint8/bool/...), or
+// nullopt for external data, floating types or tensors over `max_elements`.
+std::optional<std::vector<std::int64_t>> read_integer_elements(const onnx::TensorProto& t,
+                                                               std::size_t max_elements);
+
+// Symbolic shape of a type proto: dim_value -> number, dim_param -> named symbol
+// (ONNX's own unk__N names included; empty dims -> fresh symbols). nullopt when rank is unknown.
+std::optional<Shape> shape_from_type(const onnx::TypeProto& type, SymbolTable& symbols);
+
+Shape shape_from_dims(const google::protobuf::RepeatedField<std::int64_t>& dims);
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,62 @@
+#include "compiler/report/units.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace symtensor::compiler {
+
+std::string format_si(double value, const std::string& unit) {
+  static const char* prefixes[] = {"", "K", "M", "G", "T", "P", "E"};
+  int i = 0;
+  double v = value;
+  while (std::fabs(v) >= 1000 && i < 6) {
+    v /= 1000;
+    ++i;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, i == 0 ? "%.4g %s%s" : "%.3g %s%s", v, prefixes[i], unit.c_str());
+  return buf;
+}
+
+std::string format_bytes(double bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int i = 0;
+  double v = bytes;
+  while (std::fabs(v) >= 1024 && i < 5) {
+    v /= 1024;
+    ++i;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, i == 0 ? "%.0f %s" : "%.2f %s", v, units[i]);
+  return buf;
+}
+
+std::string format_count(double count) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f", count);
+  std::string digits = buf;
+  std::string out;
+  const std::size_t start = digits[0] == '-' ? 1 : 0;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > start && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string format_seconds(double seconds) {
+  char buf[64];
+  if (seconds >= 1) std::snprintf(buf, sizeof buf, "%.3g s", seconds);
+  else if (seconds >= 1e-3) std::snprintf(buf, sizeof buf, "%.3g ms", seconds * 1e3);
+  else std::snprintf(buf, sizeof buf, "%.3g us", seconds * 1e6);
+  return buf;
+}
+
+std::string to_text(const GiNaC::ex& e) {
+  std::ostringstream os;
+  os << e;
+  return os.str();
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,15 @@
+#pragma once
+// Human-readable numbers with units, for every table SymTensor prints.
+#include <string>
+
+#include "hardware/symbolic.h"
+
+namespace symtensor::compiler {
+
+std::string format_si(double value, const std::string& unit);  // 1.23 G<unit>, 456 M<unit>
+std::string format_bytes(double bytes);                         // binary: 1.50 GiB
+std::string format_count(double count);                         // 124,439,808
+std::string format_seconds(double seconds);                     // 12.3 ms, 4.56 s
+std::string to_text(const GiNaC::ex& e);                        // GiNaC's printed form
+
+}  // namespace symtensor::compiler
