@@ -15,6 +15,7 @@
 // - Reshape: loops are the output dims; an input dim equal to a product of output dims
 //   maps to the outermost loop of that group (cutting the outer factor keeps contiguity).
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,6 +64,26 @@ struct OpRule {
   std::function<std::vector<OutputInfo>(const OpContext&)> infer;
   std::function<IterationSpace(const OpContext&)> iteration_space;
 };
+
+// Rules by (domain, op_type); "" and "ai.onnx" are the same domain. Each op family
+// registers its rules in its own file (register_<family>_ops, see op_families.h).
+class OpRegistry {
+ public:
+  void add(std::string_view domain, std::string_view op_type, OpRule rule);  // throws on a duplicate
+  const OpRule* find(std::string_view domain, std::string_view op_type) const;
+  std::vector<std::string> op_types() const;  // "Op" for ai.onnx, "domain:Op" otherwise
+
+ private:
+  std::map<std::pair<std::string, std::string>, OpRule> rules_;
+};
+
+// The registry holding every built-in rule (built once, on first use).
+const OpRegistry& builtin_op_registry();
+
+// Shardy-like text form of an iteration space, for tests and logs:
+//   "([m,k],[k,n])->([m,n]) {m=128, n=256, k=64 (reduction)} flops=... bytes=..."
+// A dim mapped to no loop prints as "_".
+std::string to_string(const IterationSpace& space);
 
 // The rule for (domain, op_type) at the node's opset, or nullptr (opaque operator).
 const OpRule* find_op_rule(std::string_view domain, std::string_view op_type);
