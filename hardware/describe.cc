@@ -39,11 +39,19 @@ std::string describe_cluster(const Cluster& cluster) {
   out += fmt::format("  devices: {} ({})\n", cluster.num_devices(), shape);
 
   out += fmt::format("device {}\n  dense peak:", d.name);
-  for (const auto& [precision, flops] : d.peak_flops) out += fmt::format(" {} {:g} TFLOP/s;", to_string(precision), flops / 1e12);
+  std::string separator = " ";
+  for (const auto& [precision, flops] : d.peak_flops) {
+    out += fmt::format("{}{} {:g} TFLOP/s", separator, to_string(precision), flops / 1e12);
+    separator = ", ";
+  }
   out += fmt::format("\n  memory {:g} GB, memory bandwidth {:g} GB/s, kernel launch {:g} us\n", d.memory_bytes / 1e9,
                      d.hbm_bandwidth / 1e9, d.kernel_launch_s * 1e6);
   out += "  efficiency (achieved/peak) by op size:";
-  for (const EfficiencyPoint& p : d.efficiency) out += fmt::format(" >={:g} GFLOP {:g};", p.min_flops / 1e9, p.efficiency);
+  separator = " ";
+  for (const EfficiencyPoint& p : d.efficiency) {
+    out += fmt::format("{}>={:g} GFLOP {:g}", separator, p.min_flops / 1e9, p.efficiency);
+    separator = ", ";
+  }
   out += "\n";
 
   out += "topology (innermost first; bandwidth per GPU per direction)\n";
@@ -69,7 +77,7 @@ std::string describe_cluster(const Cluster& cluster) {
   node_group.ranks_per_level[0] = cluster.levels[0].size;
   GroupShape all_group;
   for (const TopologyLevel& level : cluster.levels) all_group.ranks_per_level.push_back(level.size);
-  const std::string node_text = fmt::format("one {} ({} GPUs)", cluster.levels[0].name, cluster.levels[0].size);
+  const std::string node_text = fmt::format("one node ({} GPUs)", cluster.levels[0].size);
   const std::string all_text = fmt::format("all {} GPUs", cluster.num_devices());
   for (double bytes : {1e6, 1e9}) {
     if (node_group.size() > 1) out += collective_line(cluster, node_group, node_text, bytes);
