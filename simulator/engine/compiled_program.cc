@@ -1,0 +1,134 @@
+#include "simulator/engine/compiled_program.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "simulator/program/mesh_groups.h"
+
+namespace symtensor::sim {
+
+double compute_duration(const hardware::Device& device, const Task& task) {
+  if (task.duration_s) return *task.duration_s;
+  double flop_time = 0;
+  if (task.flops > 0) flop_time = task.flops / (device.peak(task.precision) * device.efficiency_for(task.flops));
+  double memory_time = task.bytes > 0 ? task.bytes / device.hbm_bandwidth : 0;
+  return std::max(flop_time, memory_time) + device.kernel_launch_s;
+}
+
+CompiledProgram compile_program(const Program& program, const hardware::Cluster& cluster) {
+  CompiledProgram out;
+  out.num_levels = static_cast<int>(cluster.levels.size());
+  int n = program.num_ranks();
+  out.class_of_rank.assign(n, -1);
+  std::unordered_map<std::string, int> class_index, collective_ids;
+  for (size_t c = 0; c < program.rank_classes.size(); ++c) {
+    class_index[program.rank_classes[c].name] = static_cast<int>(c);
+    for (int r : program.rank_classes[c].ranks) out.class_of_rank[r] = static_cast<int>(c);
+  }
+  // (from class, to class) -> sends in order; same for recvs
+  std::map<std::pair<int, int>, std::vector<int>> recvs;
+  out.classes.resize(program.rank_classes.size());
+  for (size_t c = 0; c < program.rank_classes.size(); ++c) {
+    const RankClass& rc = program.rank_classes[c];
+    CompiledClass& cc = out.classes[c];
+    size_t m = rc.tasks.size();
+    cc.task_stream.resize(m);
+    cc.dep_count.assign(m, 0);
+    cc.dependents.resize(m);
+    cc.duration_s.assign(m, 0);
+    cc.collective_id.assign(m, -1);
+    cc.group_axes.resize(m);
+    cc.peer_class.assign(m, -1);
+    cc.matched_recv.assign(m, -1);
+    cc.rank_position.assign(n, -1);
+    for (size_t i = 0; i < rc.ranks.size(); ++i) cc.rank_position[rc.ranks[i]] = static_cast<int>(i);
+    std::unordered_map<std::string, int> stream_index, task_index;
+    bool has_compute = std::any_of(rc.tasks.begin(), rc.tasks.end(), [](const Task& t) { return t.stream == kComputeStream; });
+    if (has_compute) {
+      stream_index[std::string(kComputeStream)] = 0;
+      cc.streams.emplace_back(kComputeStream);
+      cc.stream_tasks.emplace_back();
+    }
+    for (size_t i = 0; i < m; ++i) {
+      const Task& t = rc.tasks[i];
+      task_index[t.id] = static_cast<int>(i);
+      auto [it, fresh] = stream_index.try_emplace(t.stream, static_cast<int>(cc.streams.size()));
+      if (fresh) {
+        cc.streams.push_back(t.stream);
+        cc.stream_tasks.emplace_back();
+      }
+      cc.task_stream[i] = it->second;
+      cc.stream_tasks[it->second].push_back(static_cast<int>(i));
+      if (t.kind == TaskKind::compute || t.kind == TaskKind::optimizer) {
+        try {
+          cc.duration_s[i] = compute_duration(cluster.device, t);
+        } catch (const std::exception& e) {
+          throw std::runtime_error(fmt::format("rank class '{}' task '{}': {}", rc.name, t.id, e.what()));
+        }
+      }
+      if (t.kind == TaskKind::collective) {
+        cc.collective_id[i] = collective_ids.try_emplace(t.id, static_cast<int>(collective_ids.size())).first->second;
+        for (const auto& axis : t.group) cc.group_axes[i].push_back(axis_index(program.mesh, axis));
+      }
+      if (t.kind == TaskKind::send || t.kind == TaskKind::recv) cc.peer_class[i] = class_index.at(t.peer);
+      if (t.kind == TaskKind::recv) recvs[{cc.peer_class[i], static_cast<int>(c)}].push_back(static_cast<int>(i));
+    }
+    for (size_t i = 0; i < m; ++i)
+      for (const auto& d : rc.tasks[i].deps) {
+        cc.dependents[task_index.at(d)].push_back(static_cast<int>(i));
+        ++cc.dep_count[i];
+      }
+  }
+  for (size_t c = 0; c < program.rank_classes.size(); ++c) {
+    std::map<int, int> sent_to;  // peer class -> sends so far
+    CompiledClass& cc = out.classes[c];
+    for (size_t i = 0; i < program.rank_classes[c].tasks.size(); ++i) {
+      if (program.rank_classes[c].tasks[i].kind != TaskKind::send) continue;
+      int peer = cc.peer_class[i];
+      cc.matched_recv[i] = recvs.at({static_cast<int>(c), peer}).at(sent_to[peer]++);
+    }
+  }
+  return out;
+}
+
+void check_symmetry(const Program& program, const CompiledProgram& compiled) {
+  for (size_t c = 0; c < program.rank_classes.size(); ++c) {
+    const RankClass& rc = program.rank_classes[c];
+    const CompiledClass& cc = compiled.classes[c];
+    std::map<std::vector<int>, std::string> axis_sets;  // distinct groups -> a task using it
+    std::map<int, std::string> peers;
+    for (size_t i = 0; i < rc.tasks.size(); ++i) {
+      if (rc.tasks[i].kind == TaskKind::collective) axis_sets.emplace(cc.group_axes[i], rc.tasks[i].id);
+      if (rc.tasks[i].kind == TaskKind::send || rc.tasks[i].kind == TaskKind::recv) peers.emplace(cc.peer_class[i], rc.tasks[i].id);
+    }
+    auto class_multiset = [&](int rank, const std::vector<int>& axes) {
+      std::vector<int> classes;
+      for (int m : group_of(program.mesh, rank, axes)) classes.push_back(compiled.class_of_rank[m]);
+      std::sort(classes.begin(), classes.end());
+      return classes;
+    };
+    for (const auto& [axes, task] : axis_sets) {
+      auto reference = class_multiset(rc.ranks.front(), axes);
+      for (int r : rc.ranks)
+        if (class_multiset(r, axes) != reference)
+          throw std::runtime_error(fmt::format(
+              "rank class '{}' task '{}': rank {} has a group with other rank classes than rank {}; the program "
+              "is not symmetric, simulate it in full mode", rc.name, task, r, rc.ranks.front()));
+    }
+    for (const auto& [peer, task] : peers) {
+      const auto& other = program.rank_classes[peer].ranks;
+      int level = link_level(program.mesh, rc.ranks.front(), other.front());
+      for (size_t i = 0; i < rc.ranks.size(); ++i)
+        if (link_level(program.mesh, rc.ranks[i], other[i]) != level)
+          throw std::runtime_error(fmt::format(
+              "rank class '{}' task '{}': rank {} reaches its peer over another level than rank {}; the program is "
+              "not symmetric, simulate it in full mode", rc.name, task, rc.ranks[i], rc.ranks.front()));
+    }
+  }
+}
+
+}  // namespace symtensor::sim

@@ -1,0 +1,169 @@
+#include "simulator/engine/engine.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "simulator/program/validate.h"
+
+namespace symtensor::sim {
+
+namespace {
+
+std::vector<double> level_bandwidths(const hardware::Cluster& cluster) {
+  std::vector<double> bw;
+  for (const auto& level : cluster.levels) bw.push_back(level.bandwidth);
+  return bw;
+}
+
+int num_entities(const Program& program, SimMode mode) {
+  return mode == SimMode::full ? program.num_ranks() : static_cast<int>(program.rank_classes.size());
+}
+
+CompiledProgram checked_compile(const Program& program, const hardware::Cluster& cluster) {
+  validate_against_cluster(program, cluster);
+  return compile_program(program, cluster);
+}
+
+}  // namespace
+
+Engine::Engine(const Program& program, const hardware::Cluster& cluster, const SimOptions& options)
+    : program_(program),
+      cluster_(cluster),
+      options_(options),
+      compiled_(checked_compile(program, cluster)),
+      network_(num_entities(program, options.mode), level_bandwidths(cluster)) {
+  if (options.mode == SimMode::symmetric) check_symmetry(program, compiled_);
+  int n = num_entities(program, options.mode);
+  entities_.resize(n);
+  for (int e = 0; e < n; ++e) {
+    EntityState& st = entities_[e];
+    st.rank_class = options.mode == SimMode::full ? compiled_.class_of_rank[e] : e;
+    st.rank = options.mode == SimMode::full ? e : program.rank_classes[e].ranks.front();
+    const CompiledClass& cc = compiled_.classes[st.rank_class];
+    size_t m = cc.task_stream.size();
+    st.deps_left = cc.dep_count;
+    st.start.assign(m, 0);
+    st.end.assign(m, 0);
+    st.started.assign(m, 0);
+    st.done.assign(m, 0);
+    st.data_arrived.assign(m, 0);
+    st.stream_head.assign(cc.streams.size(), 0);
+    st.stream_busy.assign(cc.streams.size(), 0);
+    st.peak_bytes = program.rank_classes[st.rank_class].static_memory.total();
+    st.memory.push_back({0, st.peak_bytes, "static"});
+  }
+  plan_cache_.resize(program.rank_classes.size());
+  for (size_t c = 0; c < program.rank_classes.size(); ++c) plan_cache_[c].resize(program.rank_classes[c].tasks.size());
+}
+
+int Engine::entity_of_rank(int rank) const {
+  return options_.mode == SimMode::full ? rank : compiled_.class_of_rank[rank];
+}
+
+void Engine::try_start(int entity, int stream, double now) {
+  EntityState& st = entities_[entity];
+  if (st.stream_busy[stream]) return;
+  const auto& list = compiled_.classes[st.rank_class].stream_tasks[stream];
+  if (st.stream_head[stream] >= static_cast<int>(list.size())) return;
+  int task = list[st.stream_head[stream]];
+  if (st.deps_left[task] > 0) return;
+  st.stream_busy[stream] = 1;
+  start_task(entity, task, now);
+}
+
+void Engine::start_task(int entity, int task, double now) {
+  EntityState& st = entities_[entity];
+  const Task& t = program_.rank_classes[st.rank_class].tasks[task];
+  st.started[task] = 1;
+  st.start[task] = now;
+  switch (t.kind) {
+    case TaskKind::compute:
+    case TaskKind::optimizer:
+      queue_.push({now + compiled_.classes[st.rank_class].duration_s[task], 0, EventKind::task_done, entity, task});
+      break;
+    case TaskKind::alloc:
+    case TaskKind::free: {
+      st.live_bytes += t.kind == TaskKind::alloc ? t.bytes : -t.bytes;
+      if (st.live_bytes < -1e-6 * std::max(1.0, t.bytes))
+        throw std::runtime_error(fmt::format("rank class '{}' task '{}': frees {} bytes more than are allocated",
+                                             program_.rank_classes[st.rank_class].name, t.id, -st.live_bytes));
+      double in_use = program_.rank_classes[st.rank_class].static_memory.total() + st.live_bytes;
+      st.peak_bytes = std::max(st.peak_bytes, in_use);
+      st.memory.push_back({now, in_use, t.tag});
+      queue_.push({now, 0, EventKind::task_done, entity, task});
+      break;
+    }
+    case TaskKind::collective: arrive_collective(entity, task, now); break;
+    case TaskKind::send: start_send(entity, task, now); break;
+    case TaskKind::recv:
+      if (st.data_arrived[task]) queue_.push({now, 0, EventKind::task_done, entity, task});
+      break;
+  }
+}
+
+void Engine::finish_task(int entity, int task, double now) {
+  EntityState& st = entities_[entity];
+  const CompiledClass& cc = compiled_.classes[st.rank_class];
+  st.done[task] = 1;
+  st.end[task] = now;
+  int stream = cc.task_stream[task];
+  st.stream_busy[stream] = 0;
+  ++st.stream_head[stream];
+  for (int d : cc.dependents[task])
+    if (--st.deps_left[d] == 0) try_start(entity, cc.task_stream[d], now);
+  try_start(entity, stream, now);
+}
+
+SimResult Engine::run() {
+  for (size_t e = 0; e < entities_.size(); ++e)
+    for (size_t s = 0; s < entities_[e].stream_head.size(); ++s) try_start(static_cast<int>(e), static_cast<int>(s), 0);
+  while (!queue_.empty()) {
+    Event e = queue_.pop();
+    now_ = e.time;
+    switch (e.kind) {
+      case EventKind::task_done: finish_task(e.a, e.b, e.time); break;
+      case EventKind::latency_done: on_latency_done(e); break;
+      case EventKind::flow_done: on_flow_done(e); break;
+    }
+  }
+  for (const auto& st : entities_)
+    for (char d : st.done)
+      if (!d) report_stall(now_);
+  return build_result();
+}
+
+void Engine::report_stall(double now) const {
+  for (const auto& st : entities_) {
+    const CompiledClass& cc = compiled_.classes[st.rank_class];
+    const RankClass& rc = program_.rank_classes[st.rank_class];
+    for (size_t s = 0; s < cc.streams.size(); ++s) {
+      if (st.stream_head[s] >= static_cast<int>(cc.stream_tasks[s].size())) continue;
+      int task = cc.stream_tasks[s][st.stream_head[s]];
+      const Task& t = rc.tasks[task];
+      std::string why;
+      if (st.deps_left[task] > 0) {
+        for (const auto& d : t.deps)
+          for (size_t i = 0; i < rc.tasks.size() && why.empty(); ++i)
+            if (rc.tasks[i].id == d && !st.done[i]) why = fmt::format("waits for task '{}'", d);
+      } else if (t.kind == TaskKind::collective) {
+        why = "waits for the other members of its group";
+      } else if (t.kind == TaskKind::recv) {
+        why = fmt::format("waits for data from rank class '{}'", t.peer);
+      } else {
+        why = "never finished";
+      }
+      throw std::runtime_error(fmt::format("simulation deadlocked at t={:.6g} s: rank class '{}' (rank {}) task '{}' "
+                                           "on stream '{}' {}",
+                                           now, rc.name, st.rank, t.id, cc.streams[s], why));
+    }
+  }
+  throw std::logic_error("simulation stalled without a blocked stream");
+}
+
+SimResult simulate(const Program& program, const hardware::Cluster& cluster, const SimOptions& options) {
+  Engine engine(program, cluster, options);
+  return engine.run();
+}
+
+}  // namespace symtensor::sim

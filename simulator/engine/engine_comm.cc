@@ -1,0 +1,171 @@
+// Collectives (rendezvous of the group, then phases of flows) and pipeline send/recv.
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "simulator/engine/engine.h"
+
+namespace symtensor::sim {
+
+FlowPlan Engine::build_plan(int rank_class, int task, int rank, bool dedupe) {
+  const Task& t = program_.rank_classes[rank_class].tasks[task];
+  const auto& axes = compiled_.classes[rank_class].group_axes[task];
+  std::vector<int> members = group_of(program_.mesh, rank, axes);
+  hardware::CollectiveAlgorithm algorithm = t.algorithm;
+  if (algorithm == hardware::CollectiveAlgorithm::automatic)
+    algorithm = hardware::collective_time(cluster_, t.collective, group_shape(program_.mesh, axes, compiled_.num_levels),
+                                          t.bytes, algorithm)
+                    .algorithm;
+  if (algorithm == hardware::CollectiveAlgorithm::automatic) algorithm = hardware::CollectiveAlgorithm::ring;
+  Phases phases;
+  try {
+    phases = expand_collective(t.collective, algorithm, members, program_.mesh, t.bytes);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(
+        fmt::format("rank class '{}' task '{}': {}", program_.rank_classes[rank_class].name, t.id, e.what()));
+  }
+  FlowPlan plan;
+  plan.reserve(phases.size());
+  for (const Phase& phase : phases) {
+    std::vector<FlowSpec> specs;
+    for (const Transfer& tr : phase) {
+      int src = members[tr.src], dst = members[tr.dst];
+      FlowSpec spec{entity_of_rank(src), entity_of_rank(dst), link_level(program_.mesh, src, dst), tr.bytes};
+      // Symmetric mode: every member sends at most one transfer per phase, so one flow per
+      // (sending class, level) stands for all of that class's members.
+      if (dedupe && std::any_of(specs.begin(), specs.end(), [&](const FlowSpec& s) {
+            return s.src == spec.src && s.level == spec.level;
+          })) {
+        for (auto& s : specs)
+          if (s.src == spec.src && s.level == spec.level && spec.bytes > s.bytes) s = spec;
+        continue;
+      }
+      specs.push_back(spec);
+    }
+    plan.push_back(std::move(specs));
+  }
+  return plan;
+}
+
+const FlowPlan& Engine::symmetric_plan(int rank_class, int task) {
+  auto& slot = plan_cache_[rank_class][task];
+  if (!slot)
+    slot = std::make_unique<FlowPlan>(
+        build_plan(rank_class, task, program_.rank_classes[rank_class].ranks.front(), true));
+  return *slot;
+}
+
+void Engine::arrive_collective(int entity, int task, double now) {
+  EntityState& st = entities_[entity];
+  const CompiledClass& cc = compiled_.classes[st.rank_class];
+  std::vector<int> members = group_of(program_.mesh, st.rank, cc.group_axes[task]);
+  std::vector<int> group_entities;
+  group_entities.reserve(members.size());
+  for (int m : members) group_entities.push_back(entity_of_rank(m));
+  std::sort(group_entities.begin(), group_entities.end());
+  group_entities.erase(std::unique(group_entities.begin(), group_entities.end()), group_entities.end());
+  std::uint64_t key = (static_cast<std::uint64_t>(cc.collective_id[task]) << 32) |
+                      static_cast<std::uint32_t>(group_entities.front());
+  auto [it, fresh] = open_instances_.try_emplace(key, -1);
+  if (fresh) {
+    if (free_instances_.empty()) {
+      it->second = static_cast<int>(instances_.size());
+      instances_.emplace_back();
+    } else {
+      it->second = free_instances_.back();
+      free_instances_.pop_back();
+    }
+    CollectiveInstance& inst = instances_[it->second];
+    inst = CollectiveInstance{};
+    inst.expected = static_cast<int>(group_entities.size());
+    inst.key = key;
+  }
+  int index = it->second;
+  CollectiveInstance& inst = instances_[index];
+  inst.arrived.emplace_back(entity, task);
+  if (static_cast<int>(inst.arrived.size()) < inst.expected) return;
+  open_instances_.erase(it);
+  if (options_.mode == SimMode::symmetric) {
+    inst.plan = &symmetric_plan(st.rank_class, task);
+  } else {
+    inst.own_plan = build_plan(st.rank_class, task, st.rank, false);
+    inst.plan = nullptr;
+  }
+  for (const auto& [e, t] : inst.arrived) entities_[e].start[t] = now;  // a collective runs from the last arrival
+  start_phase(index, now);
+}
+
+void Engine::start_phase(int index, double now) {
+  CollectiveInstance& inst = instances_[index];
+  while (inst.phase < plan_of(inst).size() && plan_of(inst)[inst.phase].empty()) ++inst.phase;
+  if (inst.phase >= plan_of(inst).size()) {
+    for (const auto& [e, t] : inst.arrived) queue_.push({now, 0, EventKind::task_done, e, t});
+    inst.arrived.clear();
+    inst.own_plan.clear();
+    free_instances_.push_back(index);
+    return;
+  }
+  const auto& specs = plan_of(inst)[inst.phase];
+  inst.pending = static_cast<int>(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i)
+    queue_.push({now + cluster_.levels[specs[i].level].latency_s, 0, EventKind::latency_done, index,
+                 static_cast<int>(i), 0});
+}
+
+void Engine::start_send(int entity, int task, double now) {
+  const EntityState& st = entities_[entity];
+  const CompiledClass& cc = compiled_.classes[st.rank_class];
+  int peer_class = cc.peer_class[task];
+  int peer_rank = program_.rank_classes[peer_class].ranks[cc.rank_position[st.rank]];
+  int dst = entity_of_rank(peer_rank);
+  int level = link_level(program_.mesh, st.rank, entities_[dst].rank);
+  const Task& t = program_.rank_classes[st.rank_class].tasks[task];
+  transfers_.push_back({entity, task, dst, cc.matched_recv[task], level, t.bytes});
+  queue_.push({now + cluster_.levels[level].latency_s, 0, EventKind::latency_done,
+               static_cast<int>(transfers_.size() - 1), 0, 1});
+}
+
+void Engine::push_flow_updates() {
+  for (const FlowFinish& u : updates_) queue_.push({u.time, 0, EventKind::flow_done, u.flow, 0, 0, u.version});
+  updates_.clear();
+}
+
+void Engine::on_latency_done(const Event& e) {
+  int flow;
+  FlowOwner owner;
+  if (e.c == 1) {
+    const P2PTransfer& tr = transfers_[e.a];
+    flow = network_.start(e.time, tr.src_entity, tr.dst_entity, tr.level, tr.bytes, updates_);
+    owner = {true, e.a};
+  } else {
+    const CollectiveInstance& inst = instances_[e.a];
+    const FlowSpec& spec = plan_of(inst)[inst.phase][e.b];
+    flow = network_.start(e.time, spec.src, spec.dst, spec.level, spec.bytes, updates_);
+    owner = {false, e.a};
+  }
+  if (flow >= static_cast<int>(flow_owner_.size())) flow_owner_.resize(flow + 1);
+  flow_owner_[flow] = owner;
+  push_flow_updates();
+}
+
+void Engine::on_flow_done(const Event& e) {
+  FlowOwner owner = flow_owner_[e.a];
+  if (!network_.finish({e.a, e.version, e.time}, updates_)) return;
+  push_flow_updates();
+  if (owner.p2p) {
+    const P2PTransfer& tr = transfers_[owner.index];
+    queue_.push({e.time, 0, EventKind::task_done, tr.src_entity, tr.send_task});
+    EntityState& dst = entities_[tr.dst_entity];
+    dst.data_arrived[tr.recv_task] = 1;
+    if (dst.started[tr.recv_task]) queue_.push({e.time, 0, EventKind::task_done, tr.dst_entity, tr.recv_task});
+    return;
+  }
+  CollectiveInstance& inst = instances_[owner.index];
+  if (--inst.pending == 0) {
+    ++inst.phase;
+    start_phase(owner.index, e.time);
+  }
+}
+
+}  // namespace symtensor::sim

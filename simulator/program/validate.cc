@@ -1,0 +1,228 @@
+#include "simulator/program/validate.h"
+
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "simulator/program/mesh_groups.h"
+
+namespace symtensor::sim {
+
+namespace {
+
+[[noreturn]] void fail(const RankClass& rc, const Task& t, const std::string& what) {
+  throw std::runtime_error(fmt::format("step program: rank class '{}' task '{}': {}", rc.name, t.id, what));
+}
+
+void validate_mesh(const Program& p) {
+  if (p.mesh.empty()) throw std::runtime_error("step program: mesh: no axes");
+  std::set<std::string> names;
+  long long n = 1;
+  for (const auto& a : p.mesh) {
+    if (a.name.empty()) throw std::runtime_error("step program: mesh: an axis has an empty name");
+    if (!names.insert(a.name).second)
+      throw std::runtime_error(fmt::format("step program: mesh: axis '{}' appears twice", a.name));
+    if (a.size < 1 || a.stride < 1 || a.level < 0)
+      throw std::runtime_error(
+          fmt::format("step program: mesh axis '{}': size and stride must be >= 1 and level >= 0", a.name));
+    n *= a.size;
+    if (n > (1 << 24)) throw std::runtime_error("step program: mesh: more than 16M ranks");
+  }
+  // The strides must map coordinates one-to-one onto 0..n-1.
+  std::vector<char> seen(n, 0);
+  for (int r = 0; r < n; ++r) {
+    long long back = 0;
+    for (const auto& a : p.mesh) back += static_cast<long long>(coordinate(a, r)) * a.stride;
+    if (back != r || seen[r])
+      throw std::runtime_error(
+          fmt::format("step program: mesh: axis strides do not number ranks 0..{} one-to-one (rank {})", n - 1, r));
+    seen[r] = 1;
+  }
+}
+
+void validate_classes(const Program& p) {
+  int n = p.num_ranks();
+  std::vector<int> owner(n, -1);
+  std::set<std::string> names;
+  for (size_t c = 0; c < p.rank_classes.size(); ++c) {
+    const auto& rc = p.rank_classes[c];
+    if (rc.name.empty()) throw std::runtime_error(fmt::format("step program: rank class #{} has no name", c));
+    if (!names.insert(rc.name).second)
+      throw std::runtime_error(fmt::format("step program: rank class '{}' appears twice", rc.name));
+    if (rc.ranks.empty()) throw std::runtime_error(fmt::format("step program: rank class '{}': no ranks", rc.name));
+    for (int r : rc.ranks) {
+      if (r < 0 || r >= n)
+        throw std::runtime_error(
+            fmt::format("step program: rank class '{}': rank {} outside the mesh (0..{})", rc.name, r, n - 1));
+      if (owner[r] >= 0)
+        throw std::runtime_error(fmt::format("step program: rank {} is in rank classes '{}' and '{}'", r,
+                                             p.rank_classes[owner[r]].name, rc.name));
+      owner[r] = static_cast<int>(c);
+    }
+  }
+  for (int r = 0; r < n; ++r)
+    if (owner[r] < 0) throw std::runtime_error(fmt::format("step program: rank {} belongs to no rank class", r));
+}
+
+void validate_task_fields(const Program& p, const RankClass& rc, const Task& t) {
+  if (t.id.empty()) throw std::runtime_error(fmt::format("step program: rank class '{}': a task has no id", rc.name));
+  if (t.stream.empty()) fail(rc, t, "no stream");
+  bool on_compute = t.stream == kComputeStream;
+  bool is_comm = t.kind == TaskKind::collective || t.kind == TaskKind::send || t.kind == TaskKind::recv;
+  if ((t.kind == TaskKind::compute || t.kind == TaskKind::optimizer) && !on_compute)
+    fail(rc, t, fmt::format("{} tasks run on stream '{}', not '{}'", to_string(t.kind), kComputeStream, t.stream));
+  if (is_comm && on_compute)
+    fail(rc, t, fmt::format("{} tasks need a communication stream, not '{}'", to_string(t.kind), kComputeStream));
+  if (t.kind == TaskKind::collective) {
+    if (t.group.empty()) fail(rc, t, "collective with an empty group");
+    std::set<std::string> seen;
+    for (const auto& axis : t.group) {
+      if (axis_index(p.mesh, axis) < 0) fail(rc, t, fmt::format("group axis '{}' is not a mesh axis", axis));
+      if (!seen.insert(axis).second) fail(rc, t, fmt::format("group axis '{}' listed twice", axis));
+    }
+  }
+  if (t.kind == TaskKind::send || t.kind == TaskKind::recv) {
+    const RankClass* peer = p.find_class(t.peer);
+    if (!peer) fail(rc, t, fmt::format("unknown peer rank class '{}'", t.peer));
+    if (peer == &rc) fail(rc, t, "peer is its own rank class");
+    if (peer->ranks.size() != rc.ranks.size())
+      fail(rc, t, fmt::format("peer '{}' has {} ranks, this class {}", t.peer, peer->ranks.size(), rc.ranks.size()));
+  }
+}
+
+// Kahn's algorithm over dependencies plus "previous task on the same stream".
+void validate_acyclic(const RankClass& rc, const std::unordered_map<std::string, int>& index) {
+  size_t n = rc.tasks.size();
+  std::vector<std::vector<int>> out(n);
+  std::vector<int> indegree(n, 0);
+  std::unordered_map<std::string, int> last_on_stream;
+  for (size_t i = 0; i < n; ++i) {
+    const Task& t = rc.tasks[i];
+    for (const auto& d : t.deps) {
+      auto it = index.find(d);
+      if (it == index.end()) fail(rc, t, fmt::format("unknown dependency '{}'", d));
+      if (it->second == static_cast<int>(i)) fail(rc, t, "depends on itself");
+      out[it->second].push_back(static_cast<int>(i));
+      ++indegree[i];
+    }
+    auto [it, fresh] = last_on_stream.try_emplace(t.stream, static_cast<int>(i));
+    if (!fresh) {
+      out[it->second].push_back(static_cast<int>(i));
+      ++indegree[i];
+      it->second = static_cast<int>(i);
+    }
+  }
+  std::vector<int> ready;
+  for (size_t i = 0; i < n; ++i)
+    if (indegree[i] == 0) ready.push_back(static_cast<int>(i));
+  size_t visited = 0;
+  while (!ready.empty()) {
+    int v = ready.back();
+    ready.pop_back();
+    ++visited;
+    for (int w : out[v])
+      if (--indegree[w] == 0) ready.push_back(w);
+  }
+  if (visited == n) return;
+  for (size_t i = 0; i < n; ++i)
+    if (indegree[i] > 0)
+      fail(rc, rc.tasks[i],
+           "dependency cycle (counting stream order: a task cannot wait for a later task of its own stream)");
+}
+
+void validate_collective_peers(const Program& p, const std::vector<std::unordered_map<std::string, int>>& index,
+                               const std::vector<int>& owner) {
+  for (size_t c = 0; c < p.rank_classes.size(); ++c) {
+    const auto& rc = p.rank_classes[c];
+    for (const auto& t : rc.tasks) {
+      if (t.kind != TaskKind::collective) continue;
+      std::vector<int> axes;
+      for (const auto& a : t.group) axes.push_back(axis_index(p.mesh, a));
+      for (int member : group_of(p.mesh, rc.ranks.front(), axes)) {
+        const RankClass& other = p.rank_classes[owner[member]];
+        auto it = index[owner[member]].find(t.id);
+        if (it == index[owner[member]].end())
+          fail(rc, t, fmt::format("group member rank {} (class '{}') has no task '{}'", member, other.name, t.id));
+        const Task& o = other.tasks[it->second];
+        if (o.kind != TaskKind::collective || o.collective != t.collective || o.bytes != t.bytes || o.group != t.group)
+          fail(rc, t, fmt::format("differs from task '{}' of rank class '{}' (kind, collective, bytes and group "
+                                  "must match)", t.id, other.name));
+      }
+    }
+  }
+}
+
+void validate_send_recv(const Program& p) {
+  // (from, to) -> bytes of each send / recv in program order
+  std::map<std::pair<std::string, std::string>, std::vector<const Task*>> sends, recvs;
+  for (const auto& rc : p.rank_classes)
+    for (const auto& t : rc.tasks) {
+      if (t.kind == TaskKind::send) sends[{rc.name, t.peer}].push_back(&t);
+      if (t.kind == TaskKind::recv) recvs[{t.peer, rc.name}].push_back(&t);
+    }
+  for (const auto& [key, list] : sends) {
+    const auto& matching = recvs[key];
+    for (size_t k = 0; k < list.size(); ++k) {
+      if (k >= matching.size())
+        fail(*p.find_class(key.first), *list[k],
+             fmt::format("send #{} to '{}' has no matching recv there", k, key.second));
+      if (list[k]->bytes != matching[k]->bytes)
+        fail(*p.find_class(key.first), *list[k],
+             fmt::format("sends {} bytes but the matching recv '{}' expects {}", list[k]->bytes, matching[k]->id,
+                         matching[k]->bytes));
+    }
+  }
+  for (const auto& [key, list] : recvs) {
+    size_t have = sends.count(key) ? sends[key].size() : 0;
+    if (list.size() > have)
+      fail(*p.find_class(key.second), *list[have], fmt::format("recv #{} from '{}' has no matching send", have, key.first));
+  }
+}
+
+}  // namespace
+
+void validate_program(const Program& p) {
+  validate_mesh(p);
+  validate_classes(p);
+  std::vector<std::unordered_map<std::string, int>> index(p.rank_classes.size());
+  for (size_t c = 0; c < p.rank_classes.size(); ++c) {
+    const auto& rc = p.rank_classes[c];
+    for (size_t i = 0; i < rc.tasks.size(); ++i) {
+      validate_task_fields(p, rc, rc.tasks[i]);
+      if (!index[c].emplace(rc.tasks[i].id, static_cast<int>(i)).second) fail(rc, rc.tasks[i], "duplicate task id");
+    }
+    validate_acyclic(rc, index[c]);
+  }
+  std::vector<int> owner(p.num_ranks());
+  for (size_t c = 0; c < p.rank_classes.size(); ++c)
+    for (int r : p.rank_classes[c].ranks) owner[r] = static_cast<int>(c);
+  validate_collective_peers(p, index, owner);
+  validate_send_recv(p);
+}
+
+void validate_against_cluster(const Program& p, const hardware::Cluster& cluster) {
+  int levels = static_cast<int>(cluster.levels.size());
+  std::vector<long long> per_level(levels, 1);
+  for (const auto& a : p.mesh) {
+    if (a.level >= levels)
+      throw std::runtime_error(fmt::format("step program: mesh axis '{}' is on level {} but cluster '{}' has {} levels",
+                                           a.name, a.level, cluster.name, levels));
+    per_level[a.level] *= a.size;
+  }
+  for (int l = 0; l < levels; ++l)
+    if (per_level[l] > cluster.levels[l].size)
+      throw std::runtime_error(fmt::format(
+          "step program: mesh axes on level {} ('{}') span {} devices but cluster '{}' has {} there", l,
+          cluster.levels[l].name, per_level[l], cluster.name, cluster.levels[l].size));
+  for (const auto& rc : p.rank_classes)
+    for (const auto& t : rc.tasks) {
+      bool priced = (t.kind == TaskKind::compute || t.kind == TaskKind::optimizer) && !t.duration_s && t.flops > 0;
+      if (priced && !cluster.device.peak_flops.count(t.precision))
+        fail(rc, t, fmt::format("cluster '{}' has no {} peak", cluster.name, hardware::to_string(t.precision)));
+    }
+}
+
+}  // namespace symtensor::sim
