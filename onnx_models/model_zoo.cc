@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include "onnx_models/families.h"
@@ -52,6 +54,31 @@ onnx::ModelProto build_model(const ModelConfig& config) {
     add_metadata(model, kParametersKey, names);
   }
   return model;
+}
+
+std::int64_t count_parameters(const onnx::ModelProto& model) {
+  std::set<std::string> listed;
+  for (const auto& entry : model.metadata_props()) {
+    if (entry.key() != kParametersKey) continue;
+    std::stringstream names(entry.value());
+    for (std::string name; std::getline(names, name, ',');) listed.insert(name);
+  }
+  std::int64_t total = 0;
+  for (const auto& input : model.graph().input()) {
+    if (!listed.count(input.name())) continue;
+    std::int64_t elements = 1;
+    for (const auto& dim : input.type().tensor_type().shape().dim()) {
+      if (!dim.has_dim_value()) throw std::runtime_error("parameter '" + input.name() + "' has a symbolic shape");
+      elements *= dim.dim_value();
+    }
+    total += elements;
+  }
+  for (const auto& tensor : model.graph().initializer()) {
+    std::int64_t elements = 1;
+    for (std::int64_t d : tensor.dims()) elements *= d;
+    total += elements;
+  }
+  return total;
 }
 
 void save_model(const onnx::ModelProto& model, const std::string& path) {

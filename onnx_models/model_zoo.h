@@ -8,6 +8,7 @@
 // `symtensor.family`, `symtensor.config` (describe()), and for mixtures of experts
 // `symtensor.moe.experts` / `symtensor.moe.top_k` (experts are computed densely, so the
 // graph's FLOPs are experts/top_k times the routed FLOPs of the expert MLPs).
+#include <cstdint>
 #include <string>
 
 #include <onnx/onnx_pb.h>
@@ -23,6 +24,10 @@ inline constexpr int kIrVersion = 8;
 
 // Validates the configuration, then writes the graph.
 onnx::ModelProto build_model(const ModelConfig& config);
+
+// Elements of all parameters, read from the proto: the inputs named in
+// `symtensor.parameters` plus every initializer. Throws if a parameter shape is symbolic.
+std::int64_t count_parameters(const onnx::ModelProto& model);
 
 // Writes to "<path>.tmp" then renames; throws naming the path on failure.
 void save_model(const onnx::ModelProto& model, const std::string& path);

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# `symtensor models`: listing, writing, and its error messages.
+# Usage: bash models_cli.sh SYMTENSOR_BINARY SOURCE_ROOT
+set -euo pipefail
+symtensor="$1"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$symtensor" models list | grep -q '^gpt-1.7b ' || fail "list lacks gpt-1.7b"
+"$symtensor" models list --names | grep -qx 'mixtral-8x7b-tiny' || fail "list --names lacks mixtral-8x7b-tiny"
+
+out="$("$symtensor" models llama2-70b -o "$work/l.onnx")"
+echo "$out" | grep -q "68976648192 parameters" || fail "llama2-70b summary: $out"
+[ -s "$work/l.onnx" ] || fail "no file written"
+[ ! -e "$work/l.onnx.tmp" ] || fail "temporary file left behind"
+/usr/bin/python3 -c "import onnx,sys; m=onnx.load(sys.argv[1]); onnx.checker.check_model(m); onnx.shape_inference.infer_shapes(m, strict_mode=True)" "$work/l.onnx" 2>/dev/null \
+  || [ ! -x /usr/bin/python3 ] || fail "python onnx rejects llama2-70b"
+
+"$symtensor" models gpt-1.7b --layers 2 --hidden 128 --heads 4 -o "$work/g.onnx" | grep -q "2 layers, hidden 128, 4 heads, mlp 512" \
+  || fail "overrides not applied"
+
+expect_error() {  # expect_error PATTERN ARGS...
+  local pattern="$1"; shift
+  local err
+  if err="$("$symtensor" "$@" 2>&1)"; then fail "expected failure: $*"; fi
+  echo "$err" | grep -q -- "$pattern" || fail "'$*' said: $err"
+}
+expect_error "unknown model 'gpt-2b'" models gpt-2b -o "$work/x.onnx"
+expect_error "-o FILE.onnx" models gpt-1.7b
+expect_error "multiple of heads" models gpt-1.7b --heads 7 -o "$work/x.onnx"
+expect_error "llama family" models bert-large --experts 4 -o "$work/x.onnx"
+expect_error "--weights" models gpt-1.7b --weights all -o "$work/x.onnx"
+expect_error "random weights are limited" models gpt-1.7b --weights random -o "$work/x.onnx"
+expect_error "cannot" models gpt-1.7b-tiny -o "$work/missing_dir/x.onnx"
+echo "models_cli: OK"
