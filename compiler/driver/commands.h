@@ -6,5 +6,6 @@ namespace symtensor::driver {
 
 void add_inspect_command(CLI::App& app);
 void add_hardware_command(CLI::App& app);
+void add_models_command(CLI::App& app);
 
 }  // namespace symtensor::driver

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "symtensor 0.1.0");
   symtensor::driver::add_inspect_command(app);
   symtensor::driver::add_hardware_command(app);
+  symtensor::driver::add_models_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
