@@ -225,25 +225,6 @@ Redistribution plan_redistribution(const TensorSharding& from, const TensorShard
   return r;
 }
 
-double redistribution_time(const Redistribution& r, const hardware::Cluster& cluster, const GiNaC::exmap& bindings) {
-  double seconds = 0;
-  for (std::size_t i = 0; i < r.steps.size(); ++i) {
-    const auto& step = r.steps[i];
-    const auto kind = step.collective();
-    if (!kind) continue;
-    const GiNaC::ex bytes = GiNaC::evalf(step.bytes.subs(bindings));
-    if (!GiNaC::is_a<GiNaC::numeric>(bytes)) {
-      std::ostringstream os;
-      os << "redistribution step " << i << " (" << to_string(step.kind) << "): bytes " << step.bytes
-         << " still symbolic after binding";
-      throw std::runtime_error(os.str());
-    }
-    seconds += hardware::collective_time(cluster, *kind, step.group, GiNaC::ex_to<GiNaC::numeric>(bytes).to_double())
-                   .seconds;
-  }
-  return seconds;
-}
-
 std::pair<TensorSharding, TensorSharding> gradient_shardings(const TensorSharding& from, const TensorSharding& to) {
   TensorSharding grad_from = from;
   TensorSharding grad_to = to;

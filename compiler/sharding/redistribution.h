@@ -61,11 +61,6 @@ Redistribution plan_redistribution(const TensorSharding& from, const TensorShard
                                    const std::vector<GiNaC::ex>& shape, const GiNaC::ex& element_bytes,
                                    const hardware::DeviceMesh& mesh, const AxisSizes& axis_sizes);
 
-// Seconds: sum of hardware::collective_time over the steps, bytes evaluated after
-// substituting `bindings`; throws naming the step if some bytes stay symbolic.
-double redistribution_time(const Redistribution& r, const hardware::Cluster& cluster,
-                           const GiNaC::exmap& bindings = {});
-
 // Gradient shardings at the two ends of a forward redistribution (`to` end first), per axis:
 // split stays split; a partial axis's gradient is replicated; an axis made replicated by
 // an all-gather gets a partial gradient (each consumer contributes its part), while one
