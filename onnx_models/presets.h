@@ -29,10 +29,20 @@ ModelConfig preset_config(const std::string& name);
 std::vector<std::string> preset_names();
 
 struct Overrides {
-  std::optional<std::int64_t> layers, hidden, heads, kv_heads, intermediate, vocab, seq, experts, top_k;
-  std::optional<std::int64_t> image_size, patch_size, classes;
-  std::optional<Weights> weights;
-  std::optional<std::uint64_t> seed;
+  std::optional<std::int64_t> layers = std::nullopt;
+  std::optional<std::int64_t> hidden = std::nullopt;
+  std::optional<std::int64_t> heads = std::nullopt;
+  std::optional<std::int64_t> kv_heads = std::nullopt;
+  std::optional<std::int64_t> intermediate = std::nullopt;
+  std::optional<std::int64_t> vocab = std::nullopt;
+  std::optional<std::int64_t> seq = std::nullopt;
+  std::optional<std::int64_t> experts = std::nullopt;
+  std::optional<std::int64_t> top_k = std::nullopt;
+  std::optional<std::int64_t> image_size = std::nullopt;
+  std::optional<std::int64_t> patch_size = std::nullopt;
+  std::optional<std::int64_t> classes = std::nullopt;
+  std::optional<Weights> weights = std::nullopt;
+  std::optional<std::uint64_t> seed = std::nullopt;
 };
 
 // Changed fields replace the preset's. For gpt/bert/vit the MLP stays 4*hidden unless

@@ -48,8 +48,9 @@ TEST_P(EveryPreset, DataInputsHaveSymbolicBatch) {
     const auto& shape = input.type().tensor_type().shape();
     ASSERT_GT(shape.dim_size(), 0) << input.name();
     EXPECT_EQ(shape.dim(0).dim_param(), "batch") << input.name();
-    if (input.type().tensor_type().elem_type() == onnx::TensorProto::INT64)
+    if (input.type().tensor_type().elem_type() == onnx::TensorProto::INT64) {
       EXPECT_EQ(shape.dim(1).dim_param(), "seq") << input.name();
+    }
   }
   EXPECT_GE(data_inputs, 1);
   for (const auto& output : model.graph().output()) EXPECT_EQ(output.type().tensor_type().shape().dim(0).dim_param(), "batch");
