@@ -215,6 +215,10 @@ TEST(ShardingRedistribution, MultiAxisAllToAllAndCrossedAxes) {
   EXPECT_EQ(crossed.steps[1].bytes, num(65536));
   EXPECT_EQ(crossed.steps[2].kind, Kind::slice);
   EXPECT_EQ(crossed.steps[2].after, parse_sharding("[{gpu},{node}]", mesh));
+  EXPECT_EQ(to_string(crossed, mesh),
+            "all_gather {node} dim 0: [{node},{gpu}] partial{} -> [{},{gpu}] partial{}, 65536 B\n"
+            "all_to_all {gpu} dim 1->0: [{},{gpu}] partial{} -> [{gpu},{}] partial{}, 65536 B\n"
+            "slice {node} dim 1: [{gpu},{}] partial{} -> [{gpu},{node}] partial{}, 0 B\n");
   // Reordering the axes of one dim (major <-> minor) needs a gather of the misplaced tail.
   const auto reorder = plan("[{node,gpu}]", "[{gpu,node}]", shape({64}), 4, mesh);
   ASSERT_FALSE(reorder.steps.empty());
