@@ -112,3 +112,16 @@ TEST(ModelZoo, RefusesRandomWeightsForFullSizeModels) {
 
 }  // namespace
 }  // namespace symtensor::models
+
+namespace symtensor::models {
+namespace {
+
+TEST(ModelZoo, BundledDefaultModelIsUpToDate) {
+  // onnx_models/bundled/gpt-1.7b.onnx is `symtensor models gpt-1.7b -o ...`, committed.
+  const onnx::ModelProto bundled = load_model(std::string(SYMTENSOR_SOURCE_ROOT) + "/onnx_models/bundled/gpt-1.7b.onnx");
+  EXPECT_EQ(bundled.SerializeAsString(), build_model(preset_config("gpt-1.7b")).SerializeAsString())
+      << "regenerate with: symtensor models gpt-1.7b -o onnx_models/bundled/gpt-1.7b.onnx";
+}
+
+}  // namespace
+}  // namespace symtensor::models
