@@ -10,7 +10,8 @@
 // The planner applies these moves in the order that keeps the tensor smallest while it
 // communicates: free slices first, then reduce-scatters, all-to-alls, all-reduces, and
 // all-gathers last. Axes that take the same move onto the same dim form one collective over
-// their combined group. A dim's axes are major to minor, so only a dim's minor-most axes
+// their combined group (collective_time's automatic choice includes the hierarchical
+// algorithm, so one group over two levels is priced as its per-level phases). A dim's axes are major to minor, so only a dim's minor-most axes
 // can leave it: a misplaced axis with axes after it is reached by gathering those first.
 // Replicated/split -> partial is not a redistribution (it is an operator's choice) and throws.
 #include <optional>
