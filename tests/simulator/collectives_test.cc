@@ -133,3 +133,36 @@ TEST(Network, ShortFlowReleasesBandwidthToTheLongOne) {
 
 }  // namespace
 }  // namespace symtensor::sim
+
+namespace symtensor::sim {
+namespace {
+
+// The simulator and the analytic model in hardware/collectives.h must agree on an
+// uncontended collective (same α-β arithmetic, one on phases of flows, one in closed form).
+TEST(Collectives, AgreesWithTheAnalyticModel) {
+  auto c = test_cluster(4);
+  MeshAxes node{{"tp", 8, 0, 1}};
+  MeshAxes two_level{{"dp", 4, 1, 8}, {"tp", 8, 0, 1}};
+  struct Case {
+    const MeshAxes* mesh;
+    std::vector<std::string> group;
+    Collective kind;
+    CollectiveAlgorithm algorithm;
+  };
+  std::vector<Case> cases{{&node, {"tp"}, Collective::all_reduce, CollectiveAlgorithm::ring},
+                          {&node, {"tp"}, Collective::all_gather, CollectiveAlgorithm::ring},
+                          {&node, {"tp"}, Collective::reduce_scatter, CollectiveAlgorithm::tree},
+                          {&two_level, {"dp", "tp"}, Collective::all_reduce, CollectiveAlgorithm::hierarchical},
+                          {&two_level, {"dp"}, Collective::all_reduce, CollectiveAlgorithm::ring}};
+  for (const auto& k : cases) {
+    std::vector<int> ids;
+    for (const auto& g : k.group) ids.push_back(axis_index(*k.mesh, g));
+    double analytic = hardware::collective_time(c, k.kind, group_shape(*k.mesh, ids, 2), 1e9, k.algorithm).seconds;
+    double simulated = collective_seconds(*k.mesh, k.kind, 1e9, k.group, k.algorithm, 4, SimMode::full);
+    EXPECT_NEAR(simulated, analytic, 0.01 * analytic)
+        << hardware::to_string(k.kind) << " " << hardware::to_string(k.algorithm);
+  }
+}
+
+}  // namespace
+}  // namespace symtensor::sim
