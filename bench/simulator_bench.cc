@@ -46,7 +46,7 @@ void run(benchmark::State& state, const sim::SyntheticConfig& cfg, int nodes, si
   }
   state.counters["step_time_s"] = result.step_time_s;
   state.counters["events"] = static_cast<double>(result.events);
-  state.counters["tasks_per_class_total"] = static_cast<double>(tasks);
+  state.counters["program_tasks"] = static_cast<double>(tasks);
   state.counters["simulated_ranks"] = result.simulated_ranks;
 }
 

@@ -21,6 +21,7 @@ int num_entities(const Program& program, SimMode mode) {
 }
 
 CompiledProgram checked_compile(const Program& program, const hardware::Cluster& cluster) {
+  validate_program(program);  // programs built in code have not been through program_from_json
   validate_against_cluster(program, cluster);
   return compile_program(program, cluster);
 }

@@ -60,6 +60,21 @@ TEST(Symmetry, SixtyFourGpusDataParallelAcrossLevels) {
   expect_symmetric_equals_full(transformer(2, 4, 8), 8);
 }
 
+TEST(Symmetry, CollectiveAcrossRankClasses) {
+  // A tied-embedding style all-reduce over the pipeline axis: its group holds one rank of
+  // every stage, so it waits for all classes and its ring crosses class boundaries.
+  Program p = synthetic_pipeline_program(transformer(8, 4, 2));
+  for (auto& rc : p.rank_classes)
+    rc.tasks.push_back(collective_task("embedding", "comm_dp", hardware::Collective::all_reduce, 4e8, {"pp"},
+                                       {"optimizer"}, hardware::CollectiveAlgorithm::ring));
+  auto cluster = testing::test_cluster(8);
+  SimResult sym = simulate(p, cluster, {SimMode::symmetric});
+  SimResult full = simulate(p, cluster, {SimMode::full});
+  EXPECT_NEAR(sym.step_time_s, full.step_time_s, 0.01 * full.step_time_s);
+  // It ends together on every stage: the last stage's optimizer ends earlier, so it waits.
+  for (const auto& c : sym.classes) EXPECT_DOUBLE_EQ(c.finish_s, sym.step_time_s) << c.name;
+}
+
 TEST(Symmetry, AsymmetricProgramIsRefusedInSymmetricMode) {
   // Rank 0 and rank 8 form class "a" but rank 0's node group {0..7} is all "a" while
   // rank 8's holds "a" and "b": symmetric mode must refuse.
