@@ -6,11 +6,14 @@ here="$(cd "$(dirname "$0")" && pwd)"
 packages=(g++ cmake ninja-build pkg-config libonnx-dev libprotobuf-dev protobuf-compiler
   libboost-graph-dev libginac-dev libyaml-cpp-dev libbenchmark-dev libgtest-dev libgmock-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev coinor-libcbc-dev
-  python3-onnx python3-numpy nodejs npm)
+  python3-onnx python3-numpy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js and npm may come from elsewhere than Debian (as on CI's image): only take
+# Debian's when there is none.
+command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
 if ((${#missing[@]})); then
   sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq

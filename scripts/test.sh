@@ -9,5 +9,5 @@ bash "$root/scripts/build.sh" "$root/build"
 if [ "${SYMTENSOR_SKIP_SANITIZE:-0}" != 1 ]; then
   bash "$root/scripts/build.sh" "$root/build-asan" -DSYMTENSOR_SANITIZE=ON
   (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --output-on-failure -j "$jobs" -LE scripts)
+    LSAN_OPTIONS="suppressions=$root/tests/lsan.supp" ctest --output-on-failure -j "$jobs" -LE scripts)
 fi

@@ -1,6 +1,7 @@
 // symtensor inspect MODEL.onnx [--bind ...] [--json]
 #include <algorithm>
 #include <iostream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -64,8 +65,13 @@ void run_inspect(const InspectOptions& o) {
   });
   heaviest.resize(std::min<std::size_t>(heaviest.size(), static_cast<std::size_t>(std::max(o.top, 0))));
 
-  std::vector<std::string> dims;
-  for (const auto& [name, sym] : g.symbols.all()) dims.push_back(name);
+  // The model's dims are the symbols of its inputs' and outputs' shapes.
+  std::set<std::string> dims;
+  for (const auto* ids : {&g.inputs, &g.outputs})
+    for (auto id : *ids)
+      for (const auto& d : g.tensor(id).shape)
+        for (auto it = d.preorder_begin(); it != d.preorder_end(); ++it)
+          if (GiNaC::is_a<GiNaC::symbol>(*it)) dims.insert(GiNaC::ex_to<GiNaC::symbol>(*it).get_name());
 
   if (o.json) {
     nlohmann::json j;

@@ -18,25 +18,39 @@ namespace {
 // Small integer tensors (shapes, axes, indices) keep their values for folding.
 constexpr std::size_t kMaxValueElements = 4096;
 
-std::string first_line(const std::string& text) {
-  const auto end = text.find('\n');
-  return end == std::string::npos ? text : text.substr(0, end);
+// ONNX's messages span lines ("... of node: \nname: X OpType: Y\n is not ..."): join them.
+std::string one_line(const std::string& text) {
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
 }
 
-void check_and_infer(onnx::ModelProto& model, const std::string& source) {
+// `path` is the model's file when it came from one: the checker then finds external
+// data files next to it (it checks they exist, without reading them).
+void check_and_infer(onnx::ModelProto& model, const std::string& source, const std::string& path) {
   if (model.ir_version() > onnx::IR_VERSION)
     throw std::runtime_error(source + ": ir_version " + std::to_string(model.ir_version()) +
                              " is above what this build reads (" + std::to_string(onnx::IR_VERSION) + ")");
   try {
-    onnx::checker::check_model(model);
+    if (path.empty()) onnx::checker::check_model(model);
+    else onnx::checker::check_model(path);
   } catch (const std::exception& e) {
-    throw std::runtime_error(source + ": invalid ONNX model: " + first_line(e.what()));
+    throw std::runtime_error(source + ": invalid ONNX model: " + one_line(e.what()));
   }
   try {
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
                                        onnx::ShapeInferenceOptions(true, 1, false));
   } catch (const std::exception& e) {
-    throw std::runtime_error(source + ": shape inference failed: " + first_line(e.what()));
+    throw std::runtime_error(source + ": shape inference failed: " + one_line(e.what()));
   }
 }
 
@@ -227,13 +241,13 @@ class Importer {
 
 Graph import_onnx_model(const onnx::ModelProto& model, const std::string& source_name, const ImportOptions& options) {
   onnx::ModelProto checked = model;
-  check_and_infer(checked, source_name);
+  check_and_infer(checked, source_name, "");
   return Importer(checked, source_name).run(options);
 }
 
 Graph import_onnx_file(const std::string& path, const ImportOptions& options) {
   onnx::ModelProto model = read_model_file(path);
-  check_and_infer(model, path);
+  check_and_infer(model, path, path);
   return Importer(model, path).run(options);
 }
 

@@ -34,24 +34,37 @@ bool is_weight_slot(const Node& n, int slot) {
   return false;
 }
 
-bool only_batchnorm_statistics(const Graph& g, TensorId id) {
-  const Tensor& t = g.tensor(id);
-  if (t.consumers.empty()) return false;
-  for (NodeId c : t.consumers) {
+// A use of a tensor: (consumer, input slot), looking through ops that pass a value on
+// unchanged (the exporter's Identity for de-duplicated initializers, a Transpose of a
+// tied weight, a Cast).
+struct Use {
+  const Node* node;
+  int slot;
+};
+
+void collect_uses(const Graph& g, TensorId id, std::vector<Use>& uses) {
+  for (NodeId c : g.tensor(id).consumers) {
     const Node& n = g.node(c);
-    if (n.op_type != "BatchNormalization") return false;
-    for (std::size_t slot = 0; slot < n.inputs.size(); ++slot)
-      if (n.inputs[slot] == id && slot != 3 && slot != 4) return false;
+    for (std::size_t slot = 0; slot < n.inputs.size(); ++slot) {
+      if (n.inputs[slot] != id) continue;
+      const bool pass_through = (n.op_type == "Identity" || n.op_type == "Cast" || n.op_type == "Transpose") &&
+                                n.domain.empty() && !n.outputs.empty() && n.outputs[0] != kNone;
+      if (pass_through) collect_uses(g, n.outputs[0], uses);
+      else uses.push_back({&n, static_cast<int>(slot)});
+    }
   }
+}
+
+bool only_batchnorm_statistics(const std::vector<Use>& uses) {
+  if (uses.empty()) return false;
+  for (const Use& u : uses)
+    if (u.node->op_type != "BatchNormalization" || (u.slot != 3 && u.slot != 4)) return false;
   return true;
 }
 
-bool used_in_weight_slot(const Graph& g, TensorId id) {
-  for (NodeId c : g.tensor(id).consumers) {
-    const Node& n = g.node(c);
-    for (std::size_t slot = 0; slot < n.inputs.size(); ++slot)
-      if (n.inputs[slot] == id && is_weight_slot(n, static_cast<int>(slot))) return true;
-  }
+bool used_in_weight_slot(const std::vector<Use>& uses) {
+  for (const Use& u : uses)
+    if (is_weight_slot(*u.node, u.slot)) return true;
   return false;
 }
 
@@ -83,10 +96,12 @@ void classify_parameters(Graph& graph) {
       continue;
     }
     if (!is_floating(t.dtype) || !t.is_constant || !more_than_one_element(t) || buffers.count(t.name)) continue;
+    std::vector<Use> uses;
+    collect_uses(graph, id, uses);
     if (t.initializer.storage != InitializerData::Storage::none)
-      t.is_parameter = !only_batchnorm_statistics(graph, id);
+      t.is_parameter = !only_batchnorm_statistics(uses);
     else
-      t.is_parameter = used_in_weight_slot(graph, id);
+      t.is_parameter = used_in_weight_slot(uses);
   }
   std::vector<TensorId> activations;
   for (TensorId in : graph.inputs)

@@ -8,6 +8,8 @@
 // - A floating-point Constant with more than one element is a parameter when a node uses
 //   it directly in a weight slot: any input of MatMul/Gemm/Einsum, Conv/ConvTranspose W
 //   and B, Gather's data, a normalization's scale and bias.
+// - Uses are followed through Identity, Cast and Transpose (de-duplicated initializers,
+//   tied weights).
 // - A graph input listed in the metadata property `symtensor.parameters` is a parameter
 //   (the convention for weight-free models).
 #include "compiler/ir/graph.h"

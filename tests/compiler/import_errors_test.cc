@@ -1,0 +1,123 @@
+// Bad ONNX input: one clear message naming the file and the problem, never a crash.
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "compiler/onnx_import/import.h"
+#include "tests/compiler/onnx_test_util.h"
+
+namespace symtensor::compiler {
+namespace {
+
+using namespace symtensor::testing;
+namespace fs = std::filesystem;
+
+class ImportErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / ("symtensor_import_errors_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& bytes) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p.string(), std::ios::binary) << bytes;
+    return p.string();
+  }
+
+  // The message of the error importing `path`; fails the test if none is thrown.
+  std::string error_of(const std::string& path) {
+    try {
+      import_onnx_file(path);
+    } catch (const std::runtime_error& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
+      EXPECT_EQ(msg.rfind(path, 0), 0u) << "names the file first: " << msg;
+      return msg;
+    }
+    ADD_FAILURE() << path << " imported without error";
+    return "";
+  }
+
+  static onnx::ModelProto relu_model() {
+    auto m = make_model();
+    add_input(m, "x", {std::string("batch"), std::int64_t{8}});
+    add_node(m, "Relu", {"x"}, {"y"});
+    add_output(m, "y", {std::string("batch"), std::int64_t{8}});
+    return m;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(ImportErrors, MissingFile) {
+  EXPECT_NE(error_of((dir_ / "absent.onnx").string()).find("no such file"), std::string::npos);
+}
+
+TEST_F(ImportErrors, NotAnOnnxFile) {
+  EXPECT_NE(error_of(write("text.onnx", "hello, this is not a protobuf\n")).find("not an ONNX model"), std::string::npos);
+}
+
+TEST_F(ImportErrors, EmptyFile) {
+  EXPECT_NE(error_of(write("empty.onnx", "")).find("not an ONNX model"), std::string::npos);
+}
+
+TEST_F(ImportErrors, TruncatedProtobuf) {
+  const std::string bytes = relu_model().SerializeAsString();
+  EXPECT_NE(error_of(write("cut.onnx", bytes.substr(0, bytes.size() / 2))).find("not an ONNX model"), std::string::npos);
+}
+
+TEST_F(ImportErrors, IrVersionAboveWhatTheLibraryReads) {
+  auto m = relu_model();
+  m.set_ir_version(10);
+  EXPECT_NE(error_of(write("ir10.onnx", m.SerializeAsString())).find("ir_version 10"), std::string::npos);
+}
+
+TEST_F(ImportErrors, Cycle) {
+  auto m = make_model();
+  add_input(m, "x", {std::int64_t{8}});
+  add_node(m, "Add", {"x", "b"}, {"a"}, "first");
+  add_node(m, "Relu", {"a"}, {"b"}, "second");
+  add_output(m, "b", {std::int64_t{8}});
+  const std::string msg = error_of(write("cycle.onnx", m.SerializeAsString()));
+  EXPECT_NE(msg.find("first"), std::string::npos) << msg;
+}
+
+TEST_F(ImportErrors, DanglingTensor) {
+  auto m = make_model();
+  add_input(m, "x", {std::int64_t{8}});
+  add_node(m, "Add", {"x", "ghost"}, {"y"}, "adder");
+  add_output(m, "y", {std::int64_t{8}});
+  const std::string msg = error_of(write("dangling.onnx", m.SerializeAsString()));
+  EXPECT_NE(msg.find("ghost"), std::string::npos) << msg;
+}
+
+TEST_F(ImportErrors, ShapeMismatchCaughtByStrictInference) {
+  auto m = make_model();
+  add_input(m, "x", {std::int64_t{8}, std::int64_t{4}});
+  add_input(m, "w", {std::int64_t{5}, std::int64_t{3}});
+  add_node(m, "MatMul", {"x", "w"}, {"y"}, "mm");
+  add_output(m, "y", {std::int64_t{8}, std::int64_t{3}});
+  EXPECT_NE(error_of(write("mismatch.onnx", m.SerializeAsString())).find("shape inference failed"), std::string::npos);
+}
+
+TEST_F(ImportErrors, UnknownDomainIsOpaqueNotAnError) {
+  auto m = relu_model();
+  auto* op = m.add_opset_import();
+  op->set_domain("com.example");
+  op->set_version(1);
+  auto* n = add_node(m, "FancyOp", {"y"}, {"z"}, "fancy");
+  n->set_domain("com.example");
+  add_output(m, "z", {std::string("batch"), std::int64_t{8}});
+  ImportOptions quiet;
+  quiet.warn_opaque = false;
+  Graph g = import_onnx_model(m, "fancy", quiet);
+  EXPECT_TRUE(g.node(g.tensor(g.find_tensor("z")).producer).opaque);
+  EXPECT_FALSE(g.node(g.tensor(g.find_tensor("y")).producer).opaque);
+}
+
+}  // namespace
+}  // namespace symtensor::compiler
