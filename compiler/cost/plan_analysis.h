@@ -1,0 +1,71 @@
+#pragma once
+// What a Plan asks of every device, per micro-batch: the work of each operator (local
+// FLOPs and bytes, forward and backward), the collectives it needs (redistributions of
+// its inputs, partial-sum reductions, and their duals in the backward pass), what it
+// keeps for the backward pass, the parameter gradient synchronisation, and the memory of
+// each pipeline stage. Plain numbers: the analytic estimator and the simulator lowering
+// both read it, so the two evaluators price the same work.
+//
+// Backward is derived from iteration spaces: the gradient of an operand sums over every
+// loop that does not index it, so it is partial over the mesh axes cutting those loops
+// (a MatMul's activation gradient over a cut `n`, a weight's gradient over a cut batch
+// loop: the data-parallel all-reduce). Backward FLOPs are the forward FLOPs once per
+// operand that needs a gradient.
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/plan/plan.h"
+#include "hardware/collectives.h"
+
+namespace symtensor::compiler {
+
+struct CommOp {
+  hardware::Collective kind = hardware::Collective::all_reduce;
+  std::vector<int> axes;       // mesh axis ids of the group
+  hardware::GroupShape group;  // ranks per topology level
+  double bytes = 0;            // S as nccl-tests defines it
+  double seconds = 0;          // analytic (hardware::collective_time)
+  std::string tensor;          // the tensor moved
+};
+
+struct OpWork {
+  NodeId node = kNone;
+  int stage = 0;
+  double fwd_flops = 0, fwd_bytes = 0, fwd_seconds = 0;  // local, per micro-batch
+  double bwd_flops = 0, bwd_bytes = 0, bwd_seconds = 0;  // 0 in inference
+  std::vector<CommOp> fwd_comm;  // before/after the op on the critical path
+  std::vector<CommOp> bwd_comm;
+  double saved_bytes = 0;        // activations kept for backward, per micro-batch
+  bool recomputed = false;       // forward run again in the backward pass
+};
+
+struct ParamWork {
+  TensorId tensor = kNone;
+  int stage = 0;
+  double local_elements = 0;      // this device's shard of the parameter
+  std::vector<CommOp> grad_sync;  // after backward: all-reduce, or reduce-scatter under ZeRO
+  std::vector<CommOp> gather;     // ZeRO-3: all-gather before use (forward and backward)
+};
+
+struct StageMemory {
+  double parameters = 0, gradients = 0, optimizer = 0;  // bytes per device
+  double activations_per_micro_batch = 0;
+  int micro_batches_in_flight = 1;  // by schedule: GPipe m, 1F1B p - s, interleaved more
+  double peak() const;
+};
+
+struct PlanAnalysis {
+  std::vector<OpWork> ops;        // in topological order
+  std::vector<ParamWork> params;
+  std::vector<StageMemory> stage_memory;
+  std::vector<double> p2p_bytes;  // per stage boundary (s -> s+1), per micro-batch
+  double optimizer_seconds_per_stage = 0;
+  double device_memory = 0;       // capacity, bytes
+};
+
+// Throws (one line) when the plan does not fit the graph (sizes, unknown axes, a cut of a
+// dim that does not divide).
+PlanAnalysis analyze_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan);
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,32 @@
+#pragma once
+// The analytic step time of a plan (the search's evaluator): per-stage forward and
+// backward times from the PlanAnalysis, the pipeline schedule's bubble, data-parallel
+// gradient synchronisation overlapped with backward where the framework overlaps it,
+// the optimizer step, and memory against capacity.
+#include <vector>
+
+#include "compiler/cost/plan_analysis.h"
+
+namespace symtensor::compiler {
+
+struct StepEstimate {
+  double step_time_s = 0;
+  double compute_s = 0;         // forward + backward (+ recompute) of the slowest stage, all micro-batches
+  double exposed_comm_s = 0;    // tensor-parallel and redistribution collectives on the critical path
+  double bubble_s = 0;          // pipeline fill and drain
+  double dp_exposed_s = 0;      // gradient synchronisation not hidden behind backward
+  double optimizer_s = 0;
+  double p2p_s = 0;             // pipeline sends on the critical path
+  std::vector<double> stage_peak_memory;  // bytes per device
+  double peak_memory = 0;
+  double memory_capacity = 0;
+  bool fits = true;
+  double model_flops = 0;       // per step, all devices: forward+backward without recompute
+  double hardware_flops = 0;    // with recompute
+  double mfu = 0, hfu = 0;
+  double samples_per_s = 0;
+};
+
+StepEstimate estimate_step(const PlanAnalysis& analysis, const Plan& plan, const hardware::Cluster& cluster);
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,54 @@
+#include "compiler/plan/plan.h"
+
+#include <stdexcept>
+
+namespace symtensor::compiler {
+namespace {
+
+template <typename E, std::size_t N>
+E parse_enum(std::string_view text, const std::pair<E, const char*> (&names)[N], const char* what) {
+  std::string known;
+  for (const auto& [value, name] : names) {
+    if (text == name) return value;
+    known += (known.empty() ? "" : ", ") + std::string(name);
+  }
+  throw std::runtime_error(std::string("unknown ") + what + " '" + std::string(text) + "' (known: " + known + ")");
+}
+
+template <typename E, std::size_t N>
+std::string_view enum_name(E value, const std::pair<E, const char*> (&names)[N]) {
+  for (const auto& [v, name] : names)
+    if (v == value) return name;
+  return "?";
+}
+
+constexpr std::pair<ExecutionMode, const char*> kModes[] = {{ExecutionMode::train, "train"}, {ExecutionMode::infer, "infer"}};
+constexpr std::pair<Schedule, const char*> kSchedules[] = {
+    {Schedule::gpipe, "gpipe"}, {Schedule::one_f_one_b, "1f1b"}, {Schedule::interleaved_1f1b, "interleaved-1f1b"}};
+constexpr std::pair<RecomputePolicy, const char*> kRecompute[] = {
+    {RecomputePolicy::none, "none"}, {RecomputePolicy::selective, "selective"}, {RecomputePolicy::full, "full"}};
+
+}  // namespace
+
+std::string_view to_string(ExecutionMode m) { return enum_name(m, kModes); }
+std::string_view to_string(Schedule s) { return enum_name(s, kSchedules); }
+std::string_view to_string(RecomputePolicy r) { return enum_name(r, kRecompute); }
+ExecutionMode parse_execution_mode(std::string_view text) { return parse_enum(text, kModes, "mode"); }
+Schedule parse_schedule(std::string_view text) { return parse_enum(text, kSchedules, "schedule"); }
+RecomputePolicy parse_recompute(std::string_view text) { return parse_enum(text, kRecompute, "recompute policy"); }
+
+hardware::DeviceMesh plan_mesh(const Plan& plan, const hardware::Cluster& cluster) {
+  if (plan.mesh_factors.empty()) return hardware::DeviceMesh::from_cluster(cluster);
+  return hardware::DeviceMesh::factored(cluster, plan.mesh_factors);
+}
+
+int Plan::pipeline_stages() const {
+  if (pipeline_axis < 0) return 1;
+  int axis = 0;
+  for (const auto& level : mesh_factors)
+    for (int f : level)
+      if (axis++ == pipeline_axis) return f;
+  throw std::runtime_error("plan: pipeline axis " + std::to_string(pipeline_axis) + " is not a mesh axis");
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,66 @@
+#pragma once
+// A Plan: how a model runs on a cluster. Every strategy (symtensor, megatron, dp, zero3,
+// ilp, a hand-written plan.yaml) produces one; the analytic cost model, the simulator
+// lowering and the ONNX rewrite all consume it.
+//
+// The device mesh is the cluster's mesh with each topology level factored into axes
+// (`mesh_factors`, outermost level first). At most one axis is the pipeline axis: its
+// coordinate is the pipeline stage, and operators are cut only over the other axes.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hardware/cluster.h"
+#include "hardware/device_mesh.h"
+
+namespace symtensor::compiler {
+
+enum class ExecutionMode { train, infer };
+enum class Schedule { gpipe, one_f_one_b, interleaved_1f1b };
+enum class RecomputePolicy { none, selective, full };
+
+std::string_view to_string(ExecutionMode m);
+std::string_view to_string(Schedule s);
+std::string_view to_string(RecomputePolicy r);
+ExecutionMode parse_execution_mode(std::string_view text);   // throws on unknown text
+Schedule parse_schedule(std::string_view text);
+RecomputePolicy parse_recompute(std::string_view text);
+
+// How one operator's iteration space is cut: for each loop dim (in the order of the
+// node's IterationSpace::loops), the mesh axes splitting it, major to minor.
+struct NodeCut {
+  std::vector<std::vector<int>> loop_axes;
+  friend bool operator==(const NodeCut&, const NodeCut&) = default;
+};
+
+struct Plan {
+  std::string strategy;  // "symtensor", "megatron", "dp", "zero3", "ilp", "file"
+  std::string model;     // model file, for the record
+  std::string cluster;   // cluster profile name
+  ExecutionMode mode = ExecutionMode::train;
+  hardware::Precision precision = hardware::Precision::bf16;
+
+  std::vector<std::vector<int>> mesh_factors;  // per topology level, outermost level first
+  int pipeline_axis = -1;                      // mesh axis id, or -1 without pipelining
+
+  // Per node id of the imported graph: its pipeline stage and its cut. Both sized to
+  // the graph's node count.
+  std::vector<int> stage_of_node;
+  std::vector<NodeCut> node_cuts;
+
+  double global_batch = 0;      // samples per step (the value bound to the batch dim)
+  int micro_batches = 1;        // per step, per pipeline (global_batch / dp / micro-batch size)
+  Schedule schedule = Schedule::one_f_one_b;
+  int virtual_stages = 1;       // model chunks per device (interleaved 1F1B)
+  RecomputePolicy recompute = RecomputePolicy::none;
+  int zero_stage = 0;           // 0..3
+  bool distributed_optimizer = false;  // Megatron's: optimizer state sharded over data parallel
+  bool sequence_parallel = false;      // recorded for Megatron plans; the cuts say what it means
+
+  int pipeline_stages() const;  // size of the pipeline axis, or 1
+};
+
+// The plan's device mesh (the cluster's mesh factored as the plan says).
+hardware::DeviceMesh plan_mesh(const Plan& plan, const hardware::Cluster& cluster);
+
+}  // namespace symtensor::compiler
