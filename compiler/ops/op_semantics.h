@@ -8,8 +8,12 @@
 // - FLOPs: a multiply-add counts 2 (MatMul [m,k]x[k,n] = 2mkn). Element-wise ops count
 //   one FLOP per output element per arithmetic operation they stand for (Add 1, Gelu 8 ...,
 //   documented per family); data movement ops (Reshape, Transpose, Gather, Concat...) 0.
+//   Each family file (compiler/ops/*_ops.cc) states its per-op counts in its header comment.
 // - bytes: bytes read from all inputs plus bytes written to all outputs (HBM traffic of
-//   an unfused kernel).
+//   an unfused kernel). Lookups (Gather*) read only the gathered elements; Shape, Size and
+//   Constant count only what they write.
+// - Sliding windows (Conv, pools, Resize): input spatial dims map to the output spatial
+//   loops; cutting them needs a halo exchange, which the sharding rules must price.
 // - A dim of an operand that maps to no loop (broadcast size-1 dim, a dim consumed by
 //   an index lookup) has loop index -1.
 // - Reshape: loops are the output dims; an input dim equal to a product of output dims

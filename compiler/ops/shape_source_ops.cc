@@ -47,9 +47,8 @@ std::vector<OutputInfo> expand_infer(const OpContext& ctx) {
   Shape out = broadcast_shapes({input_shape(ctx, 0), target_shape(ctx, 1, "Expand")});
   std::optional<Values> value;
   if (auto v = input(ctx, 0).value; v && v->size() == 1 && out.size() <= 1) {
-    if (auto n = out.empty() ? std::optional<std::int64_t>(1) : as_int(out[0]); n && *n <= static_cast<std::int64_t>(kMaxValueElements)) {
-      value = Values(*n, (*v)[0]);
-    }
+    const std::int64_t count = out.empty() ? 1 : as_int(out[0]).value_or(-1);
+    if (count >= 0 && count <= static_cast<std::int64_t>(kMaxValueElements)) value = Values(count, (*v)[0]);
   }
   return {output(input(ctx, 0).dtype, out, value)};
 }
@@ -120,15 +119,17 @@ std::vector<OutputInfo> size_infer(const OpContext& ctx) {
   return {output(ElementType::i64, {}, Values{simplify(product(input_shape(ctx, 0)))})};
 }
 
-// ---- ConstantOfShape: shape from the input's value; fill value from `value` when given ----
-GiNaC::ex fill_value(const OpContext& ctx) {
+// ---- ConstantOfShape: shape from the input's value. The fill value is 0 without a `value`
+// attribute; a `value` tensor the importer did not convert (stored as a string) leaves the
+// output's elements unknown rather than guessed.
+std::optional<GiNaC::ex> fill_value(const OpContext& ctx) {
   const AttributeValue* a = ctx.node.attribute("value");
-  if (!a) return 0;
-  if (auto i = std::get_if<std::int64_t>(a)) return static_cast<long>(*i);
-  if (auto d = std::get_if<double>(a)) return GiNaC::numeric(*d);
-  if (auto is = std::get_if<std::vector<std::int64_t>>(a); is && is->size() == 1) return static_cast<long>((*is)[0]);
-  if (auto ds = std::get_if<std::vector<double>>(a); ds && ds->size() == 1) return GiNaC::numeric((*ds)[0]);
-  return 0;
+  if (!a) return GiNaC::ex(0);
+  if (auto i = std::get_if<std::int64_t>(a)) return GiNaC::ex(static_cast<long>(*i));
+  if (auto d = std::get_if<double>(a)) return GiNaC::ex(GiNaC::numeric(*d));
+  if (auto is = std::get_if<std::vector<std::int64_t>>(a); is && is->size() == 1) return GiNaC::ex(static_cast<long>((*is)[0]));
+  if (auto ds = std::get_if<std::vector<double>>(a); ds && ds->size() == 1) return GiNaC::ex(GiNaC::numeric((*ds)[0]));
+  return std::nullopt;
 }
 
 std::vector<OutputInfo> constant_of_shape_infer(const OpContext& ctx) {
@@ -136,8 +137,10 @@ std::vector<OutputInfo> constant_of_shape_infer(const OpContext& ctx) {
   ElementType dtype = has_output(ctx, 0) && ctx.outputs[0]->dtype != ElementType::undefined ? ctx.outputs[0]->dtype
                                                                                           : ElementType::f32;
   std::optional<Values> value;
-  auto n = out.empty() ? std::optional<std::int64_t>(1) : (out.size() == 1 ? as_int(out[0]) : std::nullopt);
-  if (n && *n <= static_cast<std::int64_t>(kMaxValueElements)) value = Values(*n, fill_value(ctx));
+  std::int64_t count = out.empty() ? 1 : -1;
+  if (out.size() == 1) count = as_int(out[0]).value_or(-1);
+  auto fill = fill_value(ctx);
+  if (fill && count >= 0 && count <= static_cast<std::int64_t>(kMaxValueElements)) value = Values(count, *fill);
   return {output(dtype, out, value)};
 }
 

@@ -145,6 +145,13 @@ TEST(OpsShape, ValueSources) {
   EXPECT_TRUE(same_shape(*part[0].value, {s, 4}));
   auto cos = h.run("ConstantOfShape", {h.tensor({2}, ElementType::i64, Values{b, s})});
   EXPECT_TRUE(same_shape(cos.outputs[0]->shape, {b, s}));
+  ASSERT_TRUE(cos.outputs[0]->value == std::nullopt);  // rank 2: no value kept
+  auto ones = h.infer("ConstantOfShape", {h.ints({2})}, {{"value", std::int64_t{1}}});
+  EXPECT_TRUE(same_shape(*ones[0].value, {1, 1}));
+  // A `value` tensor the importer left unconverted: elements unknown, never guessed as 0.
+  auto opaque_fill = h.infer("ConstantOfShape", {h.ints({2})}, {{"value", std::string()}});
+  EXPECT_TRUE(same_shape(opaque_fill[0].shape, {2}));
+  EXPECT_FALSE(opaque_fill[0].value.has_value());
   auto range = h.infer("Range", {h.scalar_int(0), h.tensor({}, ElementType::i64, Values{s}), h.scalar_int(1)});
   EXPECT_TRUE(same_shape(range[0].shape, {s}));
   auto r5 = h.infer("Range", {h.scalar_int(2), h.scalar_int(11), h.scalar_int(3)});
