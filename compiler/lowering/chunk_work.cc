@@ -1,0 +1,241 @@
+#include "compiler/lowering/chunk_work.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace symtensor::compiler {
+namespace {
+
+using CommKey = std::pair<int, std::vector<int>>;  // collective kind, mesh axes
+
+// Adds `ops` into `merged`, summing bytes of the same collective on the same axes.
+void merge_comm(std::vector<CommOp>& merged, const std::vector<CommOp>& ops) {
+  for (const auto& op : ops) {
+    auto same = std::find_if(merged.begin(), merged.end(),
+                             [&](const CommOp& m) { return m.kind == op.kind && m.axes == op.axes; });
+    if (same == merged.end()) {
+      merged.push_back(op);
+      merged.back().tensor.clear();
+    } else {
+      same->bytes += op.bytes;
+      same->seconds += op.seconds;
+    }
+  }
+}
+
+struct Placement {
+  std::vector<int> stage, chunk;  // per op index
+  int stages = 1, chunks = 1;
+};
+
+Placement place_ops(const PlanAnalysis& a, const Plan& plan) {
+  Placement p;
+  p.stages = std::max(plan.pipeline_stages(), 1);
+  p.chunks = p.stages > 1 ? std::max(plan.virtual_stages, 1) : 1;
+  int max_stage = 0;
+  for (const auto& op : a.ops) {
+    if (op.stage < 0) throw std::runtime_error(fmt::format("lowering: node {} has negative stage {}", op.node, op.stage));
+    max_stage = std::max(max_stage, op.stage);
+  }
+  const bool virtual_numbering = p.chunks > 1 && max_stage >= p.stages;
+  if (max_stage >= p.stages * (virtual_numbering ? p.chunks : 1))
+    throw std::runtime_error(fmt::format("lowering: an operator is on stage {} but the plan has {} stage(s) x {} chunk(s)",
+                                         max_stage, p.stages, p.chunks));
+  const size_t n = a.ops.size();
+  p.stage.resize(n);
+  p.chunk.resize(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    p.stage[i] = virtual_numbering ? a.ops[i].stage % p.stages : a.ops[i].stage;
+    if (virtual_numbering) p.chunk[i] = a.ops[i].stage / p.stages;
+  }
+  if (virtual_numbering || p.chunks == 1) return p;
+  // Split each stage's operators (in order) into chunks of equal forward FLOPs.
+  std::vector<double> total(p.stages, 0), seen(p.stages, 0);
+  for (size_t i = 0; i < n; ++i) total[p.stage[i]] += a.ops[i].fwd_flops;
+  for (size_t i = 0; i < n; ++i) {
+    const int s = p.stage[i];
+    const double mid = seen[s] + a.ops[i].fwd_flops / 2;
+    p.chunk[i] = total[s] > 0 ? std::min(p.chunks - 1, static_cast<int>(mid / total[s] * p.chunks)) : 0;
+    seen[s] += a.ops[i].fwd_flops;
+  }
+  return p;
+}
+
+// For every parameter, the op index of its first use in its stage (its gradient is complete
+// once that op's backward ran; its ZeRO-3 gather precedes that op).
+std::vector<int> param_first_use(const PlanAnalysis& a, const Placement& place, const Graph* graph) {
+  std::vector<int> use(a.params.size(), -1);
+  std::map<NodeId, int> op_of_node;
+  for (size_t i = 0; i < a.ops.size(); ++i) op_of_node.emplace(a.ops[i].node, static_cast<int>(i));
+  std::vector<std::vector<int>> stage_ops(place.stages * place.chunks);
+  for (size_t i = 0; i < a.ops.size(); ++i) stage_ops[place.stage[i]].push_back(static_cast<int>(i));
+  std::vector<std::vector<int>> stage_params(place.stages);
+  for (size_t k = 0; k < a.params.size(); ++k) {
+    const ParamWork& pw = a.params[k];
+    int stage = pw.stage % place.stages;
+    if (graph && pw.tensor >= 0 && pw.tensor < static_cast<int>(graph->tensors().size())) {
+      for (NodeId consumer : graph->tensor(pw.tensor).consumers) {
+        auto it = op_of_node.find(consumer);
+        if (it != op_of_node.end() && place.stage[it->second] == stage && (use[k] < 0 || it->second < use[k]))
+          use[k] = it->second;
+      }
+    }
+    if (use[k] < 0) stage_params[stage].push_back(static_cast<int>(k));
+  }
+  // Without a graph: parameters in order spread over the stage's operators by forward FLOPs.
+  for (int s = 0; s < place.stages; ++s) {
+    const auto& ops = stage_ops[s];
+    const auto& params = stage_params[s];
+    if (ops.empty() || params.empty()) continue;
+    double total = 0;
+    for (int i : ops) total += a.ops[i].fwd_flops;
+    size_t j = 0;
+    double seen = 0;
+    for (size_t k = 0; k < params.size(); ++k) {
+      const double target = total * (static_cast<double>(k) + 0.5) / static_cast<double>(params.size());
+      while (j + 1 < ops.size() && seen + a.ops[ops[j]].fwd_flops < target) seen += a.ops[ops[j++]].fwd_flops;
+      use[params[k]] = ops[j];
+    }
+  }
+  return use;
+}
+
+class SegmentBuilder {
+ public:
+  explicit SegmentBuilder(std::vector<Segment>& out) : out_(out) {}
+
+  void add_compute(double flops, double bytes, double seconds, const std::string& label) {
+    if (open_ && label != block_.label) flush();
+    if (!open_) {
+      block_ = Segment{};
+      block_.label = label;
+      open_ = true;
+    }
+    block_.flops += flops;
+    block_.bytes += bytes;
+    block_.seconds += seconds;
+  }
+  void add_comm(Segment::Kind kind, const std::vector<CommOp>& ops, const std::string& label) {
+    if (ops.empty()) return;
+    flush();
+    for (const auto& op : ops) {
+      Segment s;
+      s.kind = kind;
+      s.comm = op;
+      s.label = label;
+      out_.push_back(std::move(s));
+    }
+  }
+  void flush() {
+    if (open_) out_.push_back(block_);
+    open_ = false;
+  }
+  int last_compute() const {
+    for (int i = static_cast<int>(out_.size()) - 1; i >= 0; --i)
+      if (out_[i].kind == Segment::Kind::compute) return i;
+    return -1;
+  }
+
+ private:
+  std::vector<Segment>& out_;
+  Segment block_;
+  bool open_ = false;
+};
+
+}  // namespace
+
+std::string layer_of(const std::string& node_name) {
+  size_t start = 0;
+  while (start <= node_name.size()) {
+    size_t end = node_name.find('/', start);
+    if (end == std::string::npos) end = node_name.size();
+    if (std::any_of(node_name.begin() + start, node_name.begin() + end, [](char c) { return c >= '0' && c <= '9'; }))
+      return node_name.substr(0, end);
+    start = end + 1;
+  }
+  return "";
+}
+
+StageLayout build_stage_layout(const PlanAnalysis& a, const Plan& plan, const LoweringOptions& options) {
+  const Placement place = place_ops(a, plan);
+  StageLayout layout;
+  layout.stages = place.stages;
+  layout.chunks = place.chunks;
+  layout.work.assign(place.stages, std::vector<ChunkWork>(place.chunks));
+
+  const std::vector<int> first_use = param_first_use(a, place, options.graph);
+  std::vector<std::vector<int>> params_at(a.ops.size());  // params whose first use is op i
+  for (size_t k = 0; k < a.params.size(); ++k)
+    if (first_use[k] >= 0) params_at[first_use[k]].push_back(static_cast<int>(k));
+  auto gathers_at = [&](int i) {
+    std::vector<CommOp> g;
+    for (int k : params_at[i]) merge_comm(g, a.params[k].gather);
+    return g;
+  };
+  auto label = [&](int i) {
+    const Graph* g = options.graph;
+    const NodeId node = a.ops[i].node;
+    return g && node >= 0 && node < static_cast<int>(g->nodes().size()) ? layer_of(g->node(node).name) : std::string();
+  };
+
+  std::vector<std::vector<std::vector<int>>> ops_of(place.stages, std::vector<std::vector<int>>(place.chunks));
+  for (size_t i = 0; i < a.ops.size(); ++i) ops_of[place.stage[i]][place.chunk[i]].push_back(static_cast<int>(i));
+
+  for (int s = 0; s < place.stages; ++s) {
+    for (int c = 0; c < place.chunks; ++c) {
+      ChunkWork& w = layout.work[s][c];
+      const auto& ops = ops_of[s][c];
+      SegmentBuilder fwd(w.forward), rec(w.recompute), bwd(w.backward);
+      for (int i : ops) {
+        const OpWork& op = a.ops[i];
+        const auto gathers = gathers_at(i);
+        fwd.add_comm(Segment::Kind::gather, gathers, label(i));
+        fwd.add_compute(op.fwd_flops, op.fwd_bytes, op.fwd_seconds, label(i));
+        fwd.add_comm(Segment::Kind::collective, op.fwd_comm, label(i));
+        w.forward_flops += op.fwd_flops;
+        w.backward_flops += op.bwd_flops;
+        w.saved_bytes += op.saved_bytes;
+        if (op.recomputed) {
+          rec.add_compute(op.fwd_flops, op.fwd_bytes, op.fwd_seconds, label(i));
+          rec.add_comm(Segment::Kind::collective, op.fwd_comm, label(i));
+          w.recompute_flops += op.fwd_flops;
+        }
+        for (int k : params_at[i]) merge_comm(w.param_syncs, a.params[k].grad_sync);
+      }
+      fwd.flush();
+      rec.flush();
+
+      GradBucket bucket;
+      double bucket_bytes = 0;
+      auto close_bucket = [&] {
+        bwd.flush();
+        bucket.after_segment = bwd.last_compute();
+        w.buckets.push_back(std::move(bucket));
+        bucket = GradBucket{};
+        bucket_bytes = 0;
+      };
+      for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+        const int i = *it;
+        const OpWork& op = a.ops[i];
+        bwd.add_comm(Segment::Kind::gather, gathers_at(i), label(i));
+        bwd.add_compute(op.bwd_flops, op.bwd_bytes, op.bwd_seconds, label(i));
+        bwd.add_comm(Segment::Kind::collective, op.bwd_comm, label(i));
+        for (int k : params_at[i]) {
+          merge_comm(bucket.syncs, a.params[k].grad_sync);
+          for (const auto& sync : a.params[k].grad_sync) bucket_bytes += sync.bytes;
+        }
+        if (bucket_bytes >= options.bucket_bytes && !bucket.syncs.empty()) close_bucket();
+      }
+      if (!bucket.syncs.empty()) close_bucket();
+      bwd.flush();
+      if (w.saved_bytes == 0 && s < static_cast<int>(a.stage_memory.size()))
+        w.saved_bytes = a.stage_memory[s].activations_per_micro_batch / place.chunks;
+    }
+  }
+  return layout;
+}
+
+}  // namespace symtensor::compiler

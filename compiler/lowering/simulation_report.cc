@@ -1,0 +1,134 @@
+#include "compiler/lowering/simulation_report.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "compiler/report/units.h"
+
+namespace symtensor::compiler {
+
+SimulationReport make_report(const PlanAnalysis& a, const Plan& plan, const hardware::Cluster& cluster,
+                             const sim::SimResult& result, double tokens_per_sample) {
+  SimulationReport r;
+  r.full_mode = result.full_mode;
+  r.devices = cluster.num_devices();
+  r.step_time_s = result.step_time_s;
+  r.device_memory_bytes = result.device_memory_bytes;
+  const double stages = std::max(plan.pipeline_stages(), 1);
+  const double replicas = r.devices / stages;  // devices per stage, each doing its op's local work
+  const double training = plan.mode == ExecutionMode::train ? 1 : 0;
+  double model = 0, recompute = 0;
+  for (const auto& op : a.ops) {
+    model += op.fwd_flops + training * op.bwd_flops;
+    if (op.recomputed && training) recompute += op.fwd_flops;
+  }
+  const double m = plan.micro_batches;
+  r.model_flops = model * m * replicas;
+  r.hardware_flops = (model + recompute) * m * replicas;
+  if (r.step_time_s > 0) {
+    const double peak = cluster.device.peak(plan.precision) * r.devices * r.step_time_s;
+    r.mfu = r.model_flops / peak;
+    r.hfu = r.hardware_flops / peak;
+    r.samples_per_s = plan.global_batch / r.step_time_s;
+    r.tokens_per_s = r.samples_per_s * tokens_per_sample;
+  }
+  const sim::ClassResult* critical = nullptr;
+  for (const auto& c : result.classes) {
+    StageReport s;
+    s.name = c.name;
+    s.ranks = c.num_ranks;
+    s.finish_s = c.finish_s;
+    s.compute_s = c.compute_busy_s - c.optimizer_s;
+    s.exposed_comm_s = c.exposed_comm_s;
+    s.bubble_s = c.bubble_s;
+    s.optimizer_s = c.optimizer_s;
+    s.static_memory_bytes = c.static_memory_bytes;
+    s.peak_memory_bytes = c.peak_memory_bytes;
+    s.out_of_memory = c.out_of_memory;
+    s.overage_bytes = c.memory_overage_bytes;
+    r.fits = r.fits && !c.out_of_memory;
+    r.stages.push_back(s);
+    if (!critical || c.finish_s > critical->finish_s) critical = &c;
+  }
+  if (critical) {
+    r.critical_stage = critical->name;
+    r.compute_s = critical->compute_busy_s - critical->optimizer_s;
+    r.exposed_comm_s = critical->exposed_comm_s;
+    r.bubble_s = critical->bubble_s;
+    r.optimizer_s = critical->optimizer_s;
+  }
+  return r;
+}
+
+nlohmann::json report_to_json(const SimulationReport& r, const Plan& plan) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& s : r.stages)
+    stages.push_back({{"name", s.name},
+                      {"ranks", s.ranks},
+                      {"finish_s", s.finish_s},
+                      {"compute_s", s.compute_s},
+                      {"exposed_comm_s", s.exposed_comm_s},
+                      {"bubble_s", s.bubble_s},
+                      {"optimizer_s", s.optimizer_s},
+                      {"static_memory_bytes", s.static_memory_bytes},
+                      {"peak_memory_bytes", s.peak_memory_bytes},
+                      {"out_of_memory", s.out_of_memory},
+                      {"overage_bytes", s.overage_bytes}});
+  nlohmann::json tokens = r.tokens_per_s > 0 ? nlohmann::json(r.tokens_per_s) : nlohmann::json(nullptr);
+  return {{"mode", r.full_mode ? "full" : "symmetric"},
+          {"devices", r.devices},
+          {"step_time_s", r.step_time_s},
+          {"samples_per_s", r.samples_per_s},
+          {"tokens_per_s", tokens},
+          {"model_flops", r.model_flops},
+          {"hardware_flops", r.hardware_flops},
+          {"mfu", r.mfu},
+          {"hfu", r.hfu},
+          {"breakdown",
+           {{"critical_stage", r.critical_stage},
+            {"compute_s", r.compute_s},
+            {"exposed_comm_s", r.exposed_comm_s},
+            {"bubble_s", r.bubble_s},
+            {"optimizer_s", r.optimizer_s}}},
+          {"device_memory_bytes", r.device_memory_bytes},
+          {"fits", r.fits},
+          {"stages", stages},
+          {"plan",
+           {{"strategy", plan.strategy},
+            {"pipeline_stages", plan.pipeline_stages()},
+            {"micro_batches", plan.micro_batches},
+            {"schedule", std::string(to_string(plan.schedule))},
+            {"virtual_stages", plan.virtual_stages},
+            {"recompute", std::string(to_string(plan.recompute))},
+            {"zero_stage", plan.zero_stage},
+            {"global_batch", plan.global_batch}}}};
+}
+
+std::string report_text(const SimulationReport& r, const Plan& plan) {
+  std::ostringstream o;
+  o << fmt::format("plan: {} on {} devices, {} stage(s), {} micro-batch(es), {} (virtual stages {}), recompute {}, ZeRO {}\n",
+                   plan.strategy, r.devices, plan.pipeline_stages(), plan.micro_batches, to_string(plan.schedule),
+                   plan.virtual_stages, to_string(plan.recompute), plan.zero_stage);
+  o << fmt::format("mode: {}\n", r.full_mode ? "full (every rank simulated)" : "symmetric (one rank per stage)");
+  o << "step time: " << format_seconds(r.step_time_s) << "\n";
+  o << fmt::format("throughput: {:.4g} samples/s", r.samples_per_s);
+  if (r.tokens_per_s > 0) o << fmt::format(", {:.4g} tokens/s", r.tokens_per_s);
+  o << fmt::format("\nMFU: {:.1f}%   HFU: {:.1f}%   ({}/s per device, model)\n", 100 * r.mfu, 100 * r.hfu,
+                   format_si(r.step_time_s > 0 ? r.model_flops / r.devices / r.step_time_s : 0, "FLOP"));
+  o << "breakdown (" << r.critical_stage << "): compute " << format_seconds(r.compute_s) << ", exposed communication "
+    << format_seconds(r.exposed_comm_s) << ", pipeline bubble " << format_seconds(r.bubble_s) << ", optimizer "
+    << format_seconds(r.optimizer_s) << "\n";
+  o << "memory per stage (capacity " << format_bytes(r.device_memory_bytes) << "):\n";
+  for (const auto& s : r.stages) {
+    o << fmt::format("  {:<8} peak {:>11}  (static {:>11})", s.name, format_bytes(s.peak_memory_bytes),
+                     format_bytes(s.static_memory_bytes));
+    if (s.out_of_memory) o << "  OUT OF MEMORY by " << format_bytes(s.overage_bytes);
+    o << "\n";
+  }
+  if (!r.fits) o << "the plan does not fit in device memory\n";
+  return o.str();
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,52 @@
+#pragma once
+// What `symtensor simulate` reports: step time, throughput, MFU/HFU, the breakdown of the
+// critical stage, and memory per stage against capacity. JSON keys are documented in
+// compiler/lowering/README.md and are stable.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/cost/plan_analysis.h"
+#include "compiler/plan/plan.h"
+#include "hardware/cluster.h"
+#include "simulator/stats/result.h"
+
+namespace symtensor::compiler {
+
+struct StageReport {
+  std::string name;
+  int ranks = 0;
+  double finish_s = 0;
+  double compute_s = 0, exposed_comm_s = 0, bubble_s = 0, optimizer_s = 0;
+  double static_memory_bytes = 0, peak_memory_bytes = 0;
+  bool out_of_memory = false;
+  double overage_bytes = 0;
+};
+
+struct SimulationReport {
+  bool full_mode = false;
+  int devices = 0;
+  double step_time_s = 0;
+  double samples_per_s = 0;
+  double tokens_per_s = 0;       // 0 when the tokens per sample are unknown
+  double model_flops = 0;        // per step, all devices: forward + backward, no recompute
+  double hardware_flops = 0;     // with the recomputed forward
+  double mfu = 0, hfu = 0;       // over devices x peak(precision) x step time
+  // The stage that finishes last (the critical one): compute (without optimizer), exposed
+  // communication, pipeline bubble (idle not explained by collectives), optimizer.
+  std::string critical_stage;
+  double compute_s = 0, exposed_comm_s = 0, bubble_s = 0, optimizer_s = 0;
+  double device_memory_bytes = 0;
+  bool fits = true;
+  std::vector<StageReport> stages;
+};
+
+// `tokens_per_sample` (e.g. the sequence length) gives tokens/s; 0 leaves it out.
+SimulationReport make_report(const PlanAnalysis& analysis, const Plan& plan, const hardware::Cluster& cluster,
+                             const sim::SimResult& result, double tokens_per_sample);
+
+nlohmann::json report_to_json(const SimulationReport& report, const Plan& plan);
+std::string report_text(const SimulationReport& report, const Plan& plan);
+
+}  // namespace symtensor::compiler
