@@ -1,0 +1,123 @@
+#include "compiler/cost/saved_activations.h"
+
+#include <numeric>
+#include <set>
+
+namespace symtensor::compiler {
+namespace {
+
+bool is_activation(const Graph& g, TensorId id) {
+  if (id == kNone) return false;
+  const Tensor& t = g.tensor(id);
+  return is_floating(t.dtype) && !t.is_parameter && !t.is_constant;
+}
+
+// Element-wise ops whose backward needs no input: sums, negation, scaling by a constant,
+// casts. Everything else element-wise needs its input (or a mask, for dropout).
+bool linear_in_inputs(const Graph& g, const Node& n) {
+  // Where routes gradients by its boolean condition, which is not a floating activation.
+  static const std::set<std::string> linear = {"Add", "Sub", "Neg", "Identity", "Cast", "Sum", "Mean", "Where"};
+  if (linear.count(n.op_type)) return true;
+  if (n.op_type == "Mul" || n.op_type == "Div") {
+    int variables = 0;
+    for (TensorId in : n.inputs) variables += is_activation(g, in) ? 1 : 0;
+    return variables <= 1 && (n.op_type == "Mul" || !is_activation(g, n.inputs.size() > 1 ? n.inputs[1] : kNone));
+  }
+  return false;
+}
+
+bool quadratic_in_sequence(const NumericGraph& ng, TensorId id) {
+  const Graph& g = ng.graph();
+  const auto seq = g.symbols.all().find("seq");
+  if (seq == g.symbols.all().end()) return false;
+  int seq_dims = 0;
+  for (const auto& d : g.tensor(id).shape) seq_dims += d.has(seq->second) ? 1 : 0;
+  return seq_dims >= 2;
+}
+
+struct Regions {
+  std::vector<int> parent;
+  int find(int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); }
+  void join(int a, int b) { parent[find(a)] = find(b); }
+};
+
+}  // namespace
+
+std::vector<SavedTensor> saved_tensors(const NumericGraph& ng, double activation_bytes) {
+  const Graph& g = ng.graph();
+  const int n = static_cast<int>(g.nodes().size());
+  auto elementwise = [&](NodeId id) { return ng.node(id).kind == OpKind::elementwise && g.node(id).op_type != "Dropout"; };
+
+  // Fuse element-wise ops connected by tensors that only element-wise ops consume.
+  Regions regions{std::vector<int>(n)};
+  std::iota(regions.parent.begin(), regions.parent.end(), 0);
+  for (TensorId t = 0; t < static_cast<TensorId>(g.tensors().size()); ++t) {
+    const Tensor& tensor = g.tensor(t);
+    if (tensor.producer == kNone || !elementwise(tensor.producer)) continue;
+    bool internal = !tensor.is_graph_output;
+    for (NodeId c : tensor.consumers) internal = internal && elementwise(c);
+    if (internal)
+      for (NodeId c : tensor.consumers) regions.join(tensor.producer, c);
+  }
+  std::vector<bool> region_needs_inputs(n, false);
+  for (NodeId id = 0; id < n; ++id)
+    if (elementwise(id) && !linear_in_inputs(g, g.node(id))) region_needs_inputs[regions.find(id)] = true;
+
+  std::vector<SavedTensor> saved;
+  std::set<TensorId> seen;
+  auto keep = [&](TensorId t, NodeId by, double bytes) {
+    if (!is_activation(g, t) || !seen.insert(t).second) return;
+    saved.push_back({t, by, bytes, quadratic_in_sequence(ng, t)});
+  };
+  for (NodeId id = 0; id < n; ++id) {
+    const Node& node = g.node(id);
+    switch (ng.node(id).kind) {
+      case OpKind::gemm:
+      case OpKind::convolution:
+        for (TensorId in : node.inputs) keep(in, id, activation_bytes);
+        break;
+      case OpKind::softmax:
+        keep(node.outputs.at(0), id, activation_bytes);
+        break;
+      case OpKind::normalization:
+        if (!node.inputs.empty()) keep(node.inputs[0], id, activation_bytes);
+        break;
+      case OpKind::elementwise:
+        if (node.op_type == "Dropout") {
+          // The mask, one byte per element, stands for the node's output.
+          const TensorId mask_like = node.outputs.at(0);
+          if (seen.insert(-1 - mask_like).second)
+            saved.push_back({mask_like, id, 1.0, quadratic_in_sequence(ng, mask_like)});
+          break;
+        }
+        if (!region_needs_inputs[regions.find(id)]) break;
+        for (TensorId in : node.inputs) {
+          if (in == kNone) continue;
+          const NodeId p = g.tensor(in).producer;
+          const bool inside = p != kNone && elementwise(p) && regions.find(p) == regions.find(id);
+          if (!inside) keep(in, id, activation_bytes);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return saved;
+}
+
+std::vector<SavedTensor> layer_checkpoints(const NumericGraph& ng, double activation_bytes) {
+  const Graph& g = ng.graph();
+  std::vector<SavedTensor> saved;
+  int norms = 0;
+  for (NodeId id : g.topological_order()) {
+    if (ng.node(id).kind != OpKind::normalization) continue;
+    if (norms++ % 2 == 0 && is_activation(g, g.node(id).inputs.at(0)))
+      saved.push_back({g.node(id).inputs[0], id, activation_bytes, false});
+  }
+  if (saved.empty())
+    for (TensorId in : g.inputs)
+      if (is_activation(g, in)) saved.push_back({in, kNone, activation_bytes, false});
+  return saved;
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,32 @@
+#pragma once
+// Which tensors the backward pass keeps, by operator kind, as the frameworks keep them:
+// a GEMM/convolution keeps its non-parameter inputs, softmax its output, a normalization
+// its input, dropout a 1-byte mask per element. Element-wise ops are taken in fused
+// regions (connected element-wise ops whose intermediate results stay inside the region,
+// as GELU's Div/Erf/Add/Mul/Mul): a region keeps its external inputs when one of its ops
+// needs its input (a non-linearity, a product of two variables), otherwise nothing.
+// Korthikanti et al. (2022) count exactly these tensors: 34·s·b·h + 5·a·s²·b bytes per
+// GPT layer in 16-bit.
+#include <vector>
+
+#include "compiler/cost/numeric_graph.h"
+#include "compiler/plan/plan.h"
+
+namespace symtensor::compiler {
+
+struct SavedTensor {
+  TensorId tensor = kNone;
+  NodeId saved_by = kNone;   // the node (or first node of a region) that keeps it
+  double bytes_per_element = 0;  // 1 for dropout masks; else the activation precision's size
+  bool quadratic_in_sequence = false;  // attention scores-sized: dropped by selective recompute
+};
+
+// Every tensor kept for backward, each once. `activation_bytes` is the size of one element
+// of a floating activation (2 for fp16/bf16).
+std::vector<SavedTensor> saved_tensors(const NumericGraph& graph, double activation_bytes);
+
+// Tensors kept under full recompute: the input of every layer (the input of every other
+// normalization in order: pre-norm transformer layers have two), or the graph inputs.
+std::vector<SavedTensor> layer_checkpoints(const NumericGraph& graph, double activation_bytes);
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,100 @@
+#include "compiler/cost/step_estimate.h"
+
+#include <algorithm>
+
+#include "compiler/sharding/cut_sharding.h"
+
+namespace symtensor::compiler {
+namespace {
+
+double sum_seconds(const std::vector<CommOp>& ops) {
+  double s = 0;
+  for (const auto& op : ops) s += op.seconds;
+  return s;
+}
+
+// The link between two consecutive pipeline stages: the level of the pipeline axis.
+double p2p_seconds(const hardware::Cluster& cluster, const hardware::DeviceMesh& mesh, int pipeline_axis, double bytes) {
+  if (pipeline_axis < 0 || bytes <= 0) return 0;
+  const auto& level = cluster.levels.at(mesh.axes().at(pipeline_axis).level);
+  return level.latency_s + bytes / level.bandwidth;
+}
+
+}  // namespace
+
+StepEstimate estimate_step(const PlanAnalysis& a, const Plan& plan, const hardware::Cluster& cluster) {
+  const hardware::DeviceMesh mesh = plan_mesh(plan, cluster);
+  const int stages = plan.pipeline_stages();
+  const int m = plan.micro_batches;
+  const bool train = plan.mode == ExecutionMode::train;
+
+  // Per stage, one micro-batch: forward and backward compute and blocking communication.
+  std::vector<double> fwd_compute(stages), fwd_comm(stages), bwd_compute(stages), bwd_comm(stages), dp(stages),
+      gather(stages);
+  StepEstimate e;
+  for (const OpWork& w : a.ops) {
+    fwd_compute[w.stage] += w.fwd_seconds;
+    fwd_comm[w.stage] += sum_seconds(w.fwd_comm);
+    if (!train) continue;
+    bwd_compute[w.stage] += w.bwd_seconds + (w.recomputed ? w.fwd_seconds : 0);
+    bwd_comm[w.stage] += sum_seconds(w.bwd_comm) + (w.recomputed ? sum_seconds(w.fwd_comm) : 0);
+    const double ways = cut_ways(plan.node_cuts[w.node], mesh);
+    e.model_flops += (w.fwd_flops + w.bwd_flops) * ways * m;
+    e.hardware_flops += (w.fwd_flops * (w.recomputed ? 2 : 1) + w.bwd_flops) * ways * m;
+  }
+  if (!train)
+    for (const OpWork& w : a.ops) {
+      e.model_flops += w.fwd_flops * cut_ways(plan.node_cuts[w.node], mesh) * m;
+      e.hardware_flops = e.model_flops;
+    }
+  for (const ParamWork& p : a.params) {
+    dp[p.stage] += sum_seconds(p.grad_sync);
+    gather[p.stage] += sum_seconds(p.gather);
+  }
+  // A model cut over the pipeline counts each device once per stage: the FLOPs above are
+  // per pipeline, and every data-parallel replica is inside the cut ways already.
+
+  // Pipeline: the slowest stage sets the steady state; fill and drain pass through all.
+  double slowest = 0, fill = 0, slowest_compute = 0, slowest_comm = 0;
+  int slowest_stage = 0;
+  for (int s = 0; s < stages; ++s) {
+    const double p2p = s + 1 < stages ? p2p_seconds(cluster, mesh, plan.pipeline_axis, a.p2p_bytes[s]) : 0;
+    const double t = fwd_compute[s] + fwd_comm[s] + bwd_compute[s] + bwd_comm[s] + 2 * gather[s] + (train ? 2 : 1) * p2p;
+    fill += t;
+    if (t > slowest) {
+      slowest = t;
+      slowest_stage = s;
+      slowest_compute = fwd_compute[s] + bwd_compute[s];
+      slowest_comm = fwd_comm[s] + bwd_comm[s] + 2 * gather[s];
+      e.p2p_s = (train ? 2 : 1) * p2p * m;
+    }
+  }
+  const double v = plan.schedule == Schedule::interleaved_1f1b ? std::max(plan.virtual_stages, 1) : 1;
+  const double pipeline = m * slowest + (fill - slowest) / v;
+  e.compute_s = m * slowest_compute;
+  e.exposed_comm_s = m * slowest_comm;
+  e.bubble_s = pipeline - m * slowest;
+  // Gradient synchronisation overlaps the last micro-batch's backward (DDP buckets).
+  e.dp_exposed_s = train ? std::max(0.0, dp[slowest_stage] - bwd_compute[slowest_stage]) : 0;
+  for (int s = 0; s < stages; ++s)
+    e.dp_exposed_s = std::max(e.dp_exposed_s, train ? std::max(0.0, dp[s] - bwd_compute[s]) : 0.0);
+  e.optimizer_s = a.optimizer_seconds_per_stage;
+  e.step_time_s = pipeline + e.dp_exposed_s + e.optimizer_s;
+
+  e.memory_capacity = a.device_memory;
+  for (const StageMemory& mem : a.stage_memory) {
+    e.stage_peak_memory.push_back(mem.peak());
+    e.peak_memory = std::max(e.peak_memory, mem.peak());
+  }
+  e.fits = e.peak_memory <= e.memory_capacity;
+  const double devices = mesh.num_devices();
+  const double peak = cluster.device.peak(plan.precision);
+  if (e.step_time_s > 0) {
+    e.mfu = e.model_flops / (e.step_time_s * devices * peak);
+    e.hfu = e.hardware_flops / (e.step_time_s * devices * peak);
+    e.samples_per_s = plan.global_batch / e.step_time_s;
+  }
+  return e;
+}
+
+}  // namespace symtensor::compiler
