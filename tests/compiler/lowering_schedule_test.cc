@@ -18,7 +18,9 @@ void expect_complete(const std::vector<U>& order, int m, int chunks) {
   for (size_t i = 0; i < order.size(); ++i) {
     const U& u = order[i];
     EXPECT_TRUE(seen.insert({u.forward, u.micro_batch, u.chunk}).second);
-    if (!u.forward) EXPECT_TRUE(seen.count({true, u.micro_batch, u.chunk})) << "backward before forward at " << i;
+    if (!u.forward) {
+      EXPECT_TRUE(seen.count({true, u.micro_batch, u.chunk})) << "backward before forward at " << i;
+    }
   }
 }
 

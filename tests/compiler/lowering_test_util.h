@@ -7,8 +7,9 @@
 #include "hardware/cluster.h"
 #include "hardware/collectives.h"
 #include "simulator/engine/simulator.h"
+#include "simulator/program/task_factory.h"
 
-namespace symtensor::compiler::testing {
+namespace symtensor::compiler::lowering_fixtures {
 
 struct Toy {
   hardware::Cluster cluster;
@@ -63,4 +64,22 @@ inline sim::SimResult run(const Toy& t, sim::SimMode mode = sim::SimMode::symmet
   return sim::simulate(lower_plan(t.analysis, t.plan, t.cluster, t.mesh, o), t.cluster, so);
 }
 
-}  // namespace symtensor::compiler::testing
+// The simulator's time for one collective alone on the toy's mesh: the yardstick for the
+// lowering's composition (the simulator's collectives are tested against the analytic model
+// in tests/simulator).
+inline double isolated_collective_seconds(const Toy& t, hardware::Collective kind, std::vector<int> axes, double bytes) {
+  sim::Program p;
+  p.mesh = t.mesh.axes();
+  sim::RankClass rc;
+  rc.name = "all";
+  for (int r = 0; r < t.mesh.num_devices(); ++r) rc.ranks.push_back(r);
+  std::vector<std::string> group;
+  for (int a : axes) group.push_back(t.mesh.axes()[a].name);
+  rc.tasks.push_back(sim::collective_task("c", "comm", kind, bytes, group));
+  p.rank_classes.push_back(rc);
+  sim::SimOptions so;
+  so.record_trace = false;
+  return sim::simulate(p, t.cluster, so).step_time_s;
+}
+
+}  // namespace symtensor::compiler::lowering_fixtures
