@@ -1,0 +1,63 @@
+// Compile speed of the searches. The headline: the SymTensor search for GPT-3 175B (96
+// layers, zoo preset gpt3-175b, batch 1536, seq 2048) on 1024 GPUs (dgx-a100 scaled to 128
+// nodes) must stay under 10 s on one core. Import is measured apart (it is not the search).
+#include <benchmark/benchmark.h>
+
+#include "compiler/cost/numeric_graph.h"
+#include "compiler/onnx_import/import.h"
+#include "compiler/search/megatron_search.h"
+#include "compiler/search/symtensor_search.h"
+#include "onnx_models/model_zoo.h"
+#include "onnx_models/presets.h"
+
+namespace {
+
+using namespace symtensor;
+
+compiler::Graph import_preset(const std::string& preset, double batch, double seq) {
+  compiler::ImportOptions o;
+  o.bindings = {{"batch", batch}, {"seq", seq}};
+  o.warn_opaque = false;
+  return compiler::import_onnx_model(models::build_model(models::preset_config(preset)), preset, o);
+}
+
+compiler::Graph& gpt3() {
+  static compiler::Graph g = import_preset("gpt3-175b", 1536, 2048);
+  return g;
+}
+
+const hardware::Cluster& cluster_1024() {
+  static const hardware::Cluster c = hardware::scale_cluster(hardware::load_cluster("dgx-a100"), 128, std::nullopt);
+  return c;
+}
+
+void BM_ImportGpt3_175B(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(import_preset("gpt3-175b", 1536, 2048));
+}
+BENCHMARK(BM_ImportGpt3_175B)->Unit(benchmark::kSecond)->Iterations(1);
+
+void BM_NumericGraphGpt3_175B(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(compiler::NumericGraph(gpt3()));
+}
+BENCHMARK(BM_NumericGraphGpt3_175B)->Unit(benchmark::kSecond)->Iterations(1);
+
+void BM_SymTensorSearchGpt3_175B_1024Gpus(benchmark::State& state) {
+  compiler::SearchResult r;
+  for (auto _ : state) r = compiler::symtensor_search(gpt3(), cluster_1024(), compiler::StrategyOptions{});
+  state.counters["evaluations"] = r.evaluations;
+  state.counters["step_s"] = r.estimate.step_time_s;
+  state.counters["mfu"] = r.estimate.mfu;
+  state.SetLabel(r.summary);
+}
+BENCHMARK(BM_SymTensorSearchGpt3_175B_1024Gpus)->Unit(benchmark::kSecond)->Iterations(1);
+
+void BM_MegatronSearchGpt3_175B_1024Gpus(benchmark::State& state) {
+  compiler::MegatronSearchResult r;
+  for (auto _ : state) r = compiler::megatron_search(gpt3(), cluster_1024(), compiler::StrategyOptions{});
+  state.counters["evaluations"] = r.evaluations;
+  state.counters["step_s"] = r.estimate.step_time_s;
+  state.SetLabel(compiler::to_string(r.knobs));
+}
+BENCHMARK(BM_MegatronSearchGpt3_175B_1024Gpus)->Unit(benchmark::kSecond)->Iterations(1);
+
+}  // namespace

@@ -1,0 +1,82 @@
+#include "compiler/search/cut_problem.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+
+namespace symtensor::compiler {
+
+void CutProblem::validate() const {
+  for (const auto& n : nodes)
+    if (n.choices.empty()) throw std::runtime_error("cut problem: node '" + n.name + "' has no choice");
+  for (const auto& e : edges) {
+    if (e.from < 0 || e.to < 0 || e.from >= static_cast<int>(nodes.size()) || e.to >= static_cast<int>(nodes.size()))
+      throw std::runtime_error("cut problem: an edge names a node that does not exist");
+    if (e.cost.size() != nodes[e.from].choices.size())
+      throw std::runtime_error("cut problem: edge " + nodes[e.from].name + " -> " + nodes[e.to].name + " has " +
+                               std::to_string(e.cost.size()) + " rows for " + std::to_string(nodes[e.from].choices.size()) +
+                               " choices");
+    for (const auto& row : e.cost)
+      if (row.size() != nodes[e.to].choices.size())
+        throw std::runtime_error("cut problem: edge " + nodes[e.from].name + " -> " + nodes[e.to].name +
+                                 " has a row of the wrong width");
+  }
+}
+
+double CutProblem::objective(const std::vector<int>& choice) const {
+  if (choice.size() != nodes.size()) throw std::runtime_error("cut problem: assignment of the wrong size");
+  double total = 0;
+  for (std::size_t i = 0; i < nodes.size(); ++i) total += nodes[i].choices.at(choice[i]).cost;
+  for (const auto& e : edges) total += e.cost[choice[e.from]][choice[e.to]];
+  return total;
+}
+
+std::vector<int> solve_cut_problem_greedy(const CutProblem& problem, int passes) {
+  problem.validate();
+  const int n = static_cast<int>(problem.nodes.size());
+  std::vector<std::vector<int>> incident(n);
+  for (int e = 0; e < static_cast<int>(problem.edges.size()); ++e) {
+    incident[problem.edges[e].from].push_back(e);
+    incident[problem.edges[e].to].push_back(e);
+  }
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return problem.nodes[a].weight > problem.nodes[b].weight; });
+  std::vector<int> choice(n, -1);
+  // Cost of node v taking choice c against the decided neighbours.
+  auto local_cost = [&](int v, int c) {
+    double cost = problem.nodes[v].choices[c].cost;
+    for (int e : incident[v]) {
+      const auto& edge = problem.edges[e];
+      const int other = edge.from == v ? edge.to : edge.from;
+      if (other == v || choice[other] < 0) continue;
+      cost += edge.from == v ? edge.cost[c][choice[other]] : edge.cost[choice[other]][c];
+    }
+    return cost;
+  };
+  auto best_choice = [&](int v) {
+    int best = 0;
+    double best_cost = std::numeric_limits<double>::infinity();
+    for (int c = 0; c < static_cast<int>(problem.nodes[v].choices.size()); ++c) {
+      const double cost = local_cost(v, c);
+      if (cost < best_cost) best = c, best_cost = cost;
+    }
+    return best;
+  };
+  for (int v : order) choice[v] = best_choice(v);
+  for (int pass = 0; pass < passes; ++pass) {
+    bool changed = false;
+    for (int v : order) {
+      const int keep = choice[v];
+      const double before = local_cost(v, keep);
+      const int best = best_choice(v);
+      if (best != keep && local_cost(v, best) < before - 1e-15 * std::max(1.0, before)) choice[v] = best, changed = true;
+    }
+    if (!changed) break;
+  }
+  return choice;
+}
+
+}  // namespace symtensor::compiler

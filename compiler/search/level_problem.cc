@@ -1,0 +1,209 @@
+#include "compiler/search/level_problem.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "compiler/ir/element_type.h"
+#include "compiler/sharding/cut_sharding.h"
+#include "hardware/collectives.h"
+
+namespace symtensor::compiler {
+namespace {
+
+using hardware::Collective;
+
+// Mixed-precision Adam: 2 (weights) + 2 (gradients) + 12 (fp32 master, momentum, variance).
+constexpr double kStateBytesPerParameter = 16;
+
+bool loop_in_outputs(const IterationSpace& space, int loop) {
+  for (const auto& dims : space.output_dims)
+    if (std::find(dims.begin(), dims.end(), loop) != dims.end()) return true;
+  return false;
+}
+
+class LevelBuilder {
+ public:
+  LevelBuilder(const LevelContext& ctx, int axis, const std::vector<NodeCut>& cuts)
+      : c_(ctx), g_(ctx.ng->graph()), axis_(axis), n_(ctx.mesh->axes().at(axis).size), cuts_(cuts) {
+    const std::vector<int> one{axis};
+    group_ = ctx.mesh->group_shape(one);
+    act_bytes_ = (ctx.precision == hardware::Precision::fp32 || ctx.precision == hardware::Precision::tf32) ? 4
+                 : ctx.precision == hardware::Precision::fp8                                                 ? 1
+                                                                                                             : 2;
+  }
+
+  CutProblem run() {
+    CutProblem p;
+    const auto& heavy = c_.folded->heavy;
+    p.nodes.resize(heavy.size());
+    for (std::size_t h = 0; h < heavy.size(); ++h) {
+      CutProblemNode& node = p.nodes[h];
+      const NodeId id = heavy[h];
+      node.name = g_.node(id).name;
+      node.weight = c_.ng->node(id).flops.at(c_.micro_batch);
+      node.choices.push_back(choice(static_cast<int>(h), -1));
+      for (int l = 0; l < static_cast<int>(c_.ng->node(id).loops.size()); ++l)
+        if (allowed(static_cast<int>(h), l)) node.choices.push_back(choice(static_cast<int>(h), l));
+    }
+    for (const FoldedEdge& e : c_.folded->edges) {
+      CutProblemEdge edge;
+      edge.from = e.from;
+      edge.to = e.to;
+      edge.cost.assign(p.nodes[e.from].choices.size(), std::vector<double>(p.nodes[e.to].choices.size(), 0.0));
+      for (std::size_t a = 0; a < p.nodes[e.from].choices.size(); ++a)
+        for (std::size_t b = 0; b < p.nodes[e.to].choices.size(); ++b)
+          edge.cost[a][b] = edge_cost(e, p.nodes[e.from].choices[a].loop, p.nodes[e.to].choices[b].loop);
+      p.edges.push_back(std::move(edge));
+    }
+    return p;
+  }
+
+ private:
+  double ways(const std::vector<int>& axes) const {
+    double w = 1;
+    for (int a : axes) w *= c_.mesh->axes()[a].size;
+    return w;
+  }
+
+  NodeCut with_axis(int h, int loop) const {
+    NodeCut cut = cuts_[h];
+    cut.loop_axes.resize(c_.ng->node(c_.folded->heavy[h]).loops.size());
+    if (loop >= 0) cut.loop_axes[loop].push_back(axis_);
+    return cut;
+  }
+
+  bool allowed(int h, int loop) const {
+    const NumericNode& nn = c_.ng->node(c_.folded->heavy[h]);
+    const NumericLoop& l = nn.loops[loop];
+    if (l.reduction && (nn.kind == OpKind::softmax || nn.kind == OpKind::normalization)) return false;
+    if (!l.reduction && !loop_in_outputs(nn.space, loop)) return false;
+    const auto& prior = loop < static_cast<int>(cuts_[h].loop_axes.size()) ? cuts_[h].loop_axes[loop] : std::vector<int>{};
+    const double w = ways(prior) * n_;
+    const double extent = l.extent.at(c_.micro_batch);
+    return extent >= w && std::fmod(extent, w) == 0;
+  }
+
+  double element_bytes(TensorId t) const {
+    const Tensor& tensor = g_.tensor(t);
+    return is_floating(tensor.dtype) ? act_bytes_ : static_cast<double>(element_size(tensor.dtype));
+  }
+
+  double local_bytes(TensorId t, const TensorSharding& s) const {
+    double split = 1;
+    for (const auto& axes : s.dim_axes) split *= ways(axes);
+    return c_.ng->tensor_elements(t).at(c_.micro_batch) / split * element_bytes(t);
+  }
+
+  // Bytes of t with this level's axis removed from its sharding (the collective's S).
+  double bytes_without_axis(TensorId t, TensorSharding s) const {
+    for (auto& axes : s.dim_axes) axes.erase(std::remove(axes.begin(), axes.end(), axis_), axes.end());
+    return local_bytes(t, s);
+  }
+
+  double coll(Collective kind, double bytes) const {
+    if (bytes <= 0 || n_ <= 1) return 0;
+    return hardware::collective_time(*c_.cluster, kind, group_, bytes).seconds;
+  }
+
+  bool needs_gradient(TensorId t) const {
+    const Tensor& tensor = g_.tensor(t);
+    return is_floating(tensor.dtype) && (tensor.is_parameter || !tensor.is_constant) && !tensor.is_graph_input;
+  }
+
+  CutChoice choice(int h, int loop) const {
+    const NodeId id = c_.folded->heavy[h];
+    const Node& node = g_.node(id);
+    const NumericNode& nn = c_.ng->node(id);
+    const NodeCut cut = with_axis(h, loop);
+    CutChoice ch;
+    ch.loop = loop;
+    ch.label = loop < 0 ? "-" : nn.space.loops[loop].name;
+    const double m = c_.micro_batches;
+    const double flops = nn.flops.at(c_.micro_batch) / cut_ways(cut, *c_.mesh);
+    double bytes = 0, state = 0, activation_comm = 0, param_sync = 0;
+    int gradient_inputs = 0;
+    for (std::size_t i = 0; i < node.inputs.size() && i < nn.space.input_dims.size(); ++i) {
+      const TensorId t = node.inputs[i];
+      if (t == kNone) continue;
+      const TensorSharding s = input_sharding(nn.space, cut, static_cast<int>(i));
+      const double b = local_bytes(t, s);
+      bytes += b;
+      if (!c_.train || !needs_gradient(t)) continue;
+      ++gradient_inputs;
+      const bool partial = input_gradient_sharding(nn.space, cut, static_cast<int>(i)).is_partial(axis_);
+      if (g_.tensor(t).is_parameter) {
+        state += b / element_bytes(t) * kStateBytesPerParameter;
+        if (partial) param_sync += coll(Collective::all_reduce, b / element_bytes(t) * 2);
+      } else if (partial) {
+        activation_comm += coll(Collective::all_reduce, b);
+      }
+    }
+    for (std::size_t o = 0; o < node.outputs.size() && o < nn.space.output_dims.size(); ++o) {
+      const TensorId t = node.outputs[o];
+      if (t == kNone) continue;
+      const TensorSharding s = output_sharding(nn.space, cut, static_cast<int>(o));
+      const double b = local_bytes(t, s);
+      bytes += b;
+      state += b * std::min<double>(m, 1);
+      if (g_.tensor(t).is_graph_output && s.is_partial(axis_)) activation_comm += coll(Collective::all_reduce, b);
+    }
+    const hardware::Device& dev = c_.cluster->device;
+    double compute = dev.kernel_seconds(c_.precision, flops, bytes);
+    if (c_.train && gradient_inputs > 0)
+      compute += dev.kernel_seconds(c_.precision, flops * gradient_inputs, bytes * (1 + gradient_inputs));
+    ch.cost = m * (compute + activation_comm) + param_sync + c_.memory_weight * state;
+    return ch;
+  }
+
+  double edge_cost(const FoldedEdge& e, int from_loop, int to_loop) const {
+    const NodeId p = c_.folded->heavy[e.from], q = c_.folded->heavy[e.to];
+    const TensorSharding out = output_sharding(c_.ng->node(p).space, with_axis(e.from, from_loop), e.from_output);
+    const TensorSharding want = input_sharding(c_.ng->node(q).space, with_axis(e.to, to_loop), e.to_input);
+    const TensorId t = g_.node(q).inputs[e.to_input];
+    const double full = bytes_without_axis(t, want);
+    const int have_dim = out.dim_of(axis_);
+    const int want_dim = want.dim_of(axis_);
+    const int mapped = want_dim >= 0 && want_dim < static_cast<int>(e.dim_map.size()) ? e.dim_map[want_dim] : -1;
+    const bool back = c_.train;
+    double fwd = 0, bwd = 0;
+    if (out.is_partial(axis_)) {
+      if (want_dim >= 0 && mapped >= 0) fwd = coll(Collective::reduce_scatter, full), bwd = coll(Collective::all_gather, full);
+      else fwd = coll(Collective::all_reduce, full);
+    } else if (have_dim < 0) {
+      if (want_dim >= 0) bwd = coll(Collective::all_gather, full);  // slice; its dual gathers the gradient
+    } else if (want_dim >= 0 && mapped == have_dim) {
+      // same layout
+    } else if (want_dim >= 0 && mapped >= 0) {
+      fwd = bwd = coll(Collective::all_to_all, full / n_);
+    } else {
+      fwd = coll(Collective::all_gather, full), bwd = coll(Collective::reduce_scatter, full);
+      if (want_dim >= 0) bwd += coll(Collective::all_gather, full);
+    }
+    return c_.micro_batches * (fwd + (back ? bwd : 0)) * e.share;
+  }
+
+  const LevelContext& c_;
+  const Graph& g_;
+  int axis_;
+  int n_;
+  const std::vector<NodeCut>& cuts_;
+  hardware::GroupShape group_;
+  double act_bytes_ = 2;
+};
+
+}  // namespace
+
+CutProblem build_level_problem(const LevelContext& ctx, int axis, const std::vector<NodeCut>& cuts) {
+  return LevelBuilder(ctx, axis, cuts).run();
+}
+
+void apply_level_solution(const CutProblem& problem, const std::vector<int>& choice, int axis, std::vector<NodeCut>& cuts) {
+  for (std::size_t h = 0; h < problem.nodes.size(); ++h) {
+    const int loop = problem.nodes[h].choices.at(choice.at(h)).loop;
+    if (loop < 0) continue;
+    if (cuts[h].loop_axes.size() <= static_cast<std::size_t>(loop)) cuts[h].loop_axes.resize(loop + 1);
+    cuts[h].loop_axes[loop].push_back(axis);
+  }
+}
+
+}  // namespace symtensor::compiler

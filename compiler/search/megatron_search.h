@@ -1,0 +1,35 @@
+#pragma once
+// `--strategy megatron` without knobs: Megatron-LM's best configuration. Every valid
+// (tp, pp, dp, mb, vp, sp, recompute, distopt) is enumerated — tp dividing the GPUs per
+// node and the attention heads, pp dividing the layers, dp the rest, mb dividing the
+// per-replica batch, vp dividing the layers per stage (interleaving needs the micro-batch
+// count to be a multiple of pp), sp only with tp > 1 — built with the fixed-knob generator
+// (make_megatron_plan; one build per (tp, pp, sp): the other knobs are plan fields) and
+// priced by analyze_plan + estimate_step; the fastest plan that fits memory wins.
+//
+// Two exact prunings keep it fast, both from the estimator's monotonicity: micro-batch
+// sizes go up until none of the memory options fits (a larger one only needs more
+// memory), and a (recompute, distopt) pair is skipped when a pair with no more
+// recomputation and no more sharding already fits (it can only be slower).
+#include <string>
+
+#include "compiler/cost/step_estimate.h"
+#include "compiler/strategies/megatron.h"
+
+namespace symtensor::compiler {
+
+struct MegatronSearchResult {
+  Plan plan;
+  MegatronKnobs knobs;
+  StepEstimate estimate;
+  int configurations = 0;  // valid configurations considered (pruned ones included)
+  int evaluations = 0;     // analyze_plan + estimate_step calls
+};
+
+// Throws when no configuration is valid (naming the last reason).
+MegatronSearchResult megatron_search(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options);
+
+// make_plan's entry: the knobs in options.megatron when given, else the search.
+Plan make_megatron_best_plan(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options);
+
+}  // namespace symtensor::compiler

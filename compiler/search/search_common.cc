@@ -1,0 +1,70 @@
+#include "compiler/search/search_common.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "compiler/cost/plan_analysis.h"
+
+namespace symtensor::compiler {
+
+std::vector<int> prime_factors(int n) {
+  std::vector<int> f;
+  for (int p = 2; p * p <= n; ++p)
+    while (n % p == 0) f.push_back(p), n /= p;
+  if (n > 1) f.push_back(n);
+  std::sort(f.rbegin(), f.rend());
+  return f;
+}
+
+std::vector<int> divisors(long long n) {
+  std::vector<int> d;
+  for (long long k = 1; k <= n; ++k)
+    if (n % k == 0) d.push_back(static_cast<int>(k));
+  return d;
+}
+
+std::vector<std::vector<int>> search_mesh_factors(const hardware::Cluster& cluster, int pipeline) {
+  const int levels = static_cast<int>(cluster.levels.size());
+  int pipeline_level = -1;
+  if (pipeline > 1)
+    for (int l = levels - 1; l >= 0; --l)
+      if (cluster.levels[l].size > 1) {
+        pipeline_level = l;
+        break;
+      }
+  if (pipeline > 1 && (pipeline_level < 0 || cluster.levels[pipeline_level].size % pipeline != 0))
+    throw std::runtime_error("search: " + std::to_string(pipeline) + " pipeline stages do not divide the outermost level of '" +
+                             cluster.name + "'");
+  std::vector<std::vector<int>> factors;
+  for (int l = levels - 1; l >= 0; --l) {
+    std::vector<int> f;
+    int rest = cluster.levels[l].size;
+    if (l == pipeline_level) f.push_back(pipeline), rest /= pipeline;
+    for (int p : prime_factors(rest)) f.push_back(p);
+    if (f.empty()) f.push_back(1);
+    factors.push_back(f);
+  }
+  return factors;
+}
+
+bool Evaluation::better_than(const Evaluation& other) const {
+  if (valid != other.valid) return valid;
+  if (!valid) return false;
+  if (estimate.fits != other.estimate.fits) return estimate.fits;
+  if (!estimate.fits) return estimate.peak_memory < other.estimate.peak_memory;
+  return estimate.step_time_s < other.estimate.step_time_s;
+}
+
+Evaluation evaluate_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {
+  Evaluation e;
+  try {
+    const PlanAnalysis a = analyze_plan(graph, cluster, plan);
+    e.estimate = estimate_step(a, plan, cluster);
+    e.valid = true;
+  } catch (const std::exception& ex) {
+    e.error = ex.what();
+  }
+  return e;
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,33 @@
+#pragma once
+// Pieces shared by the searches: prime factoring of the mesh levels, divisors, and one
+// evaluation of a plan (analyze_plan + estimate_step) that never throws.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/cost/step_estimate.h"
+#include "compiler/ir/graph.h"
+#include "compiler/plan/plan.h"
+#include "hardware/cluster.h"
+
+namespace symtensor::compiler {
+
+std::vector<int> prime_factors(int n);  // descending: 12 -> {3, 2, 2}
+std::vector<int> divisors(long long n); // ascending
+
+// Per topology level, outermost first: `pipeline` (> 1) as the first factor of the
+// outermost level with more than one device, the rest of every level as its prime
+// factors ({1} for a level of one). Throws when pipeline divides no such level.
+std::vector<std::vector<int>> search_mesh_factors(const hardware::Cluster& cluster, int pipeline);
+
+struct Evaluation {
+  bool valid = false;  // the analysis accepted the plan
+  std::string error;   // why not
+  StepEstimate estimate;
+  // Fits first, then step time.
+  bool better_than(const Evaluation& other) const;
+};
+
+Evaluation evaluate_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan);
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,333 @@
+#include "compiler/search/symtensor_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <stdexcept>
+
+#include "compiler/search/ilp_solver.h"
+#include "compiler/search/pipeline_stages.h"
+#include "compiler/search/search_common.h"
+#include "compiler/sharding/cut_sharding.h"
+#include "compiler/strategies/propagation.h"
+
+namespace symtensor::compiler {
+
+LevelSearchResult search_levels(const LevelContext& ctx, const std::vector<int>& axes, LevelSolver solver) {
+  LevelSearchResult r;
+  const auto& heavy = ctx.folded->heavy;
+  r.heavy_cuts.resize(heavy.size());
+  for (std::size_t h = 0; h < heavy.size(); ++h) r.heavy_cuts[h].loop_axes.resize(ctx.ng->node(heavy[h]).loops.size());
+  for (int axis : axes) {
+    CutProblem p = build_level_problem(ctx, axis, r.heavy_cuts);
+    std::vector<int> choice =
+        solver == LevelSolver::ilp ? solve_cut_problem_ilp(p).choice : solve_cut_problem_greedy(p);
+    if (!heavy.empty() && std::all_of(choice.begin(), choice.end(), [&](int c) { return c == 0; }) &&
+        std::all_of(p.nodes.begin(), p.nodes.end(), [](const CutProblemNode& n) { return n.choices.size() == 1; }))
+      throw std::runtime_error("symtensor: no heavy operator has a loop that mesh axis '" + ctx.mesh->axes()[axis].name +
+                               "' of size " + std::to_string(ctx.mesh->axes()[axis].size) +
+                               " divides at micro-batch " + std::to_string(static_cast<long long>(ctx.micro_batch)) +
+                               " (choose a batch or device count it divides)");
+    r.objective += p.objective(choice);
+    apply_level_solution(p, choice, axis, r.heavy_cuts);
+    r.problems.push_back(std::move(p));
+    r.choices.push_back(std::move(choice));
+  }
+  return r;
+}
+
+namespace {
+
+struct Knobs {
+  int pp = 1, m = 1, vp = 1;
+  RecomputePolicy recompute = RecomputePolicy::none;
+  int zero = 0;
+};
+
+std::string describe(const Knobs& k) {
+  return "pp=" + std::to_string(k.pp) + ",m=" + std::to_string(k.m) + ",vp=" + std::to_string(k.vp) +
+         ",recompute=" + std::string(to_string(k.recompute)) + ",zero=" + std::to_string(k.zero);
+}
+
+class Search {
+ public:
+  Search(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options, const SearchOptions& search)
+      : g_(graph), cluster_(cluster), options_(options), search_(search), ng_(graph), folded_(fold_graph(ng_)),
+        spaces_(g_.nodes().size()) {
+    for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes().size()); ++id) spaces_[id] = ng_.node(id).space;
+  }
+
+  SearchResult run() {
+    const std::string name = search_.solver == LevelSolver::ilp ? "ilp" : "symtensor";
+    skeleton_ = plan_skeleton(name, g_, cluster_, options_);
+    const double batch = skeleton_.global_batch;
+    const long long B = static_cast<long long>(batch);
+    if (B < 1 || static_cast<double>(B) != batch) throw std::runtime_error(name + ": the batch must be a positive integer");
+    train_ = options_.mode == ExecutionMode::train;
+
+    std::string last_error;
+    for (double memory_weight : {0.0, -1.0}) {
+      memory_weight_ = memory_weight < 0 ? escalated_memory_weight() : memory_weight;
+      for (int pp : pipeline_candidates()) {
+        for (int m : micro_batch_candidates(B, pp)) {
+          try {
+            consider(pp, m);
+          } catch (const std::exception& e) {
+            last_error = e.what();
+          }
+        }
+      }
+      if (best_.valid && best_.estimate.fits) break;
+    }
+    if (!best_.valid) throw std::runtime_error(name + ": no plan found: " + last_error);
+    if (search_.refine) refine();
+    SearchResult r;
+    r.plan = best_plan_;
+    r.estimate = best_.estimate;
+    r.evaluations = evaluations_;
+    r.level_objective = best_objective_;
+    r.summary = describe(best_knobs_) + (best_.estimate.fits ? "" : " (does not fit memory)");
+    return r;
+  }
+
+ private:
+  double escalated_memory_weight() const {
+    const double t = best_.valid ? best_.estimate.step_time_s : 1.0;
+    return 4 * t / std::max(cluster_.device.memory_bytes, 1.0);
+  }
+
+  std::vector<int> pipeline_candidates() const {
+    std::vector<int> out{1};
+    if (!train_) return out;
+    int outer = 1;
+    for (int l = static_cast<int>(cluster_.levels.size()) - 1; l >= 0; --l)
+      if (cluster_.levels[l].size > 1) {
+        outer = cluster_.levels[l].size;
+        break;
+      }
+    const int boundaries = static_cast<int>(stage_boundary_candidates(ng_, 1).size());
+    for (int d : divisors(outer))
+      if (d > 1 && d <= boundaries + 1) out.push_back(d);
+    return out;
+  }
+
+  std::vector<int> micro_batch_candidates(long long B, int pp) const {
+    std::vector<int> out;
+    const int lowest = train_ ? pp : 1;
+    int last = 0;
+    for (int d : divisors(B)) {
+      if (d < lowest || (last > 0 && d < 2 * last)) continue;
+      out.push_back(d);
+      last = d;
+      if (static_cast<int>(out.size()) >= search_.micro_batch_candidates) break;
+    }
+    return out;
+  }
+
+  LevelContext context(const hardware::DeviceMesh& mesh, int m) const {
+    LevelContext ctx;
+    ctx.ng = &ng_;
+    ctx.folded = &folded_;
+    ctx.cluster = &cluster_;
+    ctx.mesh = &mesh;
+    ctx.precision = options_.precision;
+    ctx.train = train_;
+    ctx.micro_batch = skeleton_.global_batch / m;
+    ctx.micro_batches = m;
+    ctx.memory_weight = memory_weight_;
+    return ctx;
+  }
+
+  // Fills cuts (heavy fixed, the rest propagated and kept divisible) and stages.
+  void complete_plan(Plan& plan, const std::vector<NodeCut>& heavy_cuts, const hardware::DeviceMesh& mesh, int pp) const {
+    const std::size_t n = g_.nodes().size();
+    plan.node_cuts.assign(n, NodeCut{});
+    std::vector<bool> fixed(n, false);
+    for (std::size_t h = 0; h < folded_.heavy.size(); ++h) {
+      plan.node_cuts[folded_.heavy[h]] = heavy_cuts[h];
+      fixed[folded_.heavy[h]] = true;
+    }
+    propagate_cuts(g_, mesh, plan, fixed, spaces_);
+    const double b = plan.global_batch / plan.micro_batches;
+    std::vector<double> cost(n, 0.0);
+    for (NodeId id = 0; id < static_cast<NodeId>(n); ++id) {
+      NodeCut& cut = plan.node_cuts[id];
+      const NumericNode& nn = ng_.node(id);
+      if (cut.loop_axes.size() > nn.loops.size()) cut.loop_axes.resize(nn.loops.size());
+      for (std::size_t l = 0; l < cut.loop_axes.size(); ++l) {
+        auto& axes = cut.loop_axes[l];
+        while (!axes.empty()) {
+          double w = 1;
+          for (int a : axes) w *= mesh.axes()[a].size;
+          const double extent = nn.loops[l].extent.at(b);
+          if (extent >= w && std::fmod(extent, w) == 0) break;
+          axes.pop_back();
+        }
+      }
+      const double ways = cut_ways(cut, mesh);
+      cost[id] = cluster_.device.kernel_seconds(options_.precision, nn.flops.at(b) / ways, nn.bytes.at(b) / ways) *
+                 (train_ ? 3 : 1);
+    }
+    const StageSplit split = split_pipeline_stages(ng_, cost, b, pp);
+    plan.stage_of_node = split.stage_of_node;
+  }
+
+  void consider(int pp, int m) {
+    Plan plan = skeleton_;
+    plan.mesh_factors = search_mesh_factors(cluster_, pp);
+    plan.pipeline_axis = pp > 1 ? pipeline_axis_id(plan.mesh_factors) : -1;
+    plan.micro_batches = m;
+    const hardware::DeviceMesh mesh = plan_mesh(plan, cluster_);
+    std::vector<int> axes;
+    for (int a = 0; a < static_cast<int>(mesh.axes().size()); ++a)
+      if (a != plan.pipeline_axis && mesh.axes()[a].size > 1) axes.push_back(a);
+    const LevelContext ctx = context(mesh, m);
+    const LevelSearchResult levels = search_levels(ctx, axes, search_.solver);
+    complete_plan(plan, levels.heavy_cuts, mesh, pp);
+    plan.schedule = pp > 1 ? Schedule::one_f_one_b : Schedule::one_f_one_b;
+    std::vector<int> vps{1};
+    if (pp > 1 && m % pp == 0) vps.push_back(2);
+    const std::vector<std::pair<RecomputePolicy, int>> memory_ladder =
+        train_ ? std::vector<std::pair<RecomputePolicy, int>>{{RecomputePolicy::none, 0},      {RecomputePolicy::none, 1},
+                                                             {RecomputePolicy::selective, 1}, {RecomputePolicy::full, 1},
+                                                             {RecomputePolicy::selective, 3}, {RecomputePolicy::full, 3}}
+               : std::vector<std::pair<RecomputePolicy, int>>{{RecomputePolicy::none, 0}};
+    for (int vp : vps) {
+      for (const auto& [recompute, zero] : memory_ladder) {
+        Plan p = plan;
+        p.virtual_stages = vp;
+        p.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
+        p.recompute = recompute;
+        p.zero_stage = zero;
+        const Evaluation e = evaluate_plan(g_, cluster_, p);
+        ++evaluations_;
+        if (!e.valid) throw std::runtime_error(e.error);
+        if (e.better_than(best_)) {
+          best_ = e;
+          best_plan_ = p;
+          best_knobs_ = {pp, m, vp, recompute, zero};
+          best_levels_ = levels.heavy_cuts;
+          best_objective_ = levels.objective;
+        }
+        if (e.estimate.fits) break;  // the ladder only adds time from here
+      }
+    }
+  }
+
+  static int pipeline_axis_id(const std::vector<std::vector<int>>& factors) {
+    int id = 0;
+    for (const auto& level : factors) {
+      if (level.size() > 1 || level[0] > 1) return id;
+      id += static_cast<int>(level.size());
+    }
+    return -1;
+  }
+
+  // Moves one mesh axis of one class of identical heavy operators to another loop (or
+  // off the class), evaluated on the whole plan; kept while the step time drops.
+  void refine() {
+    if (!best_.valid || !best_.estimate.fits) return;
+    const hardware::DeviceMesh mesh = plan_mesh(best_plan_, cluster_);
+    const double b = best_plan_.global_batch / best_plan_.micro_batches;
+    std::map<std::string, std::vector<int>> classes;
+    for (std::size_t h = 0; h < folded_.heavy.size(); ++h) {
+      const NodeId id = folded_.heavy[h];
+      const NumericNode& nn = ng_.node(id);
+      std::string key = g_.node(id).op_type + "|";
+      for (const auto& l : nn.loops) key += std::to_string(l.extent.at(b)) + ",";
+      for (const auto& axes : best_levels_[h].loop_axes) {
+        key += "[";
+        for (int a : axes) key += std::to_string(a);
+      }
+      classes[key].push_back(static_cast<int>(h));
+    }
+    std::vector<std::vector<int>> order;
+    for (auto& [key, members] : classes) order.push_back(members);
+    std::sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
+      auto flops = [&](const std::vector<int>& c) { return ng_.node(folded_.heavy[c[0]]).flops.at(b) * c.size(); };
+      return flops(x) > flops(y);
+    });
+    int budget = search_.refine_budget;
+    for (const auto& members : order) {
+      const NumericNode& nn = ng_.node(folded_.heavy[members[0]]);
+      const NodeCut current = best_levels_[members[0]];
+      for (std::size_t from = 0; from < current.loop_axes.size() && budget > 0; ++from) {
+        for (int axis : current.loop_axes[from]) {
+          for (int to = -1; to < static_cast<int>(nn.loops.size()) && budget > 0; ++to) {
+            if (to == static_cast<int>(from)) continue;
+            NodeCut moved = current;
+            auto& src = moved.loop_axes[from];
+            src.erase(std::find(src.begin(), src.end(), axis));
+            if (to >= 0) moved.loop_axes[to].push_back(axis);
+            if (to >= 0 && !move_allowed(nn, moved, to, b, mesh)) continue;
+            std::vector<NodeCut> levels = best_levels_;
+            for (int h : members) levels[h] = moved;
+            Plan p = best_plan_;
+            complete_plan(p, levels, mesh, best_knobs_.pp);
+            const Evaluation e = evaluate_plan(g_, cluster_, p);
+            ++evaluations_;
+            --budget;
+            if (e.valid && e.estimate.fits && e.estimate.step_time_s < best_.estimate.step_time_s * (1 - 1e-6)) {
+              best_ = e;
+              best_plan_ = p;
+              best_levels_ = levels;
+              return refine_again(budget);
+            }
+          }
+        }
+      }
+      if (budget <= 0) return;
+    }
+  }
+
+  void refine_again(int budget) {
+    search_.refine_budget = budget;
+    refine();
+  }
+
+  static bool move_allowed(const NumericNode& nn, const NodeCut& cut, int loop, double b, const hardware::DeviceMesh& mesh) {
+    const NumericLoop& l = nn.loops[loop];
+    if (!l.reduction) {
+      bool in_output = false;
+      for (const auto& dims : nn.space.output_dims) in_output |= std::find(dims.begin(), dims.end(), loop) != dims.end();
+      if (!in_output) return false;
+    } else if (nn.kind == OpKind::softmax || nn.kind == OpKind::normalization) {
+      return false;
+    }
+    double w = 1;
+    for (int a : cut.loop_axes[loop]) w *= mesh.axes()[a].size;
+    const double extent = l.extent.at(b);
+    return extent >= w && std::fmod(extent, w) == 0;
+  }
+
+  Graph& g_;
+  const hardware::Cluster& cluster_;
+  const StrategyOptions& options_;
+  SearchOptions search_;
+  NumericGraph ng_;
+  FoldedGraph folded_;
+  std::vector<IterationSpace> spaces_;
+  Plan skeleton_;
+  bool train_ = true;
+  double memory_weight_ = 0;
+  Evaluation best_;
+  Plan best_plan_;
+  Knobs best_knobs_;
+  std::vector<NodeCut> best_levels_;
+  double best_objective_ = 0;
+  int evaluations_ = 0;
+};
+
+}  // namespace
+
+SearchResult symtensor_search(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options,
+                              const SearchOptions& search) {
+  return Search(graph, cluster, options, search).run();
+}
+
+Plan make_symtensor_plan(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options) {
+  return symtensor_search(graph, cluster, options).plan;
+}
+
+}  // namespace symtensor::compiler

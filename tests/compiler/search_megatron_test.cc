@@ -1,0 +1,98 @@
+// SymTensor's plans against Megatron-LM's best configuration (the exhaustive megatron
+// search) on small GPT and LLaMA models of the zoo, and the device counts that are not
+// powers of two.
+#include <gtest/gtest.h>
+
+#include "compiler/search/megatron_search.h"
+#include "compiler/search/search_common.h"
+#include "compiler/search/symtensor_search.h"
+#include "tests/compiler/search_test_util.h"
+
+namespace symtensor::compiler {
+namespace {
+
+models::Overrides small(std::int64_t layers, std::int64_t hidden, std::int64_t heads) {
+  models::Overrides o;
+  o.layers = layers, o.hidden = hidden, o.heads = heads, o.vocab = 8192, o.seq = 1024;
+  return o;
+}
+
+struct VsCase {
+  const char* preset;
+  std::int64_t layers, hidden, heads;
+  int nodes, gpus;
+  double batch, seq;
+};
+
+class SearchVsMegatron : public ::testing::TestWithParam<VsCase> {};
+
+TEST_P(SearchVsMegatron, NeverMoreThanTwoPercentSlowerThanMegatronBest) {
+  const VsCase c = GetParam();
+  models::Overrides o = small(c.layers, c.hidden, c.heads);
+  if (std::string(c.preset).rfind("llama", 0) == 0) o.kv_heads = c.heads, o.intermediate = c.hidden * 8 / 3 / 64 * 64;
+  Graph g = testing::zoo_graph(c.preset, o, c.batch, c.seq);
+  const hardware::Cluster cluster = testing::cluster_of("dgx-a100", c.nodes, c.gpus);
+  const StrategyOptions options;
+  const MegatronSearchResult megatron = megatron_search(g, cluster, options);
+  const SearchResult sym = symtensor_search(g, cluster, options);
+  ASSERT_TRUE(megatron.estimate.fits);
+  ASSERT_TRUE(sym.estimate.fits);
+  EXPECT_GT(megatron.evaluations, 1);
+  // The search's reported estimate is the plan's.
+  const Evaluation again = evaluate_plan(g, cluster, sym.plan);
+  ASSERT_TRUE(again.valid) << again.error;
+  EXPECT_DOUBLE_EQ(again.estimate.step_time_s, sym.estimate.step_time_s);
+  EXPECT_LE(sym.estimate.step_time_s, megatron.estimate.step_time_s * 1.02)
+      << "symtensor " << sym.summary << " vs megatron " << to_string(megatron.knobs);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, SearchVsMegatron,
+                         ::testing::Values(VsCase{"gpt2-small", 4, 512, 8, 2, 4, 16, 512},
+                                           VsCase{"gpt2-small", 4, 1024, 16, 1, 8, 8, 1024},
+                                           VsCase{"llama2-7b", 4, 512, 8, 2, 4, 16, 512},
+                                           VsCase{"llama2-7b", 4, 1024, 8, 1, 8, 8, 1024}));
+
+TEST(SearchDeviceCounts, SixAndTwelveDevicesGiveValidPlans) {
+  for (auto [nodes, gpus] : {std::pair{1, 6}, std::pair{3, 4}}) {
+    Graph g = testing::zoo_graph("gpt2-small", small(2, 384, 6), 24, 256);
+    const hardware::Cluster cluster = testing::cluster_of("dgx-a100", nodes, gpus);
+    const SearchResult r = symtensor_search(g, cluster, StrategyOptions{});
+    EXPECT_TRUE(r.estimate.fits);
+    const Evaluation e = evaluate_plan(g, cluster, r.plan);
+    EXPECT_TRUE(e.valid) << e.error;
+    int devices = 1;
+    for (const auto& level : r.plan.mesh_factors)
+      for (int f : level) devices *= f;
+    EXPECT_EQ(devices, nodes * gpus);
+  }
+}
+
+TEST(SearchDeviceCounts, SevenDevicesCutTheBatchWhenSevenDividesIt) {
+  Graph g = testing::zoo_graph("gpt2-small", small(2, 512, 8), 14, 256);
+  const hardware::Cluster cluster = testing::cluster_of("dgx-a100", 1, 7);
+  const SearchResult r = symtensor_search(g, cluster, StrategyOptions{});
+  EXPECT_TRUE(evaluate_plan(g, cluster, r.plan).valid);
+  EXPECT_EQ(r.plan.mesh_factors, (std::vector<std::vector<int>>{{7}}));
+}
+
+TEST(SearchDeviceCounts, SevenDevicesWithNothingDivisibleIsAClearError) {
+  Graph g = testing::zoo_graph("gpt2-small", small(2, 512, 8), 16, 256);
+  const hardware::Cluster cluster = testing::cluster_of("dgx-a100", 1, 7);
+  try {
+    symtensor_search(g, cluster, StrategyOptions{});
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("size 7"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SearchMeshFactors, PrimeFactorsPerLevelPipelineFirst) {
+  const hardware::Cluster c = testing::cluster_of("dgx-a100", 12, 8);
+  EXPECT_EQ(search_mesh_factors(c, 1), (std::vector<std::vector<int>>{{3, 2, 2}, {2, 2, 2}}));
+  EXPECT_EQ(search_mesh_factors(c, 4), (std::vector<std::vector<int>>{{4, 3}, {2, 2, 2}}));
+  EXPECT_THROW(search_mesh_factors(c, 5), std::runtime_error);
+  EXPECT_EQ(prime_factors(96), (std::vector<int>{3, 2, 2, 2, 2, 2}));
+}
+
+}  // namespace
+}  // namespace symtensor::compiler
