@@ -1,0 +1,136 @@
+// Speed of the analytic cost model on a complete GPT-3 175B plan (96 layers, hidden 12288,
+// global batch 1536, seq 2048) on 1024 A100s (dgx-a100 scaled to 128 nodes), laid out as
+// Megatron-LM did (Narayanan et al. 2021: TP 8, PP 16, DP 8, micro-batch 1).
+// Target: one plan evaluation (analyze_plan + estimate_step) after the first under 10 ms.
+//
+// analyze_plan(graph, cluster, plan) compiles the NumericGraph (GiNaC -> affine numbers)
+// on every call; BM_NumericGraphOnly measures that share on its own, so the cost of an
+// evaluation that reused it is the difference of the two.
+//
+// Also measured: the strategy itself (make_plan), and lowering + discrete-event
+// simulation of the same plan (issue 10's target: simulates in under 5 s).
+#include <benchmark/benchmark.h>
+
+#include <memory>
+
+#include "compiler/cost/numeric_graph.h"
+#include "compiler/cost/plan_analysis.h"
+#include "compiler/cost/step_estimate.h"
+#include "compiler/lowering/lower_plan.h"
+#include "compiler/onnx_import/import.h"
+#include "compiler/strategies/strategy.h"
+#include "hardware/cluster.h"
+#include "onnx_models/model_zoo.h"
+#include "onnx_models/presets.h"
+#include "simulator/engine/simulator.h"
+
+namespace {
+
+using namespace symtensor;
+
+constexpr const char* kKnobs = "tp=8,pp=16,mb=1,sp=1,recompute=selective,distopt=1";
+
+struct Workload {
+  compiler::Graph graph;
+  hardware::Cluster cluster;
+  compiler::StrategyOptions options;
+  compiler::Plan plan;
+};
+
+// Built once for every benchmark of this program (import takes about a second).
+Workload& gpt3_on_1024() {
+  static std::unique_ptr<Workload> w = [] {
+    auto w = std::make_unique<Workload>();
+    compiler::ImportOptions import;
+    import.warn_opaque = false;
+    import.bindings = {{"batch", 1536}, {"seq", 2048}};
+    w->graph = compiler::import_onnx_model(models::build_model(models::preset_config("gpt3-175b")), "gpt3-175b",
+                                           import);
+    w->cluster = hardware::scale_cluster(hardware::load_cluster("dgx-a100"), 128, std::nullopt);
+    w->options.megatron = kKnobs;
+    w->plan = compiler::make_plan("megatron", w->graph, w->cluster, w->options);
+    return w;
+  }();
+  return *w;
+}
+
+void BM_MegatronPlanGpt3_175B_1024(benchmark::State& state) {
+  Workload& w = gpt3_on_1024();
+  for (auto _ : state) {
+    compiler::Plan plan = compiler::make_plan("megatron", w.graph, w.cluster, w.options);
+    benchmark::DoNotOptimize(plan.micro_batches);
+  }
+}
+BENCHMARK(BM_MegatronPlanGpt3_175B_1024)->Unit(benchmark::kMillisecond);
+
+void BM_NumericGraphOnly(benchmark::State& state) {
+  Workload& w = gpt3_on_1024();
+  for (auto _ : state) {
+    compiler::NumericGraph numeric(w.graph);
+    benchmark::DoNotOptimize(numeric.batch_binding());
+  }
+}
+BENCHMARK(BM_NumericGraphOnly)->Unit(benchmark::kMillisecond);
+
+void BM_AnalyzePlanGpt3_175B_1024(benchmark::State& state) {
+  Workload& w = gpt3_on_1024();
+  compiler::analyze_plan(w.graph, w.cluster, w.plan);  // first evaluation, not measured
+  std::size_t ops = 0;
+  for (auto _ : state) {
+    compiler::PlanAnalysis analysis = compiler::analyze_plan(w.graph, w.cluster, w.plan);
+    ops = analysis.ops.size();
+    benchmark::DoNotOptimize(ops);
+  }
+  state.counters["ops"] = static_cast<double>(ops);
+}
+BENCHMARK(BM_AnalyzePlanGpt3_175B_1024)->Unit(benchmark::kMillisecond);
+
+void BM_EstimateStepGpt3_175B_1024(benchmark::State& state) {
+  Workload& w = gpt3_on_1024();
+  const compiler::PlanAnalysis analysis = compiler::analyze_plan(w.graph, w.cluster, w.plan);
+  compiler::StepEstimate estimate;
+  for (auto _ : state) {
+    estimate = compiler::estimate_step(analysis, w.plan, w.cluster);
+    benchmark::DoNotOptimize(estimate.step_time_s);
+  }
+  state.counters["step_time_s"] = estimate.step_time_s;
+  state.counters["mfu"] = estimate.mfu;
+}
+BENCHMARK(BM_EstimateStepGpt3_175B_1024)->Unit(benchmark::kMicrosecond);
+
+// The whole evaluation, as a search would call it today.
+void BM_EvaluatePlanGpt3_175B_1024(benchmark::State& state) {
+  Workload& w = gpt3_on_1024();
+  compiler::estimate_step(compiler::analyze_plan(w.graph, w.cluster, w.plan), w.plan, w.cluster);
+  compiler::StepEstimate estimate;
+  for (auto _ : state) {
+    estimate = compiler::estimate_step(compiler::analyze_plan(w.graph, w.cluster, w.plan), w.plan, w.cluster);
+    benchmark::DoNotOptimize(estimate.step_time_s);
+  }
+  state.counters["step_time_s"] = estimate.step_time_s;
+  state.counters["samples_per_s"] = estimate.samples_per_s;
+  state.counters["peak_mem_GB"] = estimate.peak_memory / 1e9;
+}
+BENCHMARK(BM_EvaluatePlanGpt3_175B_1024)->Unit(benchmark::kMillisecond);
+
+// Plan -> step program -> discrete-event simulation (symmetric mode), as `symtensor simulate`.
+void BM_LowerAndSimulateGpt3_175B_1024(benchmark::State& state) {
+  Workload& w = gpt3_on_1024();
+  const compiler::PlanAnalysis analysis = compiler::analyze_plan(w.graph, w.cluster, w.plan);
+  const hardware::DeviceMesh mesh = compiler::plan_mesh(w.plan, w.cluster);
+  compiler::LoweringOptions lowering;
+  lowering.graph = &w.graph;
+  sim::SimOptions options;
+  options.record_trace = false;
+  sim::SimResult result;
+  for (auto _ : state) {
+    sim::Program program = compiler::lower_plan(analysis, w.plan, w.cluster, mesh, lowering);
+    result = sim::simulate(program, w.cluster, options);
+    benchmark::DoNotOptimize(result.events);
+  }
+  state.counters["step_time_s"] = result.step_time_s;
+  state.counters["events"] = static_cast<double>(result.events);
+}
+BENCHMARK(BM_LowerAndSimulateGpt3_175B_1024)->Unit(benchmark::kMillisecond)->Iterations(2);
+
+}  // namespace
