@@ -53,6 +53,30 @@ std::string format_seconds(double seconds) {
   return buf;
 }
 
+std::string format_percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %%", fraction * 100);
+  return buf;
+}
+
+std::string format_duration(double seconds) {
+  char buf[48];
+  if (seconds >= 2 * 86400) std::snprintf(buf, sizeof buf, "%.1f days", seconds / 86400);
+  else if (seconds >= 2 * 3600) std::snprintf(buf, sizeof buf, "%.1f h", seconds / 3600);
+  else if (seconds >= 120) std::snprintf(buf, sizeof buf, "%.0f min", seconds / 60);
+  else return format_seconds(seconds);
+  return buf;
+}
+
+std::string format_usd(double dollars) {
+  if (dollars < 100) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "$%.2f", dollars);
+    return buf;
+  }
+  return "$" + format_count(dollars);
+}
+
 std::string to_text(const GiNaC::ex& e) {
   std::ostringstream os;
   os << e;

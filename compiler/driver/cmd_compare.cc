@@ -1,0 +1,78 @@
+// symtensor compare MODEL.onnx --cluster PROFILE [--nodes N] [--gpus G] [--bind ...]
+//                   [--strategies symtensor,megatron,dp,zero3] [--megatron KNOBS] -o DIR
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "compiler/driver/commands.h"
+#include "compiler/report/compare.h"
+#include "compiler/report/report_files.h"
+#include "compiler/report/units.h"
+
+namespace symtensor::driver {
+namespace {
+
+struct CompareCli {
+  compiler::CompareOptions options;
+  std::string cluster;
+  std::optional<int> nodes, gpus;
+  std::string strategies = "symtensor,megatron,dp,zero3";
+  bool no_simulate = false;
+  std::string out;
+};
+
+std::vector<std::string> split_list(const std::string& text, const char* flag) {
+  std::vector<std::string> out;
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ','))
+    if (!item.empty()) out.push_back(item);
+  if (out.empty()) throw std::runtime_error(std::string(flag) + ": the list is empty");
+  return out;
+}
+
+void run(CompareCli& cli) {
+  cli.options.strategies = split_list(cli.strategies, "--strategies");
+  cli.options.simulate = !cli.no_simulate;
+  if (isatty(STDERR_FILENO)) cli.options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  const hardware::Cluster cluster =
+      hardware::scale_cluster(hardware::load_cluster(cli.cluster), cli.nodes, cli.gpus);
+  const compiler::CompareResults r = compiler::run_compare(cli.options, cluster);
+  compiler::write_compare_report(r, cli.out);
+  for (const auto& s : r.strategies) {
+    if (!s.ok) {
+      std::cout << s.strategy << ": no plan: " << s.error << "\n";
+      continue;
+    }
+    std::cout << s.label << ": " << compiler::format_seconds(s.step_time_s()) << " per step, "
+              << compiler::format_si(s.samples_per_s(), "samples/s") << ", MFU " << compiler::format_percent(s.mfu())
+              << ", peak " << compiler::format_bytes(s.peak_memory_bytes()) << (s.fits() ? "" : " (does not fit)")
+              << " [" << s.evaluator() << "]\n";
+  }
+  std::cout << (r.chosen >= 0 ? "chosen: " + r.strategies[r.chosen].label : std::string("no plan fits")) << "\n"
+            << "report: " << cli.out << "/report.html (and report.md, results.csv, results.json)\n";
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app) {
+  auto cli = std::make_shared<CompareCli>();
+  CLI::App* cmd = app.add_subcommand("compare", "Plan, estimate and simulate each strategy; write the report");
+  cmd->add_option("model", cli->options.model, "ONNX model")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--cluster", cli->cluster, "hardware profile (see `hardware list`), NAMExNODES, or a .yaml path")
+      ->required();
+  cmd->add_option("--nodes", cli->nodes, "number of nodes (size of the outermost level)");
+  cmd->add_option("--gpus", cli->gpus, "GPUs used in each node");
+  cmd->add_option("--bind", cli->options.bind, "dim values, e.g. batch=8,seq=2048");
+  cmd->add_option("--strategies", cli->strategies, "comma-separated: symtensor,megatron,dp,zero3");
+  cmd->add_option("--megatron", cli->options.megatron,
+                  "fixed Megatron knobs (tp=8,pp=2,...); default: the best of a small grid");
+  cmd->add_flag("--no-simulate", cli->no_simulate, "analytic estimate only");
+  cmd->add_option("-o,--output", cli->out, "report folder")->required();
+  cmd->callback([cli] { run(*cli); });
+}
+
+}  // namespace symtensor::driver

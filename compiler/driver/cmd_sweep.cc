@@ -1,0 +1,63 @@
+// symtensor sweep MODEL.onnx --clusters dgx-a100,dgx-h100 [--gpus 8..1024] [--bind ...]
+//                 [--tokens 1e12] [--strategies ...] -o DIR
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "compiler/driver/commands.h"
+#include "compiler/report/report_files.h"
+#include "compiler/report/sweep.h"
+#include "compiler/report/units.h"
+
+namespace symtensor::driver {
+namespace {
+
+struct SweepCli {
+  compiler::SweepOptions options;
+  std::string clusters;
+  std::string gpus = "8..256";
+  std::string strategies = "symtensor,megatron,dp,zero3";
+  std::string out;
+};
+
+std::vector<std::string> split(const std::string& text, const char* flag) {
+  std::vector<std::string> out;
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ','))
+    if (!item.empty()) out.push_back(item);
+  if (out.empty()) throw std::runtime_error(std::string(flag) + ": the list is empty");
+  return out;
+}
+
+void run(SweepCli& cli) {
+  cli.options.clusters = split(cli.clusters, "--clusters");
+  cli.options.strategies = split(cli.strategies, "--strategies");
+  cli.options.gpus = compiler::parse_gpu_counts(cli.gpus);
+  if (!(cli.options.tokens > 0)) throw std::runtime_error("--tokens: expected a positive number");
+  // Progress always goes to stderr: a sweep is long enough to want it even when logged.
+  cli.options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  const compiler::SweepResults r = compiler::run_sweep(cli.options);
+  compiler::write_sweep_report(r, cli.out);
+  std::cout << "swept " << r.points.size() << " points in " << compiler::format_seconds(r.elapsed_s) << "\n"
+            << "report: " << cli.out << "/report.html (and report.md, results.csv, results.json)\n";
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app) {
+  auto cli = std::make_shared<SweepCli>();
+  CLI::App* cmd = app.add_subcommand("sweep", "Best plan per cluster type and size: throughput, time and cost to train");
+  cmd->add_option("model", cli->options.model, "ONNX model")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--clusters", cli->clusters, "comma-separated hardware profiles")->required();
+  cmd->add_option("--gpus", cli->gpus, "GPU counts: 8,16,64 or 8..1024 (powers of two)");
+  cmd->add_option("--bind", cli->options.bind, "dim values, e.g. batch=1024,seq=4096");
+  cmd->add_option("--tokens", cli->options.tokens, "tokens to train (default 1e12)");
+  cmd->add_option("--strategies", cli->strategies, "comma-separated: symtensor,megatron,dp,zero3");
+  cmd->add_option("-o,--output", cli->out, "report folder")->required();
+  cmd->callback([cli] { run(*cli); });
+}
+
+}  // namespace symtensor::driver

@@ -1,0 +1,55 @@
+#include <algorithm>
+
+#include "compiler/report/charts.h"
+#include "compiler/report/svg.h"
+#include "compiler/report/units.h"
+
+namespace symtensor::compiler {
+
+std::string memory_chart(const std::vector<MemoryGroup>& groups, double capacity_bytes) {
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  std::size_t bars = 0;
+  double max_bytes = capacity_bytes;
+  for (const auto& g : groups) {
+    bars += std::max<std::size_t>(g.stage_bytes.size(), 1);
+    for (double b : g.stage_bytes) max_bytes = std::max(max_bytes, b);
+  }
+  const std::size_t shown = std::min<std::size_t>(bars, 160);
+  const double bar_w = std::clamp(560.0 / std::max<std::size_t>(shown + groups.size(), 1), 3.0, 40.0);
+  const double left = 70, top = 20, plot_h = 240;
+  const double plot_w = std::max(300.0, (shown + groups.size()) * bar_w);
+  svg::Canvas c(left + plot_w + 30, top + plot_h + 90, "chart memory");
+  const double axis_max = std::max(max_bytes / kGiB * 1.05, 1.0);
+  svg::Frame frame(left, top, plot_w, plot_h, {0, 1, ""}, {0, axis_max, "peak memory per device (GiB)"});
+  for (double t : svg::nice_ticks(0, axis_max)) {
+    const double y = frame.py(t);
+    c.line(left, y, left + plot_w, y, "#e4e4e4");
+    c.text(left - 6, y + 4, svg::tick_label(t), "end", 11, "#444");
+  }
+  c.line(left, top, left, top + plot_h, "#444");
+  c.line(left, top + plot_h, left + plot_w, top + plot_h, "#444");
+  c.text(left - 48, top + plot_h / 2, "peak memory per device (GiB)", "middle", 12, "#222", -90);
+  c.text(left + plot_w / 2, top + plot_h + 62, "pipeline stage, per strategy", "middle", 12);
+
+  double x = left + bar_w / 2;
+  std::size_t drawn = 0;
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    const auto& g = groups[gi];
+    const double start = x;
+    for (std::size_t s = 0; s < g.stage_bytes.size() && drawn < shown; ++s, ++drawn) {
+      const double b = g.stage_bytes[s];
+      const std::string fill = b > capacity_bytes ? "#D55E00" : svg::palette(static_cast<int>(gi));
+      c.rect(x, frame.py(b / kGiB), bar_w * 0.85, top + plot_h - frame.py(b / kGiB), fill,
+             g.label + " stage " + std::to_string(s) + ": " + format_bytes(b), "stage-memory");
+      x += bar_w;
+    }
+    c.text((start + x) / 2, top + plot_h + 16, g.label.substr(0, 28), "middle", 11);
+    x += bar_w;
+  }
+  const double cap_y = frame.py(capacity_bytes / kGiB);
+  c.line(left, cap_y, left + plot_w, cap_y, "#CC0000", 2, true);
+  c.text(left + plot_w - 4, cap_y - 5, "capacity " + format_bytes(capacity_bytes), "end", 11, "#CC0000");
+  return c.str();
+}
+
+}  // namespace symtensor::compiler

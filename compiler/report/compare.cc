@@ -1,0 +1,100 @@
+#include "compiler/report/compare.h"
+
+#include <optional>
+
+#include "compiler/cost/numeric_graph.h"
+#include "compiler/lowering/lower_plan.h"
+#include "compiler/onnx_import/import.h"
+#include "compiler/report/evaluate.h"
+#include "compiler/report/units.h"
+#include "simulator/engine/simulator.h"
+
+namespace symtensor::compiler {
+namespace {
+
+void say(const CompareOptions& o, const std::string& line) {
+  if (o.progress) o.progress(line);
+}
+
+}  // namespace
+
+CompareResults run_compare(const CompareOptions& options, const hardware::Cluster& cluster) {
+  ImportOptions io;
+  io.bindings = parse_bindings(options.bind);
+  Graph graph = import_onnx_file(options.model, io);
+  const NumericGraph numeric(graph);
+
+  CompareResults r;
+  r.model = options.model;
+  r.cluster = cluster.name;
+  r.devices = cluster.num_devices();
+  r.device_memory_bytes = cluster.device.memory_bytes;
+  r.bindings = graph.symbols.bindings();
+  if (auto seq = r.bindings.find("seq"); seq != r.bindings.end()) r.tokens_per_sample = seq->second;
+
+  std::vector<Timeline> timelines;
+  for (const std::string& name : options.strategies) {
+    StrategyResult s;
+    s.strategy = s.label = name;
+    say(options, "compare: " + name + ": planning");
+    StrategyOptions so;
+    so.megatron = options.megatron;
+    std::optional<EvaluatedPlan> e;
+    try {
+      e = evaluate_strategy(name, graph, cluster, so);
+    } catch (const std::exception& ex) {
+      s.error = ex.what();
+      say(options, "compare: " + name + ": no plan: " + s.error);
+      r.strategies.push_back(std::move(s));
+      timelines.emplace_back();
+      continue;
+    }
+    s.ok = true;
+    s.label = e->label;
+    s.search_time_s = e->search_time_s;
+    s.estimate = e->estimate;
+    s.plan = e->plan;
+    try {
+      s.formula = build_step_formula(numeric, e->analysis, e->plan, cluster);
+    } catch (const std::exception& ex) {
+      s.simulation_error = std::string("formula: ") + ex.what();
+    }
+    s.explanation = explain_plan(numeric, e->analysis, e->plan, cluster);
+    say(options, "compare: " + s.label + ": estimate " + format_seconds(s.estimate.step_time_s) + " per step");
+    Timeline timeline;
+    if (options.simulate) {
+      try {
+        LoweringOptions lo;
+        lo.graph = &graph;
+        const sim::Program program = lower_plan(e->analysis, e->plan, cluster, plan_mesh(e->plan, cluster), lo);
+        sim::SimOptions sim_options;
+        sim_options.record_trace = true;
+        const sim::SimResult result = sim::simulate(program, cluster, sim_options);
+        s.simulation = make_report(e->analysis, e->plan, cluster, result, r.tokens_per_sample);
+        s.simulated = true;
+        timeline = build_timeline(program, result);
+        say(options, "compare: " + s.label + ": simulated " + format_seconds(s.simulation.step_time_s) + " per step");
+      } catch (const std::exception& ex) {
+        s.simulation_error = ex.what();
+        say(options, "compare: " + s.label + ": not simulated: " + s.simulation_error);
+      }
+    }
+    timelines.push_back(std::move(timeline));
+    r.strategies.push_back(std::move(s));
+  }
+
+  for (std::size_t i = 0; i < r.strategies.size(); ++i) {
+    const StrategyResult& s = r.strategies[i];
+    if (!s.ok || !s.fits()) continue;
+    if (r.chosen < 0 || s.step_time_s() < r.strategies[r.chosen].step_time_s()) r.chosen = static_cast<int>(i);
+  }
+  if (r.chosen >= 0) r.timeline = std::move(timelines[r.chosen]);
+
+  std::vector<std::pair<std::string, const StepFormula*>> formulas;
+  for (const auto& s : r.strategies)
+    if (s.ok && s.formula) formulas.emplace_back(s.label, &*s.formula);
+  r.break_evens = break_even_points(formulas);
+  return r;
+}
+
+}  // namespace symtensor::compiler

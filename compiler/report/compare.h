@@ -1,0 +1,26 @@
+#pragma once
+// `symtensor compare`: every requested strategy's plan, its analytic estimate, its
+// simulation (the referee), its step-time formula and explanation, and the break-even
+// points between the formulas. A strategy that cannot be made or priced is a row with the
+// reason, never a failed run.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compiler/report/results.h"
+#include "hardware/cluster.h"
+
+namespace symtensor::compiler {
+
+struct CompareOptions {
+  std::string model;       // ONNX file
+  std::string bind;        // "batch=8,seq=2048"
+  std::vector<std::string> strategies{"symtensor", "megatron", "dp", "zero3"};
+  std::string megatron;    // fixed knobs; empty: the best of a small grid
+  bool simulate = true;
+  std::function<void(const std::string&)> progress;  // one line per step, may be empty
+};
+
+CompareResults run_compare(const CompareOptions& options, const hardware::Cluster& cluster);
+
+}  // namespace symtensor::compiler

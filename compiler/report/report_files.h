@@ -1,0 +1,37 @@
+#pragma once
+// The report files of compare and sweep: report.html (self-contained, inline SVG),
+// report.md, results.csv, results.json. Every number comes from CompareResults /
+// SweepResults; CSV and JSON print numbers exactly (17 significant digits).
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/report/results.h"
+
+namespace symtensor::compiler {
+
+// The step-time components drawn in the breakdown chart, in order.
+std::vector<std::string> breakdown_components();
+std::vector<double> breakdown_values(const StrategyResult& r);
+
+std::string compare_csv(const CompareResults& r);
+nlohmann::json compare_json(const CompareResults& r);
+std::string compare_markdown(const CompareResults& r);
+std::string compare_html(const CompareResults& r);
+
+std::string sweep_csv(const SweepResults& r);
+nlohmann::json sweep_json(const SweepResults& r);
+std::string sweep_markdown(const SweepResults& r);
+std::string sweep_html(const SweepResults& r);
+
+// Creates `dir` when missing and writes the four files (temporary name, then rename).
+// Throws naming the path on failure.
+void write_compare_report(const CompareResults& r, const std::string& dir);
+void write_sweep_report(const SweepResults& r, const std::string& dir);
+
+// A CSV field, quoted when it holds a comma, quote or newline.
+std::string csv_field(const std::string& text);
+// Exact decimal text of a double ("inf" and "nan" as such).
+std::string exact(double v);
+
+}  // namespace symtensor::compiler

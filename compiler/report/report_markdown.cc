@@ -1,0 +1,87 @@
+// report.md of compare and sweep.
+#include <cmath>
+
+#include "compiler/report/report_files.h"
+#include "compiler/report/units.h"
+
+namespace symtensor::compiler {
+namespace {
+
+std::string md(std::string text) {
+  for (std::size_t i = 0; (i = text.find('|', i)) != std::string::npos; i += 2) text.replace(i, 1, "\\|");
+  return text;
+}
+
+}  // namespace
+
+std::string compare_markdown(const CompareResults& r) {
+  std::string out = "# SymTensor compare\n\nModel `" + r.model + "` on " + r.cluster + " (" +
+                    std::to_string(r.devices) + " devices, " + format_bytes(r.device_memory_bytes) + " each); dims:";
+  for (const auto& [k, v] : r.bindings) out += " " + k + "=" + format_count(v);
+  out += "\n\n";
+  if (r.chosen >= 0) out += "**Chosen: " + md(r.strategies[r.chosen].label) + "**\n\n";
+  else out += "**No strategy gave a plan that fits.**\n\n";
+  out += "| strategy | step time | samples/s | tokens/s | MFU | peak memory / device | fits | search time | evaluator |\n"
+         "|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& s : r.strategies) {
+    if (!s.ok) {
+      out += "| " + md(s.strategy) + " | no plan: " + md(s.error) + " | | | | | | | |\n";
+      continue;
+    }
+    out += "| " + md(s.label) + " | " + format_seconds(s.step_time_s()) + " | " + format_si(s.samples_per_s(), "") +
+           " | " + format_si(r.tokens_per_s(s), "") + " | " + format_percent(s.mfu()) + " | " +
+           format_bytes(s.peak_memory_bytes()) + " of " + format_bytes(r.device_memory_bytes) + " | " +
+           (s.fits() ? "yes" : "no") + " | " + format_seconds(s.search_time_s) + " | " + s.evaluator() +
+           (s.simulation_error.empty() ? "" : " (" + md(s.simulation_error) + ")") + " |\n";
+  }
+  out += "\n## Step-time breakdown (seconds)\n\n| strategy |";
+  for (const auto& c : breakdown_components()) out += " " + c + " |";
+  out += "\n|---|" + std::string(breakdown_components().size() * 4, '-') + "\n";
+  for (const auto& s : r.strategies) {
+    if (!s.ok) continue;
+    out += "| " + md(s.label) + " |";
+    for (double v : breakdown_values(s)) out += " " + format_seconds(v) + " |";
+    out += "\n";
+  }
+  out += "\n## Step time as a formula of the batch\n\n";
+  for (const auto& s : r.strategies)
+    if (s.ok && s.formula)
+      out += "- " + md(s.label) + ": `T(batch) = " + s.formula->text() + "`; peak memory `" +
+             format_bytes(s.formula->memory_constant) + " + " + format_bytes(s.formula->memory_per_sample) +
+             " x batch`\n";
+  out += "\n## Break-even points\n\n";
+  if (r.break_evens.empty()) out += "None at a positive batch.\n";
+  for (const auto& b : r.break_evens)
+    out += "- " + md(b.faster_below) + " is faster below batch " + format_count(std::round(b.batch)) + ", " +
+           md(b.faster_above) + " above it" + (b.within_validity ? "" : " (outside a formula's valid range)") + "\n";
+  if (r.chosen >= 0) {
+    const auto& e = r.strategies[r.chosen].explanation;
+    out += "\n## The chosen plan\n\n" + e.summary + "\n\n| operator | op | count | cut | communication |\n|---|---|---|---|---|\n";
+    for (const auto& o : e.ops)
+      out += "| " + md(o.pattern) + " | " + o.op_type + " | " + std::to_string(o.count) + " | " + md(o.cut) + " | " +
+             md(o.comm.empty() ? "none" : o.comm) + " |\n";
+    out += "\n";
+    for (const auto& line : e.communication) out += "- " + line + "\n";
+  }
+  return out;
+}
+
+std::string sweep_markdown(const SweepResults& r) {
+  std::string out = "# SymTensor sweep\n\nModel `" + r.model + "`, training " + format_si(r.tokens, "tokens") +
+                    "; best plan per point by the analytic estimate; swept in " + format_seconds(r.elapsed_s) +
+                    ".\n\n| cluster | GPUs | best plan | step time | tokens/s | MFU | time to train | cost | per M tokens |\n"
+                    "|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& p : r.points) {
+    if (!p.ok) {
+      out += "| " + p.cluster + " | " + std::to_string(p.gpus) + " | no plan: " + md(p.error) + " | | | | | | |\n";
+      continue;
+    }
+    out += "| " + p.cluster + " | " + std::to_string(p.gpus) + " | " + md(p.strategy) + " | " +
+           format_seconds(p.step_time_s) + " | " + format_si(p.tokens_per_s, "") + " | " + format_percent(p.mfu) +
+           " | " + format_duration(p.time_to_train_s) + " | " + format_usd(p.cost_usd) + " | " +
+           format_usd(p.cost_per_million_tokens) + " |\n";
+  }
+  return out;
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,85 @@
+#pragma once
+// What `symtensor compare` and `symtensor sweep` found: one row per strategy (or per
+// cluster and size), with the numbers every report file is written from. The report
+// writers only format these; tests parse the files back and compare them to these values.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/cost/step_estimate.h"
+#include "compiler/lowering/simulation_report.h"
+#include "compiler/plan/plan.h"
+#include "compiler/report/plan_explain.h"
+#include "compiler/report/step_formula.h"
+#include "compiler/report/timeline.h"
+
+namespace symtensor::compiler {
+
+struct StrategyResult {
+  std::string strategy;  // as requested: "dp", "megatron", ...
+  std::string label;     // with its knobs: "megatron tp=8,pp=2"
+  bool ok = false;       // a plan was made and estimated
+  std::string error;     // why not, one line
+  double search_time_s = 0;  // make_plan wall time
+  std::optional<Plan> plan;
+  StepEstimate estimate;
+  bool simulated = false;
+  std::string simulation_error;  // why the simulation is missing, when it is
+  SimulationReport simulation;
+  std::optional<StepFormula> formula;
+  PlanExplanation explanation;
+
+  // The referee's numbers when simulated, else the analytic estimate's.
+  double step_time_s() const;
+  double samples_per_s() const;
+  double mfu() const;
+  bool fits() const;
+  double peak_memory_bytes() const;
+  std::vector<double> stage_peak_memory() const;
+  std::string evaluator() const;  // "simulation" or "analytic"
+};
+
+struct CompareResults {
+  std::string model;
+  std::string cluster;
+  int devices = 0;
+  double device_memory_bytes = 0;
+  std::map<std::string, double> bindings;
+  double tokens_per_sample = 0;  // the bound `seq`, 0 when unknown
+  std::vector<StrategyResult> strategies;
+  int chosen = -1;  // index of the fastest plan that fits, -1 when none
+  std::vector<BreakEven> break_evens;
+  Timeline timeline;  // the chosen plan's simulated step (empty when not simulated)
+
+  double tokens_per_s(const StrategyResult& r) const { return r.samples_per_s() * tokens_per_sample; }
+};
+
+struct SweepPoint {
+  std::string cluster;
+  int gpus = 0;
+  bool ok = false;
+  std::string error;         // why no plan (every strategy failed or none fits)
+  std::string strategy;      // best label
+  std::string evaluator = "analytic";
+  double step_time_s = 0, samples_per_s = 0, tokens_per_s = 0, mfu = 0, peak_memory_bytes = 0;
+  double memory_capacity_bytes = 0;
+  double price_per_gpu_hour = 0;   // 0 when the profile has none
+  double time_to_train_s = 0;      // for SweepResults::tokens
+  double cost_usd = 0;             // gpus x hours x price
+  double cost_per_million_tokens = 0;
+  std::vector<std::string> rejected;  // "strategy: reason" for the ones not chosen
+};
+
+struct SweepResults {
+  std::string model;
+  std::map<std::string, double> bindings;
+  double tokens_per_sample = 0;
+  double tokens = 0;  // to train
+  std::vector<std::string> clusters;
+  std::vector<int> gpus;
+  std::vector<SweepPoint> points;
+  double elapsed_s = 0;
+};
+
+}  // namespace symtensor::compiler

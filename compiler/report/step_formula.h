@@ -1,0 +1,58 @@
+#pragma once
+// A plan's step time as a GiNaC formula in the global batch, built from the plan
+// analysis's terms (not fitted to samples): every per-micro-batch term is split into a
+// part that scales with the micro-batch size (the operators' batch-dependent FLOPs or
+// bytes, activation collectives' bandwidth part, pipeline sends) and a constant part
+// (weight-only work, collective latencies, gradient synchronisation, ZeRO gathers, the
+// optimizer). With the plan's micro-batch count and data-parallel ways fixed, the
+// micro-batch size is batch / (dp x m), so the step time is affine in the batch:
+//   T(batch) = m * t_slow(batch) + (sum_s t_s(batch) - t_slow(batch)) / v + dp_exposed(batch) + opt.
+// Two approximations, stated in the report: the operators' efficiency and roofline side
+// and the collectives' algorithm are held at the bound point, and the pieces chosen by a
+// max (the slowest stage, whether gradient synchronisation is exposed) are the ones active
+// there; `valid_from`/`valid_to` bound the batch range where the exposure branch holds.
+#include <string>
+#include <vector>
+
+#include "compiler/cost/numeric_graph.h"
+#include "compiler/cost/plan_analysis.h"
+#include "compiler/cost/step_estimate.h"
+#include "compiler/ir/graph.h"
+#include "hardware/symbolic.h"
+
+namespace symtensor::compiler {
+
+// The symbol every step formula is written in (one object, so formulas compare).
+const GiNaC::symbol& batch_symbol();
+
+struct StepFormula {
+  GiNaC::ex step_time;         // seconds, in `batch`
+  GiNaC::ex compute, comm, bubble, dp_exposed, optimizer, p2p;  // its components
+  double constant_s = 0;       // T = constant_s + per_sample_s * batch
+  double per_sample_s = 0;
+  double bound_batch = 0;      // the batch the plan was made for
+  double batch_granule = 1;    // batch must be a multiple of dp x micro-batches
+  double valid_from = 0, valid_to = 0;  // batch range of the active branches (to may be inf)
+  // Peak memory per device of the fullest stage: memory_constant + memory_per_sample * batch.
+  double memory_constant = 0, memory_per_sample = 0;
+  double max_batch_that_fits = 0;  // inf when activations do not grow with the batch
+
+  double at(double batch_value) const { return constant_s + per_sample_s * batch_value; }
+  std::string text() const;  // "0.0123 + 4.56e-05*batch s"
+};
+
+// Throws (one line) when the analysis and plan disagree (sizes).
+StepFormula build_step_formula(const NumericGraph& graph, const PlanAnalysis& analysis, const Plan& plan,
+                               const hardware::Cluster& cluster);
+
+struct BreakEven {
+  std::string faster_below, faster_above;  // strategy labels
+  double batch = 0;                        // where their step times are equal
+  double step_time_s = 0;                  // the common step time there
+  bool within_validity = false;            // inside both formulas' valid ranges
+};
+
+// Pairs whose formulas cross at a positive batch, solved with GiNaC's lsolve.
+std::vector<BreakEven> break_even_points(const std::vector<std::pair<std::string, const StepFormula*>>& formulas);
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,32 @@
+#pragma once
+// `symtensor sweep`: the best plan per cluster type and size by the analytic estimate
+// (the simulator is the referee in `compare`; a sweep prices hundreds of plans), with
+// throughput, the time to train a number of tokens and its cost at the profile's price.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compiler/report/results.h"
+
+namespace symtensor::compiler {
+
+struct SweepOptions {
+  std::string model;
+  std::string bind;
+  std::vector<std::string> clusters;  // profile names (or paths)
+  std::vector<int> gpus{8, 16, 32, 64, 128, 256};
+  std::vector<std::string> strategies{"symtensor", "megatron", "dp", "zero3"};
+  double tokens = 1e12;
+  std::function<void(const std::string&)> progress;
+};
+
+// "8,16,64" or "8..1024" (powers of two, both ends included). Throws on bad text.
+std::vector<int> parse_gpu_counts(const std::string& text);
+
+// The cluster `name` resized to `gpus` devices: part of one node, or whole nodes. Throws
+// when `gpus` is not a multiple of the GPUs per node above one node.
+hardware::Cluster cluster_of_size(const std::string& name, int gpus);
+
+SweepResults run_sweep(const SweepOptions& options);
+
+}  // namespace symtensor::compiler
