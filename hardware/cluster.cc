@@ -1,5 +1,6 @@
 #include "hardware/cluster.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -39,6 +40,13 @@ double Device::peak(Precision p) const {
     throw std::runtime_error(fmt::format("device '{}' has no {} peak in its profile", name, to_string(p)));
   }
   return it->second;
+}
+
+double Device::kernel_seconds(Precision p, double flops, double bytes) const {
+  if (flops <= 0 && bytes <= 0) return 0;
+  const double math = flops > 0 ? flops / (peak(p) * efficiency_for(flops)) : 0;
+  const double memory = bytes > 0 ? bytes / hbm_bandwidth : 0;
+  return std::max(math, memory) + kernel_launch_s;
 }
 
 double Device::efficiency_for(double flops) const {

@@ -28,6 +28,10 @@ struct Device {
 
   double peak(Precision p) const;               // throws if the profile lacks p
   double efficiency_for(double flops) const;    // step lookup in `efficiency`
+  // Roofline time of one kernel: the larger of FLOPs at the achieved rate for its size and
+  // bytes at HBM bandwidth, plus the launch overhead; 0 for no work. The one kernel-time
+  // model of SymTensor: the compiler's estimate and the simulator both use it.
+  double kernel_seconds(Precision p, double flops, double bytes) const;
 };
 
 enum class LinkKind { switch_fabric, ring, fat_tree };

@@ -7,7 +7,9 @@ bash "$root/scripts/install_deps.sh"
 bash "$root/scripts/build.sh" "$root/build"
 (cd "$root/build" && ctest --output-on-failure -j "$jobs")
 if [ "${SYMTENSOR_SKIP_SANITIZE:-0}" != 1 ]; then
-  bash "$root/scripts/build.sh" "$root/build-asan" -DSYMTENSOR_SANITIZE=ON
+  # The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
+  TARGETS="hardware_tests simulator_tests onnx_models_tests compiler_tests symtensor" \
+    bash "$root/scripts/build.sh" "$root/build-asan" -DSYMTENSOR_SANITIZE=ON
   (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     LSAN_OPTIONS="suppressions=$root/tests/lsan.supp" ctest --output-on-failure -j "$jobs" -LE scripts)
 fi

@@ -6,7 +6,6 @@
 #include <stdexcept>
 
 #include "compiler/cost/numeric_graph.h"
-#include "compiler/cost/roofline.h"
 #include "compiler/cost/saved_activations.h"
 #include "compiler/sharding/cut_sharding.h"
 #include "compiler/sharding/redistribution.h"
@@ -248,12 +247,12 @@ class Analyzer {
         for (auto& op : redistribute(t, out, without_partial(out))) w.fwd_comm.push_back(std::move(op));
     }
     w.fwd_bytes = local_bytes;
-    w.fwd_seconds = compute_seconds(cluster_.device, plan_.precision, w.fwd_flops, w.fwd_bytes);
+    w.fwd_seconds = cluster_.device.kernel_seconds(plan_.precision, w.fwd_flops, w.fwd_bytes);
     if (train) {
       // One gradient per operand that needs one, each as costly as the forward.
       w.bwd_flops = w.fwd_flops * gradient_inputs;
       w.bwd_bytes = gradient_inputs > 0 ? w.fwd_bytes * (1 + gradient_inputs) : 0;
-      w.bwd_seconds = gradient_inputs > 0 ? compute_seconds(cluster_.device, plan_.precision, w.bwd_flops, w.bwd_bytes) : 0;
+      w.bwd_seconds = gradient_inputs > 0 ? cluster_.device.kernel_seconds(plan_.precision, w.bwd_flops, w.bwd_bytes) : 0;
     }
     return w;
   }

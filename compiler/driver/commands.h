@@ -7,5 +7,11 @@ namespace symtensor::driver {
 void add_inspect_command(CLI::App& app);
 void add_hardware_command(CLI::App& app);
 void add_models_command(CLI::App& app);
+void add_compile_command(CLI::App& app);
+void add_shard_command(CLI::App& app);
+void add_verify_command(CLI::App& app);
+void add_simulate_command(CLI::App& app);
+void add_compare_command(CLI::App& app);
+void add_sweep_command(CLI::App& app);
 
 }  // namespace symtensor::driver

@@ -13,6 +13,12 @@ int main(int argc, char** argv) {
   symtensor::driver::add_inspect_command(app);
   symtensor::driver::add_hardware_command(app);
   symtensor::driver::add_models_command(app);
+  symtensor::driver::add_compile_command(app);
+  symtensor::driver::add_shard_command(app);
+  symtensor::driver::add_verify_command(app);
+  symtensor::driver::add_simulate_command(app);
+  symtensor::driver::add_compare_command(app);
+  symtensor::driver::add_sweep_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

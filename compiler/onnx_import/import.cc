@@ -62,7 +62,15 @@ AttributeValue convert_attribute(const onnx::AttributeProto& a) {
     case onnx::AttributeProto::INTS: return std::vector<std::int64_t>(a.ints().begin(), a.ints().end());
     case onnx::AttributeProto::FLOATS: return std::vector<double>(a.floats().begin(), a.floats().end());
     case onnx::AttributeProto::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
-    default: return std::string();  // tensors and graphs are read where they matter
+    case onnx::AttributeProto::TENSOR: {
+      // One-element tensors (ConstantOfShape's fill value) become numbers; larger ones
+      // are read where they matter (Constant).
+      const auto v = read_scalar(a.t());
+      if (!v) return std::string();
+      if (a.t().data_type() == onnx::TensorProto::FLOAT || a.t().data_type() == onnx::TensorProto::DOUBLE) return *v;
+      return static_cast<std::int64_t>(*v);
+    }
+    default: return std::string();  // graphs are not imported
   }
 }
 

@@ -74,6 +74,33 @@ std::optional<std::vector<std::int64_t>> read_integer_elements(const onnx::Tenso
   return v;
 }
 
+std::optional<double> read_scalar(const onnx::TensorProto& t) {
+  if (auto ints = read_integer_elements(t, 1); ints && ints->size() == 1) return static_cast<double>((*ints)[0]);
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
+  for (auto d : t.dims())
+    if (d != 1) return std::nullopt;
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      if (t.float_data_size() == 1) return t.float_data(0);
+      if (t.raw_data().size() == sizeof(float)) {
+        float v;
+        std::memcpy(&v, t.raw_data().data(), sizeof v);
+        return v;
+      }
+      return std::nullopt;
+    case onnx::TensorProto::DOUBLE:
+      if (t.double_data_size() == 1) return t.double_data(0);
+      if (t.raw_data().size() == sizeof(double)) {
+        double v;
+        std::memcpy(&v, t.raw_data().data(), sizeof v);
+        return v;
+      }
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
 std::optional<Shape> shape_from_type(const onnx::TypeProto& type, SymbolTable& symbols) {
   if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return std::nullopt;
   Shape shape;

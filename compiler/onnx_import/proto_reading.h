@@ -19,6 +19,9 @@ onnx::ModelProto read_model_file(const std::string& path);
 std::optional<std::vector<std::int64_t>> read_integer_elements(const onnx::TensorProto& t,
                                                                std::size_t max_elements);
 
+// The value of a one-element tensor held inline (any numeric type), else nullopt.
+std::optional<double> read_scalar(const onnx::TensorProto& t);
+
 // Symbolic shape of a type proto: dim_value -> number, dim_param -> named symbol
 // (ONNX's own unk__N names included; empty dims -> fresh symbols). nullopt when rank is unknown.
 std::optional<Shape> shape_from_type(const onnx::TypeProto& type, SymbolTable& symbols);

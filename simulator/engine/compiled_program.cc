@@ -13,10 +13,7 @@ namespace symtensor::sim {
 
 double compute_duration(const hardware::Device& device, const Task& task) {
   if (task.duration_s) return *task.duration_s;
-  double flop_time = 0;
-  if (task.flops > 0) flop_time = task.flops / (device.peak(task.precision) * device.efficiency_for(task.flops));
-  double memory_time = task.bytes > 0 ? task.bytes / device.hbm_bandwidth : 0;
-  return std::max(flop_time, memory_time) + device.kernel_launch_s;
+  return device.kernel_seconds(task.precision, task.flops, task.bytes);
 }
 
 CompiledProgram compile_program(const Program& program, const hardware::Cluster& cluster) {

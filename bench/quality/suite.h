@@ -1,0 +1,35 @@
+#pragma once
+// The strategy-quality suite: workloads (a zoo model, a cluster, dim bindings) read from
+// bench/quality/suite.yaml. Format documented at the top of that file.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "onnx_models/presets.h"
+
+namespace symtensor::quality {
+
+struct Workload {
+  std::string name;
+  std::string note;                       // what the workload stands for
+  std::string preset;                     // zoo preset, e.g. "llama2-7b"
+  models::Overrides overrides;            // changed model fields
+  std::string cluster;                    // bundled profile name or .yaml path
+  std::optional<int> nodes, gpus;         // scale_cluster arguments
+  std::map<std::string, std::int64_t> bind;  // batch (global), seq, ...
+};
+
+struct Suite {
+  std::vector<std::string> strategies;  // in column order; the ratio column divides by "megatron"
+  std::vector<Workload> workloads;
+};
+
+// Throws std::runtime_error "FILE: workload N (name): key 'k': problem".
+Suite load_suite(const std::string& path);
+
+// "batch=64,seq=2048" (keys sorted).
+std::string bind_text(const Workload& w);
+
+}  // namespace symtensor::quality

@@ -1,0 +1,138 @@
+// symtensor compile MODEL.onnx --cluster PROFILE [--nodes N] [--gpus G] [--bind batch=..,seq=..]
+//   [--strategy dp|zero3|megatron|symtensor] [--megatron tp=..,pp=..] [--plan plan.yaml]
+//   [--mode train|infer] [--precision bf16] [--allow-oom] -o DIR
+// Builds a plan, prices it (analyze_plan + estimate_step), writes DIR/plan.yaml and prints
+// a summary. A plan that does not fit device memory is still written (predicted.fits:
+// false) and reported per stage; the exit status is then 3 unless --allow-oom is given.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "compiler/cost/plan_analysis.h"
+#include "compiler/cost/step_estimate.h"
+#include "compiler/driver/commands.h"
+#include "compiler/onnx_import/import.h"
+#include "compiler/plan/plan_yaml.h"
+#include "compiler/report/units.h"
+#include "compiler/strategies/strategy.h"
+
+namespace symtensor::driver {
+namespace {
+
+constexpr int kExitDoesNotFit = 3;
+
+struct CompileOptions {
+  std::string model, cluster, bind, strategy, megatron, plan, mode, precision, out;
+  std::optional<int> nodes, gpus;
+  bool allow_oom = false;
+};
+
+std::string mesh_text(const compiler::Plan& plan, const hardware::DeviceMesh& mesh) {
+  std::string s;
+  for (std::size_t a = 0; a < mesh.axes().size(); ++a) {
+    s += (s.empty() ? "" : " x ") + mesh.axes()[a].name + "=" + std::to_string(mesh.axes()[a].size);
+    if (static_cast<int>(a) == plan.pipeline_axis) s += " (pipeline)";
+  }
+  return s;
+}
+
+int run_compile(const CompileOptions& o) {
+  const hardware::Cluster cluster = hardware::scale_cluster(hardware::load_cluster(o.cluster), o.nodes, o.gpus);
+  compiler::StrategyOptions so;
+  so.mode = compiler::parse_execution_mode(o.mode.empty() ? "train" : o.mode);
+  const auto precision = hardware::parse_precision(o.precision.empty() ? "bf16" : o.precision);
+  if (!precision) throw std::runtime_error("--precision: unknown precision '" + o.precision + "'");
+  so.precision = *precision;
+  so.megatron = o.megatron;
+  so.plan_file = o.plan;
+  std::string strategy = o.strategy;
+  if (!o.plan.empty()) {
+    if (!strategy.empty() && strategy != "file") throw std::runtime_error("--plan and --strategy " + strategy + " exclude each other");
+    strategy = "file";
+  }
+  if (strategy.empty()) strategy = o.megatron.empty() ? "symtensor" : "megatron";
+  if (!o.megatron.empty() && strategy != "megatron") throw std::runtime_error("--megatron needs --strategy megatron");
+
+  // Fail on an unusable output directory before the (slower) import and planning.
+  std::error_code ec;
+  std::filesystem::create_directories(o.out, ec);
+  if (ec || !std::filesystem::is_directory(o.out))
+    throw std::runtime_error("-o " + o.out + ": cannot create the output directory" + (ec ? ": " + ec.message() : ""));
+
+  compiler::ImportOptions io;
+  io.bindings = compiler::parse_bindings(o.bind);
+  compiler::Graph graph = compiler::import_onnx_file(o.model, io);
+  compiler::Plan plan = compiler::make_plan(strategy, graph, cluster, so);
+  if (strategy == "file") {  // a plan file keeps its mode and precision unless the command line sets them
+    if (!o.mode.empty()) plan.mode = so.mode;
+    if (!o.precision.empty()) plan.precision = so.precision;
+  }
+  const compiler::PlanAnalysis analysis = compiler::analyze_plan(graph, cluster, plan);
+  const compiler::StepEstimate step = compiler::estimate_step(analysis, plan, cluster);
+
+  compiler::PlanPrediction prediction;
+  prediction.step_time_s = step.step_time_s;
+  prediction.samples_per_s = step.samples_per_s;
+  prediction.mfu = step.mfu;
+  prediction.stage_peak_memory = step.stage_peak_memory;
+  prediction.memory_capacity = step.memory_capacity;
+  prediction.fits = step.fits;
+  prediction.breakdown_s = {{"compute", step.compute_s},     {"exposed_comm", step.exposed_comm_s},
+                            {"bubble", step.bubble_s},       {"dp_exposed", step.dp_exposed_s},
+                            {"optimizer", step.optimizer_s}, {"p2p", step.p2p_s}};
+  const std::string path = (std::filesystem::path(o.out) / "plan.yaml").string();
+  compiler::write_plan_yaml(path, plan, graph, cluster, &prediction);
+
+  const hardware::DeviceMesh mesh = compiler::plan_mesh(plan, cluster);
+  std::cout << fmt::format("{:<18}{}\n", "model", o.model);
+  std::cout << fmt::format("{:<18}{} ({} devices)\n", "cluster", cluster.name, cluster.num_devices());
+  std::cout << fmt::format("{:<18}{}{}\n", "strategy", plan.strategy, strategy == "file" ? " (from " + o.plan + ")" : "");
+  std::cout << fmt::format("{:<18}{}\n", "mesh", mesh_text(plan, mesh));
+  std::cout << fmt::format("{:<18}{}, batch {}, {} micro-batches, {}{}\n", "mode", compiler::to_string(plan.mode),
+                           plan.global_batch, plan.micro_batches, compiler::to_string(plan.schedule),
+                           plan.virtual_stages > 1 ? fmt::format(" x{}", plan.virtual_stages) : "");
+  std::cout << fmt::format("{:<18}{}\n", "step time", compiler::format_seconds(step.step_time_s));
+  std::cout << fmt::format("{:<18}{:.2f} samples/s\n", "throughput", step.samples_per_s);
+  std::cout << fmt::format("{:<18}{}\n", "MFU", compiler::format_percent(step.mfu));
+  std::cout << "memory per device (peak vs capacity):\n";
+  for (std::size_t s = 0; s < step.stage_peak_memory.size(); ++s) {
+    const double need = step.stage_peak_memory[s];
+    std::cout << fmt::format("  stage {:<4}{:>12} / {:<12}{}\n", s, compiler::format_bytes(need),
+                             compiler::format_bytes(step.memory_capacity), need > step.memory_capacity ? "DOES NOT FIT" : "ok");
+  }
+  std::cout << "plan written to " << path << "\n";
+  if (!step.fits) {
+    std::cerr << fmt::format("symtensor: error: the plan does not fit: {} per device needed, {} available{}\n",
+                             compiler::format_bytes(step.peak_memory), compiler::format_bytes(step.memory_capacity),
+                             o.allow_oom ? " (--allow-oom: continuing)" : "");
+    if (!o.allow_oom) return kExitDoesNotFit;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_compile_command(CLI::App& app) {
+  auto o = std::make_shared<CompileOptions>();
+  CLI::App* cmd = app.add_subcommand("compile", "Plan a model on a cluster, price the plan and write DIR/plan.yaml");
+  cmd->add_option("model", o->model, "ONNX model file")->required();
+  cmd->add_option("--cluster", o->cluster, "cluster profile (see `hardware list`), NAMExNODES or a .yaml path")->required();
+  cmd->add_option("--nodes", o->nodes, "number of nodes (size of the outermost level)");
+  cmd->add_option("--gpus", o->gpus, "GPUs used in each node");
+  cmd->add_option("--bind", o->bind, "dim values, e.g. batch=512,seq=2048 (batch is required)");
+  cmd->add_option("--strategy", o->strategy, "symtensor (default) | megatron | dp | zero3 | ilp");
+  cmd->add_option("--megatron", o->megatron, "Megatron knobs: tp=8,pp=8,mb=1,vp=3,sp=1,recompute=selective,distopt=1");
+  cmd->add_option("--plan", o->plan, "read the plan from this plan.yaml instead of making one");
+  cmd->add_option("--mode", o->mode, "train | infer (default train; a plan file's own)");
+  cmd->add_option("--precision", o->precision, "fp32 | tf32 | fp16 | bf16 | fp8 (default bf16; a plan file's own)");
+  cmd->add_flag("--allow-oom", o->allow_oom, "exit 0 even when the plan does not fit device memory");
+  cmd->add_option("-o,--output", o->out, "output directory (created if missing)")->required();
+  cmd->callback([o]() {
+    const int status = run_compile(*o);
+    if (status != 0) throw CLI::RuntimeError(status);
+  });
+}
+
+}  // namespace symtensor::driver

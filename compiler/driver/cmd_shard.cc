@@ -1,0 +1,58 @@
+// `symtensor shard MODEL.onnx -o DIR --pp P --dp D --tp T [--sp]`: sharded ONNX files for a
+// hand-built plan (compiler/rewrite/hand_plans.h), for checking the rewrite with
+// `symtensor verify` before the plan generators exist. `--mutate` is test-only.
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "compiler/driver/commands.h"
+#include "compiler/onnx_import/import.h"
+#include "compiler/onnx_import/proto_reading.h"
+#include "compiler/rewrite/hand_plans.h"
+#include "compiler/rewrite/sharded_onnx.h"
+#include "hardware/cluster.h"
+
+namespace symtensor::driver {
+namespace {
+
+struct ShardOptions {
+  std::string model, output, cluster = "dgx-a100", bind, mutate = "none";
+  compiler::HandPlanSpec spec;
+};
+
+void run_shard(const ShardOptions& o) {
+  if (o.output.empty()) throw std::runtime_error("shard: give the output directory with -o DIR");
+  compiler::ImportOptions import;
+  import.bindings = compiler::parse_bindings(o.bind);
+  import.warn_opaque = false;
+  compiler::Graph graph = compiler::import_onnx_file(o.model, import);
+  const onnx::ModelProto original = compiler::read_model_file(o.model);
+  const int devices = o.spec.pipeline * o.spec.data * o.spec.tensor;
+  const hardware::Cluster cluster = hardware::scale_cluster(hardware::load_cluster(o.cluster), 1, devices);
+  const compiler::Plan plan = compiler::make_hand_plan(graph, cluster, o.spec);
+  const auto summary = compiler::write_sharded_onnx(original, graph, plan, cluster, o.output,
+                                                    compiler::parse_mutation(o.mutate));
+  std::cout << "wrote " << summary.files.size() << " files to " << o.output << " (" << summary.stages << " stages, "
+            << summary.collectives << " collectives):";
+  for (const auto& f : summary.files) std::cout << " " << f;
+  std::cout << "\n";
+}
+
+}  // namespace
+
+void add_shard_command(CLI::App& app) {
+  auto o = std::make_shared<ShardOptions>();
+  CLI::App* cmd = app.add_subcommand("shard", "Write sharded ONNX files for a hand-built pipeline/data/tensor-parallel plan");
+  cmd->add_option("model", o->model, "ONNX model")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", o->output, "output directory")->required();
+  cmd->add_option("--cluster", o->cluster, "cluster profile (one node of it is used)");
+  cmd->add_option("--pp", o->spec.pipeline, "pipeline stages");
+  cmd->add_option("--dp", o->spec.data, "data-parallel ways");
+  cmd->add_option("--tp", o->spec.tensor, "tensor-parallel ways");
+  cmd->add_flag("--sp", o->spec.sequence_parallel, "sequence parallelism over the tensor axis");
+  cmd->add_option("--bind", o->bind, "dim values, e.g. batch=2,seq=8 (every dim must be bound)");
+  cmd->add_option("--mutate", o->mutate, "test-only wrong sharding: drop-all-reduce or wrong-weight-slice");
+  cmd->callback([o] { run_shard(*o); });
+}
+
+}  // namespace symtensor::driver

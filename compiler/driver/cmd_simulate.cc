@@ -1,0 +1,80 @@
+// symtensor simulate MODEL.onnx --cluster PROFILE [--nodes N] [--gpus G] [--bind ...]
+//   (--plan plan.yaml | --strategy NAME [--megatron KNOBS]) [--full] [--trace trace.json] [--json]
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "compiler/driver/commands.h"
+#include "compiler/lowering/simulate_plan.h"
+#include "compiler/onnx_import/import.h"
+#include "compiler/strategies/strategy.h"
+#include "hardware/cluster.h"
+#include "simulator/stats/chrome_trace.h"
+
+namespace symtensor::driver {
+namespace {
+
+struct SimulateOptions {
+  std::string model, cluster, bind, plan, strategy, megatron, trace, mode = "train", precision = "bf16";
+  std::optional<int> nodes, gpus;
+  bool full = false, json = false, no_overlap = false;
+  double bucket_mb = 25;
+};
+
+void run_simulate(const SimulateOptions& o) {
+  if (o.plan.empty() == o.strategy.empty())
+    throw std::runtime_error("simulate: give exactly one of --plan FILE or --strategy NAME");
+  if (!o.megatron.empty() && o.strategy != "megatron")
+    throw std::runtime_error("simulate: --megatron knobs need --strategy megatron");
+  if (o.bucket_mb <= 0) throw std::runtime_error("simulate: --bucket-mb must be positive");
+  const hardware::Cluster cluster = hardware::scale_cluster(hardware::load_cluster(o.cluster), o.nodes, o.gpus);
+  compiler::ImportOptions io;
+  io.bindings = compiler::parse_bindings(o.bind);
+  io.warn_opaque = !o.json;
+  compiler::Graph graph = compiler::import_onnx_file(o.model, io);
+
+  compiler::StrategyOptions so;
+  so.mode = compiler::parse_execution_mode(o.mode);
+  const auto precision = hardware::parse_precision(o.precision);
+  if (!precision) throw std::runtime_error("simulate: unknown --precision '" + o.precision + "'");
+  so.precision = *precision;
+  so.megatron = o.megatron;
+  so.plan_file = o.plan;
+  const compiler::Plan plan = compiler::make_plan(o.plan.empty() ? o.strategy : "file", graph, cluster, so);
+
+  compiler::LoweringOptions lowering;
+  lowering.bucket_bytes = o.bucket_mb * 1e6;
+  lowering.overlap_grad_sync = !o.no_overlap;
+  sim::SimOptions sim_options;
+  sim_options.mode = o.full ? sim::SimMode::full : sim::SimMode::symmetric;
+  sim_options.record_trace = !o.trace.empty();
+  const compiler::PlanSimulation s = compiler::simulate_plan(graph, plan, cluster, lowering, sim_options);
+  if (!o.trace.empty()) sim::write_chrome_trace(s.program, s.result, o.trace);
+  if (o.json) std::cout << compiler::report_to_json(s.report, plan).dump(2) << "\n";
+  else std::cout << compiler::report_text(s.report, plan);
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app) {
+  auto o = std::make_shared<SimulateOptions>();
+  CLI::App* cmd = app.add_subcommand("simulate", "Simulate one training step of a plan: step time, MFU, breakdown, memory");
+  cmd->add_option("model", o->model, "ONNX model file")->required();
+  cmd->add_option("--cluster", o->cluster, "cluster profile (name, NAMExN, or a .yaml path)")->required();
+  cmd->add_option("--nodes", o->nodes, "number of nodes (size of the outermost level)");
+  cmd->add_option("--gpus", o->gpus, "GPUs used in each node");
+  cmd->add_option("--bind", o->bind, "bind dim symbols, e.g. batch=512,seq=2048 (batch = global batch)");
+  cmd->add_option("--plan", o->plan, "plan.yaml to simulate");
+  cmd->add_option("--strategy", o->strategy, "plan generator: dp, zero3, megatron, ...");
+  cmd->add_option("--megatron", o->megatron, "Megatron knobs, e.g. tp=8,pp=8,mb=1,vp=3,recompute=full");
+  cmd->add_option("--mode", o->mode, "train or infer")->capture_default_str();
+  cmd->add_option("--precision", o->precision, "fp32, tf32, fp16, bf16 or fp8")->capture_default_str();
+  cmd->add_option("--bucket-mb", o->bucket_mb, "data-parallel gradient bucket size in MB")->capture_default_str();
+  cmd->add_flag("--no-overlap", o->no_overlap, "reduce gradients after the whole backward (Megatron's local DDP)");
+  cmd->add_flag("--full", o->full, "simulate every rank instead of one per pipeline stage");
+  cmd->add_option("--trace", o->trace, "write a Chrome trace (Perfetto) to this file");
+  cmd->add_flag("--json", o->json, "print JSON (keys documented in compiler/lowering/README.md)");
+  cmd->callback([o] { run_simulate(*o); });
+}
+
+}  // namespace symtensor::driver

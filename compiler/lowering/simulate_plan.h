@@ -1,0 +1,23 @@
+#pragma once
+// Plan -> analysis -> step program -> simulation -> report, in one call (the `simulate`
+// command, the validation tests and the bench share it).
+#include "compiler/cost/plan_analysis.h"
+#include "compiler/ir/graph.h"
+#include "compiler/lowering/lower_plan.h"
+#include "compiler/lowering/simulation_report.h"
+#include "simulator/engine/simulator.h"
+
+namespace symtensor::compiler {
+
+struct PlanSimulation {
+  PlanAnalysis analysis;
+  sim::Program program;
+  sim::SimResult result;
+  SimulationReport report;
+};
+
+// Tokens per sample come from the graph's `seq` binding when it has one.
+PlanSimulation simulate_plan(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
+                             const LoweringOptions& lowering = {}, const sim::SimOptions& options = {});
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,213 @@
+// Reading plan.yaml back (the format is described in plan_yaml.h).
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "compiler/analysis/model_stats.h"
+#include "compiler/plan/plan_yaml.h"
+
+namespace symtensor::compiler {
+namespace {
+
+// Every error names the file, the line and the key.
+class Reader {
+ public:
+  explicit Reader(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& key, const std::string& problem) const {
+    const int line = node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
+    throw std::runtime_error(fmt::format("{}:{}: key '{}': {}", source_, line, key, problem));
+  }
+  YAML::Node need(const YAML::Node& map, const std::string& key, const std::string& path) const {
+    if (!map.IsMap()) fail(map, path, "expected a mapping");
+    const YAML::Node v = map[key];
+    if (!v) fail(map, path, "missing");
+    return v;
+  }
+  template <typename T>
+  T get(const YAML::Node& map, const std::string& key, const std::string& path) const {
+    const YAML::Node v = need(map, key, path);
+    try {
+      if (!v.IsScalar()) throw YAML::Exception(v.Mark(), "not a scalar");
+      return v.as<T>();
+    } catch (const YAML::Exception&) {
+      fail(v, path, "not a valid value" + (v.IsScalar() ? ": '" + v.Scalar() + "'" : std::string()));
+    }
+  }
+  template <typename F>
+  auto parse(const YAML::Node& map, const std::string& key, const std::string& path, F&& f) const {
+    const std::string text = get<std::string>(map, key, path);
+    try {
+      return f(text);
+    } catch (const std::exception& e) {
+      fail(map[key], path, e.what());
+    }
+  }
+  void only_keys(const YAML::Node& map, const std::string& where, const std::set<std::string>& known) const {
+    if (!map.IsMap()) fail(map, where, "expected a mapping");
+    for (const auto& kv : map) {
+      const std::string key = kv.first.as<std::string>();
+      if (!known.count(key)) fail(kv.first, where.empty() ? key : where + "." + key, "unknown key");
+    }
+  }
+  void sequence(const YAML::Node& node, const std::string& path) const {
+    if (!node.IsSequence()) fail(node, path, "expected a list");
+  }
+
+ private:
+  std::string source_;
+};
+
+void read_mesh(const Reader& r, const YAML::Node& root, const hardware::Cluster& cluster, Plan& plan) {
+  const YAML::Node mesh = r.need(root, "mesh", "mesh");
+  r.only_keys(mesh, "mesh", {"levels", "axes", "pipeline_axis"});
+  const YAML::Node levels = r.need(mesh, "levels", "mesh.levels");
+  r.sequence(levels, "mesh.levels");
+  if (levels.size() != cluster.levels.size())
+    r.fail(levels, "mesh.levels", fmt::format("{} levels, but cluster '{}' has {}", levels.size(), cluster.name, cluster.levels.size()));
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    const std::string path = fmt::format("mesh.levels[{}]", i);
+    r.only_keys(levels[i], path, {"level", "factors"});
+    const std::string name = r.get<std::string>(levels[i], "level", path + ".level");
+    const std::string& expected = cluster.levels[cluster.levels.size() - 1 - i].name;
+    if (name != expected) r.fail(levels[i], path + ".level", "'" + name + "', expected '" + expected + "' (outermost first)");
+    const YAML::Node factors = r.need(levels[i], "factors", path + ".factors");
+    r.sequence(factors, path + ".factors");
+    std::vector<int> f;
+    for (const auto& x : factors) {
+      try {
+        f.push_back(x.as<int>());
+      } catch (const YAML::Exception&) {
+        r.fail(x, path + ".factors", "not an integer");
+      }
+    }
+    plan.mesh_factors.push_back(f);
+  }
+  hardware::DeviceMesh m;
+  try {
+    m = plan_mesh(plan, cluster);
+  } catch (const std::exception& e) {
+    r.fail(levels, "mesh.levels", e.what());
+  }
+  const std::string pipeline = r.get<std::string>(mesh, "pipeline_axis", "mesh.pipeline_axis");
+  if (pipeline != "none") {
+    plan.pipeline_axis = m.axis_index(pipeline);
+    if (plan.pipeline_axis < 0) r.fail(mesh["pipeline_axis"], "mesh.pipeline_axis", "no mesh axis '" + pipeline + "'");
+  }
+}
+
+void read_nodes(const Reader& r, const YAML::Node& root, Graph& graph, const hardware::DeviceMesh& mesh, Plan& plan) {
+  const YAML::Node nodes = r.need(root, "nodes", "nodes");
+  r.sequence(nodes, "nodes");
+  std::map<std::string, NodeId> by_name;
+  for (NodeId id = 0; id < static_cast<NodeId>(graph.nodes().size()); ++id) by_name.emplace(graph.node(id).name, id);
+  const std::size_t n = graph.nodes().size();
+  plan.stage_of_node.assign(n, 0);
+  plan.node_cuts.assign(n, NodeCut{});
+  std::vector<bool> seen(n, false);
+  const int stages = plan.pipeline_stages();
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const YAML::Node entry = nodes[i];
+    const std::string path = fmt::format("nodes[{}]", i);
+    r.only_keys(entry, path, {"name", "op", "stage", "cut"});
+    const std::string name = r.get<std::string>(entry, "name", path + ".name");
+    const auto it = by_name.find(name);
+    if (it == by_name.end()) r.fail(entry["name"], path + ".name", "the model has no node '" + name + "'");
+    const NodeId id = it->second;
+    if (seen[id]) r.fail(entry["name"], path + ".name", "node '" + name + "' is listed twice");
+    seen[id] = true;
+    const int stage = r.get<int>(entry, "stage", path + ".stage");
+    if (stage < 0 || stage >= stages)
+      r.fail(entry["stage"], path + ".stage", fmt::format("stage {} of node '{}' is not in 0..{}", stage, name, stages - 1));
+    plan.stage_of_node[id] = stage;
+    const IterationSpace space = iteration_space_of(graph, id);
+    const std::vector<std::string> keys = plan_loop_keys(space);
+    plan.node_cuts[id].loop_axes.assign(space.loops.size(), {});
+    const YAML::Node cut = entry["cut"];
+    if (!cut) continue;
+    if (!cut.IsMap()) r.fail(cut, path + ".cut", "expected a mapping loop -> [axes]");
+    std::set<int> used;
+    for (const auto& kv : cut) {
+      const std::string loop = kv.first.as<std::string>();
+      const std::string key = path + ".cut." + loop;
+      const auto k = std::find(keys.begin(), keys.end(), loop);
+      if (k == keys.end()) {
+        std::string known;
+        for (const auto& s : keys) known += (known.empty() ? "" : ", ") + s;
+        r.fail(kv.first, key, "node '" + name + "' has no loop '" + loop + "' (loops: " + known + ")");
+      }
+      r.sequence(kv.second, key);
+      std::vector<int> axes;
+      for (const auto& a : kv.second) {
+        const std::string axis = a.as<std::string>();
+        const int id_axis = mesh.axis_index(axis);
+        if (id_axis < 0) r.fail(a, key, "no mesh axis '" + axis + "'");
+        if (id_axis == plan.pipeline_axis) r.fail(a, key, "'" + axis + "' is the pipeline axis");
+        if (!used.insert(id_axis).second) r.fail(a, key, "axis '" + axis + "' is used twice in node '" + name + "'");
+        axes.push_back(id_axis);
+      }
+      plan.node_cuts[id].loop_axes[k - keys.begin()] = axes;
+    }
+  }
+  for (NodeId id = 0; id < static_cast<NodeId>(n); ++id)
+    if (!seen[id]) r.fail(nodes, "nodes", "node '" + graph.node(id).name + "' of the model is missing");
+}
+
+}  // namespace
+
+Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& graph, const hardware::Cluster& cluster) {
+  const Reader r(source);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw std::runtime_error(fmt::format("{}:{}: {}", source, e.mark.line + 1, e.msg));
+  }
+  r.only_keys(root, "", {"format", "strategy", "model", "cluster", "mode", "precision", "mesh", "batch", "schedule",
+                         "virtual_stages", "recompute", "zero_stage", "distributed_optimizer", "sequence_parallel", "nodes",
+                         "tensors", "predicted"});
+  const std::string format = r.get<std::string>(root, "format", "format");
+  if (format != "symtensor-plan/1") r.fail(root["format"], "format", "'" + format + "', expected 'symtensor-plan/1'");
+  Plan plan;
+  plan.strategy = r.get<std::string>(root, "strategy", "strategy");
+  plan.model = r.get<std::string>(root, "model", "model");
+  plan.cluster = r.get<std::string>(root, "cluster", "cluster");
+  plan.mode = r.parse(root, "mode", "mode", [](const std::string& s) { return parse_execution_mode(s); });
+  plan.precision = r.parse(root, "precision", "precision", [](const std::string& s) {
+    auto p = hardware::parse_precision(s);
+    if (!p) throw std::runtime_error("unknown precision '" + s + "' (known: fp32, tf32, fp16, bf16, fp8)");
+    return *p;
+  });
+  read_mesh(r, root, cluster, plan);
+  const YAML::Node batch = r.need(root, "batch", "batch");
+  r.only_keys(batch, "batch", {"global", "micro_batches"});
+  plan.global_batch = r.get<double>(batch, "global", "batch.global");
+  if (plan.global_batch <= 0) r.fail(batch["global"], "batch.global", "must be positive");
+  plan.micro_batches = r.get<int>(batch, "micro_batches", "batch.micro_batches");
+  if (plan.micro_batches < 1) r.fail(batch["micro_batches"], "batch.micro_batches", "must be at least 1");
+  plan.schedule = r.parse(root, "schedule", "schedule", [](const std::string& s) { return parse_schedule(s); });
+  plan.virtual_stages = r.get<int>(root, "virtual_stages", "virtual_stages");
+  if (plan.virtual_stages < 1) r.fail(root["virtual_stages"], "virtual_stages", "must be at least 1");
+  plan.recompute = r.parse(root, "recompute", "recompute", [](const std::string& s) { return parse_recompute(s); });
+  plan.zero_stage = r.get<int>(root, "zero_stage", "zero_stage");
+  if (plan.zero_stage < 0 || plan.zero_stage > 3) r.fail(root["zero_stage"], "zero_stage", "must be 0..3");
+  plan.distributed_optimizer = r.get<bool>(root, "distributed_optimizer", "distributed_optimizer");
+  plan.sequence_parallel = r.get<bool>(root, "sequence_parallel", "sequence_parallel");
+  read_nodes(r, root, graph, plan_mesh(plan, cluster), plan);
+  return plan;
+}
+
+Plan read_plan_yaml(const std::string& path, Graph& graph, const hardware::Cluster& cluster) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error(path + ": cannot read the plan file");
+  std::stringstream text;
+  text << f.rdbuf();
+  return plan_from_yaml(text.str(), path, graph, cluster);
+}
+
+}  // namespace symtensor::compiler

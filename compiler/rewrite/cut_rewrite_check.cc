@@ -1,0 +1,119 @@
+// Which operator cuts have a local equivalent: the same ONNX operator, run on each rank's
+// pieces, computes the rank's piece of the output (or a partial sum of it).
+#include <algorithm>
+#include <set>
+
+#include "compiler/ops/op_semantics.h"
+#include "compiler/rewrite/sharded_program.h"
+
+namespace symtensor::compiler {
+namespace {
+
+// Data-movement operators whose non-axis dims move element for element.
+const std::set<std::string> kMovementOps = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Flatten",
+                                            "Gather", "Concat", "Split", "Slice", "Expand", "Cast", "Where",
+                                            "Dropout", "CastLike"};
+// Operators whose output depends on element positions along every dim.
+const std::set<std::string> kPositionalOps = {"Trilu", "Range", "CumSum", "OneHot", "NonZero", "ScatterND",
+                                              "ScatterElements", "GatherElements", "GatherND", "Pad", "Tile",
+                                              "Shape", "Size", "RandomNormalLike", "RandomUniformLike",
+                                              "EyeLike", "Resize", "DepthToSpace", "SpaceToDepth"};
+// Operators with an `axis` attribute that names a dim that must stay whole.
+const std::set<std::string> kAxisOps = {"Softmax", "LogSoftmax", "Hardmax", "TopK", "ArgMax", "ArgMin", "Concat",
+                                        "Split", "Flatten", "LayerNormalization", "Gather"};
+
+bool sum_reduction_op(const Node& n) {
+  if (n.op_type == "MatMul" || n.op_type == "Einsum" || n.op_type == "ReduceSum") return true;
+  const bool has_third = n.inputs.size() > 2 && n.inputs[2] != kNone;
+  if (n.op_type == "Gemm") return !has_third;
+  if (n.op_type == "Conv") return !has_third && n.attr_int("group", 1) == 1;
+  return false;
+}
+
+bool same_extent(const Graph& g, const GiNaC::ex& a, const GiNaC::ex& b) {
+  return (g.symbols.substitute(a) - g.symbols.substitute(b)).expand().is_zero();
+}
+
+}  // namespace
+
+std::optional<std::string> cut_rewrite_problem(const Graph& g, NodeId id, const IterationSpace& space,
+                                               const NodeCut& cut) {
+  const Node& n = g.node(id);
+  std::vector<int> cut_loops;
+  for (std::size_t l = 0; l < cut.loop_axes.size(); ++l)
+    if (!cut.loop_axes[l].empty()) cut_loops.push_back(static_cast<int>(l));
+  if (cut_loops.empty()) return std::nullopt;
+  if (cut.loop_axes.size() > space.loops.size())
+    return "the cut lists " + std::to_string(cut.loop_axes.size()) + " loops, the operator has " +
+           std::to_string(space.loops.size());
+  if (n.opaque || space.kind == OpKind::opaque) return "operator without semantics cannot be cut";
+  if (kPositionalOps.count(n.op_type)) return n.op_type + " depends on global positions";
+  if (space.kind == OpKind::data_movement && !kMovementOps.count(n.op_type))
+    return "data-movement operator " + n.op_type + " has no local form";
+  const bool reshaping = n.op_type == "Reshape" || n.op_type == "Flatten";
+  std::optional<int> axis_loop;
+  if (kAxisOps.count(n.op_type) && !n.inputs.empty() && n.inputs[0] != kNone && !space.input_dims.empty()) {
+    const int rank = static_cast<int>(space.input_dims[0].size());
+    std::int64_t axis = n.attr_int("axis", n.op_type == "Softmax" && n.opset < 13 ? 1 : (n.op_type == "Flatten" ? 1 : -1));
+    if (n.op_type == "Concat" || n.op_type == "Split" || n.op_type == "Gather") axis = n.attr_int("axis", 0);
+    if (axis < 0) axis += rank;
+    if (axis >= 0 && axis < rank) axis_loop = space.input_dims[0][axis];
+  }
+  for (int l : cut_loops) {
+    const LoopDim& loop = space.loops[l];
+    if (loop.reduction && !sum_reduction_op(n))
+      return "reduction loop '" + loop.name + "' of " + n.op_type + " is not a plain sum";
+    if (axis_loop && *axis_loop == l) return "loop '" + loop.name + "' is the axis of " + n.op_type;
+    if (reshaping) continue;  // extents differ by design; local element counts are checked later
+    auto check = [&](const std::vector<std::vector<int>>& dims, const std::vector<TensorId>& tensors) -> std::optional<std::string> {
+      for (std::size_t i = 0; i < dims.size() && i < tensors.size(); ++i) {
+        if (tensors[i] == kNone) continue;
+        const Tensor& t = g.tensor(tensors[i]);
+        for (std::size_t d = 0; d < dims[i].size() && d < t.shape.size(); ++d)
+          if (dims[i][d] == l && !same_extent(g, t.shape[d], loop.extent))
+            return "tensor '" + t.name + "' dim " + std::to_string(d) + " differs from loop '" + loop.name +
+                   "' (a window or offset along it)";
+      }
+      return std::nullopt;
+    };
+    if (auto p = check(space.input_dims, n.inputs)) return p;
+    if (auto p = check(space.output_dims, n.outputs)) return p;
+  }
+  return std::nullopt;
+}
+
+Piece piece_of(const TensorSharding& sharding, const std::vector<std::int64_t>& global_shape,
+               const hardware::DeviceMesh& mesh, int rank) {
+  Piece p;
+  const auto& axes = mesh.axes();
+  for (std::size_t d = 0; d < global_shape.size(); ++d) {
+    std::int64_t shards = 1, index = 0;
+    if (d < sharding.dim_axes.size())
+      for (int a : sharding.dim_axes[d]) {
+        const int coord = (rank / axes.at(a).stride) % axes.at(a).size;
+        index = index * axes.at(a).size + coord;
+        shards *= axes.at(a).size;
+      }
+    const std::int64_t extent = global_shape[d] / shards;
+    p.offset.push_back(index * extent);
+    p.extent.push_back(extent);
+  }
+  return p;
+}
+
+Piece data_piece(const ShardedProgram& program, int value, int rank) {
+  const ShardedValue& v = program.values.at(value);
+  Piece p = piece_of(v.sharding, v.global_shape, program.mesh, rank);
+  if (program.mutation != Mutation::wrong_weight_slice || v.origin != ValueOrigin::initializer) return p;
+  for (std::size_t i = 0; i < program.values.size(); ++i) {
+    const ShardedValue& w = program.values[i];
+    if (w.origin != ValueOrigin::initializer || w.sharding.fully_replicated()) continue;
+    if (static_cast<int>(i) != value) return p;
+    for (std::size_t d = 0; d < p.offset.size(); ++d)
+      p.offset[d] = v.global_shape[d] - p.offset[d] - p.extent[d];
+    return p;
+  }
+  return p;
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,390 @@
+#include "compiler/rewrite/sharded_program.h"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+#include "compiler/analysis/model_stats.h"
+#include "compiler/ops/op_semantics.h"
+#include "compiler/sharding/cut_sharding.h"
+
+namespace symtensor::compiler {
+namespace {
+
+std::string text_of(const GiNaC::ex& e) {
+  std::ostringstream os;
+  os << e;
+  return os.str();
+}
+
+std::int64_t bound_int(const Graph& g, const GiNaC::ex& e, const std::string& what) {
+  const GiNaC::ex v = g.symbols.substitute(e);
+  if (!GiNaC::is_a<GiNaC::numeric>(v) || !GiNaC::ex_to<GiNaC::numeric>(v).is_integer())
+    throw std::runtime_error(what + ": '" + text_of(e) +
+                             "' is not bound to an integer (bind every dim, e.g. --bind batch=2,seq=8)");
+  return GiNaC::ex_to<GiNaC::numeric>(v).to_long();
+}
+
+// Input of a node that carries the (global) shape of its output.
+bool is_shape_input(const Node& n, std::size_t input) {
+  if (!n.domain.empty()) return false;
+  return (n.op_type == "Reshape" && input == 1) || (n.op_type == "Expand" && input == 1) ||
+         (n.op_type == "ConstantOfShape" && input == 0) || (n.op_type == "Resize" && input == 3);
+}
+
+class Builder {
+ public:
+  Builder(const onnx::ModelProto& model, Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
+          Mutation mutation)
+      : model_(model), g_(graph), plan_(plan) {
+    p_.mesh = plan_mesh(plan, cluster);
+    p_.pipeline_axis = plan.pipeline_axis;
+    p_.stages = plan.pipeline_stages();
+    p_.bindings = graph.symbols.bindings();
+    p_.mutation = mutation;
+    sizes_ = numeric_axis_sizes(p_.mesh);
+  }
+
+  ShardedProgram run() {
+    const std::size_t nodes = g_.nodes().size();
+    if (plan_.stage_of_node.size() != nodes || plan_.node_cuts.size() != nodes)
+      throw std::runtime_error("rewrite: the plan covers " + std::to_string(plan_.node_cuts.size()) +
+                               " nodes, the graph has " + std::to_string(nodes));
+    if (model_.graph().node_size() != static_cast<int>(nodes))
+      throw std::runtime_error("rewrite: the model proto has " + std::to_string(model_.graph().node_size()) +
+                               " nodes, the graph " + std::to_string(nodes) + " (not the model it was imported from?)");
+    home_.assign(g_.tensors().size(), -1);
+    find_folded();
+    const std::vector<NodeId> order = g_.topological_order();
+    find_live(order);
+    for (NodeId n : order)
+      if (live_[n]) add_node(n);
+    for (TensorId t : g_.outputs) {
+      const int v = home_value(t, TensorSharding::replicated(static_cast<int>(g_.tensor(t).shape.size())),
+                               p_.stages - 1);
+      p_.outputs.emplace_back(g_.tensor(t).name, reshard(v, TensorSharding::replicated(p_.values[v].sharding.rank()),
+                                                         std::max(p_.values[v].stage, 0)));
+    }
+    return std::move(p_);
+  }
+
+ private:
+  void find_folded() {
+    folded_.assign(g_.tensors().size(), false);
+    for (std::size_t t = 0; t < g_.tensors().size(); ++t) {
+      const Tensor& tensor = g_.tensor(static_cast<TensorId>(t));
+      if (!tensor.value || tensor.is_graph_input) continue;
+      bool numeric = true;
+      for (const auto& e : *tensor.value) numeric = numeric && GiNaC::is_a<GiNaC::numeric>(g_.symbols.substitute(e));
+      for (const auto& e : tensor.shape) numeric = numeric && GiNaC::is_a<GiNaC::numeric>(g_.symbols.substitute(e));
+      folded_[t] = numeric;
+    }
+  }
+
+  // Nodes whose non-folded outputs reach a graph output; Constant nodes become data.
+  void find_live(const std::vector<NodeId>& order) {
+    live_.assign(g_.nodes().size(), false);
+    std::vector<bool> needed(g_.tensors().size(), false);
+    for (TensorId t : g_.outputs) needed[t] = true;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const Node& n = g_.node(*it);
+      bool live = false;
+      for (TensorId o : n.outputs) live = live || (o != kNone && needed[o] && !folded_[o]);
+      if (!live || (n.op_type == "Constant" && n.domain.empty())) continue;
+      live_[*it] = true;
+      for (std::size_t i = 0; i < n.inputs.size(); ++i)
+        if (n.inputs[i] != kNone && !is_shape_input(n, i)) needed[n.inputs[i]] = true;
+    }
+  }
+
+  std::vector<std::int64_t> global_shape(TensorId t) {
+    const Tensor& tensor = g_.tensor(t);
+    if (!tensor.shape_known) throw std::runtime_error("rewrite: tensor '" + tensor.name + "' has no known shape");
+    std::vector<std::int64_t> s;
+    for (const auto& e : tensor.shape) s.push_back(bound_int(g_, e, "rewrite: tensor '" + tensor.name + "'"));
+    return s;
+  }
+
+  int add_value(ShardedValue v) {
+    v.local_shape = v.global_shape;
+    for (int d = 0; d < v.sharding.rank() && d < static_cast<int>(v.global_shape.size()); ++d) {
+      std::int64_t shards = 1;
+      for (int a : v.sharding.dim_axes[d]) shards *= p_.mesh.axes().at(a).size;
+      if (v.global_shape[d] % shards != 0)
+        throw std::runtime_error("rewrite: tensor '" + v.name + "' dim " + std::to_string(d) + " of extent " +
+                                 std::to_string(v.global_shape[d]) + " is split " + std::to_string(shards) +
+                                 " ways unevenly (the ONNX rewrite needs even splits)");
+      v.local_shape[d] = v.global_shape[d] / shards;
+    }
+    if (v.sharding.rank() != static_cast<int>(v.global_shape.size()))
+      throw std::runtime_error("rewrite: tensor '" + v.name + "' has rank " + std::to_string(v.global_shape.size()) +
+                               ", its sharding rank " + std::to_string(v.sharding.rank()));
+    p_.values.push_back(std::move(v));
+    return static_cast<int>(p_.values.size()) - 1;
+  }
+
+  const onnx::TensorProto* constant_node_data(const Node& n, const Tensor& t) {
+    const auto& np = model_.graph().node(static_cast<int>(&n - g_.nodes().data()));
+    for (const auto& a : np.attribute()) {
+      if (a.name() == "value" && a.has_t()) {
+        p_.owned_data.push_back(a.t());
+      } else if (a.name() == "value_float" || a.name() == "value_floats") {
+        onnx::TensorProto p;
+        p.set_data_type(onnx::TensorProto::FLOAT);
+        if (a.name() == "value_float") p.add_float_data(a.f());
+        else {
+          p.add_dims(a.floats_size());
+          for (float f : a.floats()) p.add_float_data(f);
+        }
+        p_.owned_data.push_back(p);
+      } else {
+        continue;
+      }
+      p_.owned_data.back().set_name(t.name);
+      return &p_.owned_data.back();
+    }
+    throw std::runtime_error("rewrite: Constant node '" + n.name + "' has no value the rewrite can read");
+  }
+
+  const onnx::TensorProto* folded_data(const Tensor& t) {
+    onnx::TensorProto p;
+    p.set_name(t.name);
+    p.set_data_type(static_cast<int>(t.dtype));
+    for (const auto& e : t.shape) p.add_dims(bound_int(g_, e, "rewrite: tensor '" + t.name + "'"));
+    for (const auto& e : *t.value) {
+      const std::int64_t v = bound_int(g_, e, "rewrite: value of '" + t.name + "'");
+      if (t.dtype == ElementType::i64) p.add_int64_data(v);
+      else if (t.dtype == ElementType::f32) p.add_float_data(static_cast<float>(v));
+      else if (t.dtype == ElementType::f64) p.add_double_data(static_cast<double>(v));
+      else p.add_int32_data(static_cast<std::int32_t>(v));
+    }
+    p_.owned_data.push_back(std::move(p));
+    return &p_.owned_data.back();
+  }
+
+  // The value carrying tensor `t` as produced; sources take the sharding `wanted` (partials dropped).
+  int home_value(TensorId t, TensorSharding wanted, int stage) {
+    if (home_[t] >= 0) return home_[t];
+    const Tensor& tensor = g_.tensor(t);
+    ShardedValue v;
+    v.name = tensor.name;
+    v.tensor = t;
+    v.global_shape = global_shape(t);
+    v.elem_type = static_cast<int>(tensor.dtype);
+    v.stage = stage;
+    wanted.partial_axes.clear();
+    if (folded_[t]) {
+      v.origin = ValueOrigin::folded_constant;
+      v.sharding = TensorSharding::replicated(static_cast<int>(v.global_shape.size()));
+      v.data = folded_data(tensor);
+      v.stage = -1;  // available in every stage
+    } else if (tensor.initializer.proto_index >= 0) {
+      v.origin = ValueOrigin::initializer;
+      v.sharding = wanted;
+      v.data = &model_.graph().initializer(tensor.initializer.proto_index);
+      v.stage = -1;
+    } else if (tensor.producer != kNone && g_.node(tensor.producer).op_type == "Constant") {
+      v.origin = ValueOrigin::initializer;
+      v.sharding = wanted;
+      v.data = constant_node_data(g_.node(tensor.producer), tensor);
+      v.stage = -1;
+    } else if (tensor.is_graph_input) {
+      v.origin = ValueOrigin::graph_input;
+      v.sharding = wanted;
+      v.stage = -1;
+    } else {
+      throw std::runtime_error("rewrite: tensor '" + tensor.name + "' is read before any node produces it");
+    }
+    if (v.elem_type == 0 && v.data) v.elem_type = v.data->data_type();
+    home_[t] = add_value(std::move(v));
+    return home_[t];
+  }
+
+  int reshard(int value, const TensorSharding& target, int stage) {
+    if (p_.values[value].sharding == target) return value;
+    const std::string key = std::to_string(value) + "|" + to_string(target, p_.mesh) + "|" + std::to_string(stage);
+    if (auto it = resharded_.find(key); it != resharded_.end()) return it->second;
+    const ShardedValue from = p_.values[value];
+    std::vector<GiNaC::ex> shape;
+    for (auto d : from.global_shape) shape.push_back(GiNaC::numeric(static_cast<long>(d)));
+    const Redistribution r = plan_redistribution(from.sharding, target, shape, GiNaC::numeric(4), p_.mesh);
+    int current = value;
+    for (const RedistributionStep& step : r.steps) {
+      ShardedValue v = from;
+      v.name = from.name + "__" + std::string(to_string(step.kind)) + std::to_string(++counter_);
+      v.origin = ValueOrigin::collective;
+      v.sharding = step.after;
+      v.stage = stage;
+      v.data = nullptr;
+      const int next = add_value(std::move(v));
+      ProgramStep ps;
+      ps.kind = ProgramStep::Kind::collective;
+      ps.stage = stage;
+      ps.inputs = {current};
+      ps.outputs = {next};
+      ps.redistribution = step;
+      p_.steps.push_back(std::move(ps));
+      current = next;
+    }
+    resharded_[key] = current;
+    return current;
+  }
+
+  void add_node(NodeId id) {
+    const Node& n = g_.node(id);
+    const int stage = plan_.stage_of_node[id];
+    if (stage < 0 || stage >= p_.stages)
+      throw std::runtime_error("rewrite: node '" + n.name + "' is in stage " + std::to_string(stage) + " of " +
+                               std::to_string(p_.stages));
+    const IterationSpace space = iteration_space_of(g_, id);
+    const NodeCut& cut = plan_.node_cuts[id];
+    for (const auto& axes : cut.loop_axes)
+      for (int a : axes)
+        if (a == p_.pipeline_axis) throw std::runtime_error("rewrite: node '" + n.name + "' is cut on the pipeline axis");
+    if (auto problem = cut_rewrite_problem(g_, id, space, cut))
+      throw std::runtime_error("rewrite: node '" + n.name + "' (" + n.op_type + "): " + *problem);
+    const bool any_cut = std::any_of(cut.loop_axes.begin(), cut.loop_axes.end(), [](const auto& a) { return !a.empty(); });
+
+    ProgramStep step;
+    step.kind = ProgramStep::Kind::node;
+    step.stage = stage;
+    step.node = id;
+    std::vector<int> outputs;
+    for (std::size_t o = 0; o < n.outputs.size(); ++o) {
+      if (n.outputs[o] == kNone) {
+        outputs.push_back(-1);
+        continue;
+      }
+      const TensorId t = n.outputs[o];
+      ShardedValue v;
+      v.name = g_.tensor(t).name;
+      v.tensor = t;
+      v.global_shape = global_shape(t);
+      v.elem_type = static_cast<int>(g_.tensor(t).dtype);
+      v.stage = stage;
+      v.sharding = any_cut && o < space.output_dims.size() ? output_sharding(space, cut, static_cast<int>(o))
+                                                            : TensorSharding::replicated(static_cast<int>(v.global_shape.size()));
+      outputs.push_back(-2 - static_cast<int>(o));  // placeholder until inputs are wired
+      pending_.push_back(std::move(v));
+    }
+    for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+      const TensorId t = n.inputs[i];
+      if (t == kNone) {
+        step.inputs.push_back(-1);
+        continue;
+      }
+      if (is_shape_input(n, i)) {
+        step.inputs.push_back(local_shape_constant(n, pending_.at(0)));
+        continue;
+      }
+      const int rank = static_cast<int>(g_.tensor(t).shape.size());
+      const TensorSharding wanted = any_cut && i < space.input_dims.size() ? input_sharding(space, cut, static_cast<int>(i))
+                                                                           : TensorSharding::replicated(rank);
+      const int home = home_value(t, wanted, stage);
+      if (p_.values[home].stage > stage)
+        throw std::runtime_error("rewrite: node '" + n.name + "' in stage " + std::to_string(stage) + " reads '" +
+                                 g_.tensor(t).name + "' from the later stage " + std::to_string(p_.values[home].stage));
+      step.inputs.push_back(reshard(home, wanted, stage));
+    }
+    for (int& o : outputs)
+      if (o <= -2) {
+        const int index = -2 - o;
+        o = add_value(std::move(pending_.at(index)));
+        home_[n.outputs[index]] = o;
+      }
+    pending_.clear();
+    step.outputs = outputs;
+    if (n.op_type == "Reshape" || n.op_type == "Flatten") check_element_counts(n, step);
+    p_.steps.push_back(std::move(step));
+  }
+
+  int local_shape_constant(const Node& n, ShardedValue out) {
+    // The local shape of the first output, computed the way add_value will.
+    const int tmp = add_value(std::move(out));
+    const std::vector<std::int64_t> local = p_.values[tmp].local_shape;
+    p_.values.pop_back();
+    ShardedValue c;
+    c.name = n.name + "__local_shape";
+    c.origin = ValueOrigin::local_constant;
+    c.global_shape = {static_cast<std::int64_t>(local.size())};
+    c.sharding = TensorSharding::replicated(1);
+    c.elem_type = onnx::TensorProto::INT64;
+    c.stage = -1;
+    onnx::TensorProto p;
+    p.set_name(c.name);
+    p.set_data_type(onnx::TensorProto::INT64);
+    p.add_dims(static_cast<std::int64_t>(local.size()));
+    for (auto d : local) p.add_int64_data(d);
+    p_.owned_data.push_back(std::move(p));
+    c.data = &p_.owned_data.back();
+    return add_value(std::move(c));
+  }
+
+  void check_element_counts(const Node& n, const ProgramStep& step) {
+    auto count = [&](int v) {
+      std::int64_t e = 1;
+      for (auto d : p_.values[v].local_shape) e *= d;
+      return e;
+    };
+    if (count(step.inputs[0]) != count(step.outputs[0]))
+      throw std::runtime_error("rewrite: node '" + n.name + "' (" + n.op_type +
+                               "): its cut splits input and output differently (local element counts differ)");
+  }
+
+  const onnx::ModelProto& model_;
+  Graph& g_;
+  const Plan& plan_;
+  ShardedProgram p_;
+  AxisSizes sizes_;
+  std::vector<int> home_;
+  std::vector<bool> folded_, live_;
+  std::vector<ShardedValue> pending_;
+  std::map<std::string, int> resharded_;
+  int counter_ = 0;
+};
+
+}  // namespace
+
+Mutation parse_mutation(const std::string& text) {
+  if (text == "none" || text.empty()) return Mutation::none;
+  if (text == "drop-all-reduce") return Mutation::drop_all_reduce;
+  if (text == "wrong-weight-slice") return Mutation::wrong_weight_slice;
+  throw std::runtime_error("unknown mutation '" + text + "' (known: none, drop-all-reduce, wrong-weight-slice)");
+}
+
+int ShardedProgram::stage_of_rank(int rank) const {
+  if (pipeline_axis < 0) return 0;
+  const auto& a = mesh.axes().at(pipeline_axis);
+  return (rank / a.stride) % a.size;
+}
+
+int ShardedProgram::local_index(int rank) const {
+  if (pipeline_axis < 0) return rank;
+  const auto& a = mesh.axes().at(pipeline_axis);
+  const int coord = (rank / a.stride) % a.size;
+  const int without = rank - coord * a.stride;  // rank with pipeline coordinate 0
+  // Remove the pipeline axis from the mixed radix: higher part divided by the axis size.
+  const int high = without / (a.stride * a.size), low = without % a.stride;
+  return high * a.stride + low;
+}
+
+std::vector<int> ShardedProgram::ranks_of_stage(int stage) const {
+  std::vector<int> ranks;
+  for (int r = 0; r < mesh.num_devices(); ++r)
+    if (stage_of_rank(r) == stage) ranks.push_back(r);
+  return ranks;
+}
+
+std::vector<int> ShardedProgram::spmd_axes() const {
+  std::vector<int> axes;
+  for (int a = 0; a < static_cast<int>(mesh.axes().size()); ++a)
+    if (a != pipeline_axis) axes.push_back(a);
+  return axes;
+}
+
+ShardedProgram build_sharded_program(const onnx::ModelProto& original, Graph& graph, const Plan& plan,
+                                     const hardware::Cluster& cluster, Mutation mutation) {
+  return Builder(original, graph, plan, cluster, mutation).run();
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,105 @@
+#pragma once
+// The sharded program: what every pipeline stage runs, per rank, with local shapes.
+// Built in Shardy's export order:
+//   1. shardings: each node's operands from its cut (cut_sharding.h); a parameter, graph
+//      input or weight Constant takes the sharding of its first consumer (so each rank
+//      holds only its shard); compile-time integer values (shape sub-graphs) are folded
+//      into replicated constants and the nodes computing them dropped;
+//   2. explicit reshards: where a consumer needs another sharding than the value carries
+//      (and for graph outputs, which are returned replicated), plan_redistribution's steps
+//      become collective steps producing new values;
+//   3. global to local: every value gets its local shape; shape-carrying inputs (Reshape,
+//      Expand, ConstantOfShape, Resize sizes) are replaced by local constants.
+// Two writers read it: the per-stage SPMD files and the emulation graph.
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "compiler/ir/graph.h"
+#include "compiler/plan/plan.h"
+#include "compiler/sharding/redistribution.h"
+#include "hardware/device_mesh.h"
+
+namespace symtensor::compiler {
+
+enum class ValueOrigin {
+  node_output,     // produced by a node step
+  collective,      // produced by a collective step
+  graph_input,     // an input of the original model (activation or weight-free parameter)
+  initializer,     // weight data (initializer or Constant node), sliced per rank
+  folded_constant, // compile-time value, replicated
+  local_constant,  // a shape input rewritten to local extents (same on every rank)
+};
+
+struct ShardedValue {
+  std::string name;  // unique in the program; the original tensor name for home values
+  TensorId tensor = kNone;
+  ValueOrigin origin = ValueOrigin::node_output;
+  TensorSharding sharding;
+  std::vector<std::int64_t> global_shape;
+  std::vector<std::int64_t> local_shape;
+  int elem_type = 0;  // onnx::TensorProto::DataType
+  int stage = 0;      // stage that produces (or holds) it
+  const onnx::TensorProto* data = nullptr;  // initializer / constant data (global)
+};
+
+struct ProgramStep {
+  enum class Kind { node, collective } kind = Kind::node;
+  int stage = 0;
+  NodeId node = kNone;              // node steps
+  std::vector<int> inputs;          // value ids; -1 for an omitted optional input
+  std::vector<int> outputs;         // value ids; -1 for an omitted output
+  RedistributionStep redistribution;  // collective steps: one input, one output
+};
+
+// Test-only mutations that make the program wrong on purpose (the check must fail).
+enum class Mutation { none, drop_all_reduce, wrong_weight_slice };
+Mutation parse_mutation(const std::string& text);  // "none", "drop-all-reduce", "wrong-weight-slice"
+
+struct ShardedProgram {
+  hardware::DeviceMesh mesh;
+  int pipeline_axis = -1;
+  int stages = 1;
+  std::map<std::string, double> bindings;
+  std::vector<ShardedValue> values;
+  std::vector<ProgramStep> steps;  // dependency order, stages non-decreasing
+  std::vector<std::pair<std::string, int>> outputs;  // original output name -> replicated value
+  std::deque<onnx::TensorProto> owned_data;           // folded / Constant-node data
+  Mutation mutation = Mutation::none;
+
+  // Stage of a rank, and the rank's index inside its stage (pipeline coordinate removed).
+  int stage_of_rank(int rank) const;
+  int local_index(int rank) const;
+  std::vector<int> ranks_of_stage(int stage) const;
+  // Mesh axes other than the pipeline axis.
+  std::vector<int> spmd_axes() const;
+};
+
+// Throws (one line naming the node or tensor) when the plan does not fit the graph, a
+// dim is unbound or unevenly split, or a node's cut has no local equivalent in ONNX.
+ShardedProgram build_sharded_program(const onnx::ModelProto& original, Graph& graph, const Plan& plan,
+                                     const hardware::Cluster& cluster, Mutation mutation = Mutation::none);
+
+// Why a cut of `node` cannot run as the same ONNX operator on local pieces; nullopt when
+// it can (cut loops must be parallel with equal operand extents, or sum reductions).
+struct IterationSpace;
+std::optional<std::string> cut_rewrite_problem(const Graph& graph, NodeId node, const IterationSpace& space,
+                                               const NodeCut& cut);
+
+// The box of a value that `rank` holds: offset and extent per dim (global coordinates).
+struct Piece {
+  std::vector<std::int64_t> offset, extent;
+  friend bool operator==(const Piece&, const Piece&) = default;
+};
+Piece piece_of(const TensorSharding& sharding, const std::vector<std::int64_t>& global_shape,
+               const hardware::DeviceMesh& mesh, int rank);
+// The box of weight data stored for `rank`: piece_of, except under Mutation::wrong_weight_slice,
+// where the first split initializer takes the mirrored box (the wrong shard).
+Piece data_piece(const ShardedProgram& program, int value, int rank);
+
+}  // namespace symtensor::compiler

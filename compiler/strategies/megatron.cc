@@ -1,0 +1,168 @@
+#include "compiler/strategies/megatron.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "compiler/strategies/propagation.h"
+#include "compiler/strategies/transformer_structure.h"
+
+namespace symtensor::compiler {
+namespace {
+
+std::string extent_text(const Graph& g, const GiNaC::ex& e) {
+  if (auto v = numeric_extent(g, e)) return std::to_string(static_cast<long long>(*v));
+  std::ostringstream os;
+  os << e;
+  return os.str();
+}
+
+class MegatronBuilder {
+ public:
+  MegatronBuilder(Graph& g, const hardware::Cluster& cluster, const MegatronKnobs& k, Plan& plan)
+      : g_(g), k_(k), plan_(plan), layout_(megatron_mesh(cluster, k)) {
+    plan_.mesh_factors = layout_.factors;
+    plan_.pipeline_axis = layout_.pipeline_axis;
+    mesh_ = plan_mesh(plan_, cluster);
+    spaces_ = node_iteration_spaces(g_);
+    s_ = find_transformer_structure(g_, spaces_);
+    const std::size_t n = g_.nodes().size();
+    plan_.node_cuts.assign(n, NodeCut{});
+    for (std::size_t i = 0; i < n; ++i) plan_.node_cuts[i].loop_axes.assign(spaces_[i].loops.size(), {});
+    fixed_.assign(n, false);
+  }
+
+  void build() {
+    if ((k_.tp > 1 || k_.pp > 1 || k_.sp) && s_.layers() == 0)
+      throw std::runtime_error("megatron: no transformer layer (normalization -> attention) found in '" + g_.source + "'");
+    const std::vector<int> tp = k_.tp > 1 ? std::vector<int>{layout_.tp_axis} : std::vector<int>{};
+    for (NodeId n : s_.attention) {
+      fix_batch(n);
+      const int heads = attention_heads_loop(spaces_[n], batch_loop(n));
+      if (!tp.empty() && heads < 0)
+        throw std::runtime_error("megatron: attention operator '" + node_name(n) + "' has no heads loop to cut");
+      if (heads >= 0) set(n, heads, tp, "the attention heads");
+    }
+    for (NodeId n : s_.column) {
+      fix_batch(n);
+      set(n, gemm_output_loop(spaces_[n], weight_operand(g_, s_, n)), tp, "the output width (column-parallel)");
+    }
+    for (NodeId n : s_.row) {
+      fix_batch(n);
+      set(n, gemm_contraction_loop(spaces_[n]), tp, "the contraction (row-parallel)");
+    }
+    for (NodeId n : s_.vocab_heads) {
+      fix_batch(n);
+      set(n, gemm_output_loop(spaces_[n], weight_operand(g_, s_, n)), tp, "the vocabulary (parallel head)");
+    }
+    for (NodeId n : s_.embeddings) {
+      fix_batch(n);
+      const auto& data_dims = spaces_[n].input_dims.at(0);
+      if (!data_dims.empty() && data_dims[0] >= 0) set(n, data_dims[0], tp, "the vocabulary (parallel embedding)");
+    }
+    if (k_.sp && !tp.empty()) {
+      for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes().size()); ++n) {
+        const bool sequence_region = s_.norm_region[n] >= 0 ||
+                                     std::count(s_.residual_adds.begin(), s_.residual_adds.end(), n) > 0;
+        if (!sequence_region) continue;
+        fix_batch(n);
+        const int seq = loop_with_symbol(g_, spaces_[n], "seq");
+        if (seq >= 0 && seq != batch_loop(n)) set(n, seq, tp, "the sequence (sequence parallelism)");
+      }
+    }
+    propagate_cuts(g_, mesh_, plan_, fixed_, spaces_);
+    assign_stages();
+  }
+
+ private:
+  std::string node_name(NodeId n) const { return g_.node(n).name; }
+  int batch_loop(NodeId n) const { return loop_with_symbol(g_, spaces_[n], "batch"); }
+
+  void fix_batch(NodeId n) {
+    fixed_[n] = true;
+    const int b = batch_loop(n);
+    if (b >= 0 && !layout_.dp_axes.empty()) set(n, b, layout_.dp_axes, "the batch (data parallel)");
+  }
+
+  void set(NodeId n, int loop, const std::vector<int>& axes, const char* what) {
+    fixed_[n] = true;
+    if (axes.empty()) return;
+    if (loop < 0) throw std::runtime_error("megatron: operator '" + node_name(n) + "' has no loop for " + what);
+    const IterationSpace& space = spaces_[n];
+    if (!cut_allowed(g_, g_.node(n), space, loop, axes, mesh_)) {
+      double ways = 1;
+      for (int a : axes) ways *= mesh_.axes()[a].size;
+      throw std::runtime_error("megatron: " + std::string(what) + " of '" + node_name(n) + "' (loop '" +
+                               space.loops[loop].name + "' = " + extent_text(g_, space.loops[loop].extent) +
+                               ") cannot be cut " + std::to_string(static_cast<long long>(ways)) + " ways");
+    }
+    plan_.node_cuts[n].loop_axes[loop] = axes;
+  }
+
+  // Stage of a node: the latest stage among its producers, raised to layer l's stage at
+  // layer l's anchor; nodes fed only by graph inputs and constants take their earliest
+  // consumer's stage.
+  void assign_stages() {
+    const int L = s_.layers(), pp = k_.pp;
+    if (pp > 1 && L % pp != 0)
+      throw std::runtime_error("megatron: pp=" + std::to_string(pp) + " does not divide the " + std::to_string(L) + " layers");
+    if (k_.vp > 1 && (L / pp) % k_.vp != 0)
+      throw std::runtime_error("megatron: vp=" + std::to_string(k_.vp) + " does not divide the " + std::to_string(L / pp) +
+                               " layers per stage");
+    const std::size_t n = g_.nodes().size();
+    std::vector<int> stage(n, -1);
+    const std::vector<NodeId> order = g_.topological_order();
+    for (NodeId id : order) {
+      int s = -1;
+      for (TensorId t : g_.node(id).inputs)
+        if (t != kNone && g_.tensor(t).producer != kNone) s = std::max(s, stage[g_.tensor(t).producer]);
+      const auto anchor = std::find(s_.layer_anchors.begin(), s_.layer_anchors.end(), id);
+      if (anchor != s_.layer_anchors.end()) s = std::max(s, static_cast<int>(anchor - s_.layer_anchors.begin()) * pp / std::max(L, 1));
+      stage[id] = s;
+    }
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      if (stage[*it] >= 0) continue;
+      int s = pp - 1;
+      bool any = false;
+      for (TensorId t : g_.node(*it).outputs)
+        for (NodeId c : g_.tensor(t).consumers) s = std::min(s, stage[c]), any = true;
+      stage[*it] = any ? std::max(s, 0) : 0;
+    }
+    plan_.stage_of_node = stage;
+  }
+
+  Graph& g_;
+  const MegatronKnobs& k_;
+  Plan& plan_;
+  MegatronMesh layout_;
+  hardware::DeviceMesh mesh_;
+  std::vector<IterationSpace> spaces_;
+  TransformerStructure s_;
+  std::vector<bool> fixed_;
+};
+
+}  // namespace
+
+Plan make_megatron_plan(Graph& graph, const hardware::Cluster& cluster, const MegatronKnobs& knobs,
+                        const StrategyOptions& options) {
+  Plan plan = plan_skeleton("megatron", graph, cluster, options);
+  const int dp = cluster.num_devices() / (knobs.tp * knobs.pp);
+  plan.virtual_stages = knobs.vp;
+  plan.schedule = knobs.vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
+  plan.recompute = knobs.recompute;
+  plan.distributed_optimizer = knobs.distopt;
+  plan.sequence_parallel = knobs.sp && knobs.tp > 1;
+  MegatronBuilder(graph, cluster, knobs, plan).build();
+  const double per_step = static_cast<double>(dp) * knobs.mb;
+  if (std::fmod(plan.global_batch, per_step) != 0)
+    throw std::runtime_error("megatron: batch " + std::to_string(static_cast<long long>(plan.global_batch)) +
+                             " is not divisible by dp=" + std::to_string(dp) + " x mb=" + std::to_string(knobs.mb));
+  plan.micro_batches = static_cast<int>(plan.global_batch / per_step);
+  if (knobs.vp > 1 && knobs.pp > 1 && plan.micro_batches % knobs.pp != 0)
+    throw std::runtime_error("megatron: the interleaved schedule needs micro-batches (" + std::to_string(plan.micro_batches) +
+                             ") to be a multiple of pp=" + std::to_string(knobs.pp));
+  return plan;
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,47 @@
+#pragma once
+// Megatron-LM's layout of a transformer with fixed knobs. The mesh is
+// [pipeline (outer level) | data parallel | tensor parallel (inside a node)]; column-
+// parallel (cut n) for the first weight GEMMs after a normalization, row-parallel (cut k)
+// for the weight GEMM consuming their result, attention GEMMs cut on the heads loop, the
+// vocabulary head (and the embedding lookup, when its iteration space has a vocabulary
+// loop) cut on the vocabulary, every batch loop over the data-parallel axes, the rest by
+// propagation. Sequence parallelism cuts the normalization regions and residual adds on
+// the sequence loop over the tensor-parallel axis. Layers are split evenly over stages.
+// See compiler/strategies/transformer_structure.h for how the structure is found.
+#include <string>
+
+#include "compiler/strategies/strategy.h"
+
+namespace symtensor::compiler {
+
+struct MegatronKnobs {
+  int tp = 1, pp = 1;
+  int dp = 0;           // 0: implied, devices / (tp * pp)
+  int mb = 1;           // micro-batch size (samples)
+  int vp = 1;           // virtual stages per device (> 1: interleaved 1F1B)
+  bool sp = false;      // sequence parallelism
+  RecomputePolicy recompute = RecomputePolicy::none;
+  bool distopt = false; // distributed optimizer
+
+  friend bool operator==(const MegatronKnobs&, const MegatronKnobs&) = default;
+};
+
+// "tp=8,pp=8,mb=1,vp=3,sp=1,recompute=selective,distopt=1" (any subset, any order; empty
+// text gives the defaults). Throws "--megatron: ..." naming the bad item.
+MegatronKnobs parse_megatron_knobs(const std::string& text);
+std::string to_string(const MegatronKnobs& knobs);
+
+// Mesh factors (outermost level first) and the axes of each role.
+struct MegatronMesh {
+  std::vector<std::vector<int>> factors;
+  int pipeline_axis = -1;
+  std::vector<int> dp_axes;  // major to minor
+  int tp_axis = -1;
+};
+// Throws when tp exceeds or does not divide the GPUs per node, or pp fits no level.
+MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs& knobs);
+
+Plan make_megatron_plan(Graph& graph, const hardware::Cluster& cluster, const MegatronKnobs& knobs,
+                        const StrategyOptions& options);
+
+}  // namespace symtensor::compiler

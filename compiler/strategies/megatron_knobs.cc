@@ -1,0 +1,117 @@
+// Parsing the --megatron knobs and factoring the mesh for them.
+#include <sstream>
+#include <stdexcept>
+
+#include "compiler/strategies/megatron.h"
+
+namespace symtensor::compiler {
+namespace {
+
+int parse_positive(const std::string& key, const std::string& value) {
+  std::size_t used = 0;
+  int v = 0;
+  try {
+    v = std::stoi(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size() || value.empty() || v < 1)
+    throw std::runtime_error("--megatron " + key + "=" + value + ": expected a positive integer");
+  return v;
+}
+
+bool parse_flag(const std::string& key, const std::string& value) {
+  if (value == "1" || value == "true" || value == "on") return true;
+  if (value == "0" || value == "false" || value == "off") return false;
+  throw std::runtime_error("--megatron " + key + "=" + value + ": expected 0 or 1");
+}
+
+}  // namespace
+
+MegatronKnobs parse_megatron_knobs(const std::string& text) {
+  MegatronKnobs k;
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) throw std::runtime_error("--megatron: '" + item + "' is not KEY=VALUE");
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "tp") k.tp = parse_positive(key, value);
+    else if (key == "pp") k.pp = parse_positive(key, value);
+    else if (key == "dp") k.dp = parse_positive(key, value);
+    else if (key == "mb") k.mb = parse_positive(key, value);
+    else if (key == "vp") k.vp = parse_positive(key, value);
+    else if (key == "sp") k.sp = parse_flag(key, value);
+    else if (key == "distopt") k.distopt = parse_flag(key, value);
+    else if (key == "recompute") {
+      try {
+        k.recompute = parse_recompute(value);
+      } catch (const std::exception& e) {
+        throw std::runtime_error("--megatron recompute=" + value + ": " + e.what());
+      }
+    } else {
+      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, dp, mb, vp, sp, recompute, distopt)");
+    }
+  }
+  return k;
+}
+
+std::string to_string(const MegatronKnobs& k) {
+  std::string s = "tp=" + std::to_string(k.tp) + ",pp=" + std::to_string(k.pp);
+  if (k.dp) s += ",dp=" + std::to_string(k.dp);
+  s += ",mb=" + std::to_string(k.mb) + ",vp=" + std::to_string(k.vp) + ",sp=" + std::to_string(k.sp ? 1 : 0) +
+       ",recompute=" + std::string(to_string(k.recompute)) + ",distopt=" + std::to_string(k.distopt ? 1 : 0);
+  return s;
+}
+
+MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs& k) {
+  const int levels = static_cast<int>(cluster.levels.size());
+  const int per_node = cluster.levels.at(0).size;
+  if (k.tp > per_node || per_node % k.tp != 0)
+    throw std::runtime_error("megatron: tp=" + std::to_string(k.tp) + " must divide the " + std::to_string(per_node) +
+                             " GPUs per node of '" + cluster.name + "'");
+  std::vector<int> rest(levels);  // per level (innermost first): size left for pp and dp
+  for (int l = 0; l < levels; ++l) rest[l] = cluster.levels[l].size;
+  rest[0] /= k.tp;
+  int pp_level = -1;
+  if (k.pp > 1) {
+    for (int l = levels - 1; l >= 0 && pp_level < 0; --l)
+      if (rest[l] % k.pp == 0) pp_level = l;
+    if (pp_level < 0)
+      throw std::runtime_error("megatron: pp=" + std::to_string(k.pp) + " divides no topology level of '" + cluster.name +
+                               "' (" + std::to_string(cluster.num_devices()) + " devices, tp=" + std::to_string(k.tp) + ")");
+  }
+  const int dp = cluster.num_devices() / (k.tp * k.pp);
+  if (k.dp && k.dp != dp)
+    throw std::runtime_error("megatron: dp=" + std::to_string(k.dp) + " but " + std::to_string(cluster.num_devices()) +
+                             " devices / (tp=" + std::to_string(k.tp) + " x pp=" + std::to_string(k.pp) + ") = " +
+                             std::to_string(dp));
+  MegatronMesh m;
+  int axis = 0;
+  for (int l = levels - 1; l >= 0; --l) {
+    std::vector<int> factors;
+    int data = rest[l];
+    if (l == pp_level) {
+      factors.push_back(k.pp);
+      m.pipeline_axis = axis++;
+      data /= k.pp;
+    }
+    if (data > 1) {
+      factors.push_back(data);
+      m.dp_axes.push_back(axis++);
+    }
+    if (l == 0 && k.tp > 1) {
+      factors.push_back(k.tp);
+      m.tp_axis = axis++;
+    }
+    if (factors.empty()) {
+      factors.push_back(1);
+      ++axis;
+    }
+    m.factors.push_back(factors);
+  }
+  return m;
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,55 @@
+#pragma once
+// Cut propagation: every node that a strategy did not decide takes the cut that agrees
+// best with its decided neighbours. Used by the fixed strategies (dp, zero3, megatron) and
+// by the SymTensor search for the cheap operators folded into the edges.
+//
+// For an undecided node the candidates are: the loops its inputs' dims map to take the
+// axes splitting those dims in each decided producer's output sharding; the loops its
+// outputs' dims map to take the axes splitting those dims in each decided consumer's
+// input sharding; the merge of all of these; its current cut; no cut. The candidate with
+// the fewest redistribution bytes (compiler/sharding/redistribution.h) on the edges to
+// its decided neighbours wins; ties go to the candidate that divides the work most ways,
+// then to the earliest. Passes run forward then backward over the topological order until
+// no cut changes (at most `kMaxPropagationPasses` pairs).
+//
+// Never proposed: a loop cut by axes whose product does not divide its extent (when the
+// extent is a number after the graph's bindings), a cut of a softmax or normalization
+// reduction loop, a parallel loop that maps to no output dim (except Split's axis, read
+// as the head-interleaved layout Megatron uses for a fused QKV), an axis used twice, the
+// plan's pipeline axis.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/ops/op_semantics.h"
+#include "compiler/plan/plan.h"
+#include "hardware/device_mesh.h"
+
+namespace symtensor::compiler {
+
+inline constexpr int kMaxPropagationPasses = 8;
+
+// The iteration space of every node, by node id (computed once; propagation and the
+// generators share them).
+std::vector<IterationSpace> node_iteration_spaces(Graph& graph);
+
+// `plan.node_cuts` and `fixed` are sized to the node count (node_cuts is resized when
+// empty). Nodes with `fixed[n]` keep their cut; every other node's cut is replaced.
+void propagate_cuts(Graph& graph, const hardware::DeviceMesh& mesh, Plan& plan, const std::vector<bool>& fixed);
+void propagate_cuts(Graph& graph, const hardware::DeviceMesh& mesh, Plan& plan, const std::vector<bool>& fixed,
+                    const std::vector<IterationSpace>& spaces);
+
+// The loop of `space` whose extent has the dim symbol `symbol` as a factor (`batch`
+// finds `batch` and a flattened `batch*seq`), preferring a loop whose extent is exactly
+// the symbol; -1 when none (or the graph has no such symbol).
+int loop_with_symbol(const Graph& graph, const IterationSpace& space, const std::string& symbol);
+
+// The numeric value of an extent after the graph's bindings, or nullopt while symbolic.
+std::optional<double> numeric_extent(const Graph& graph, const GiNaC::ex& extent);
+
+// True when cutting loop `loop` of `space` over `axes` is allowed by the rules above.
+bool cut_allowed(const Graph& graph, const Node& node, const IterationSpace& space, int loop,
+                 const std::vector<int>& axes, const hardware::DeviceMesh& mesh);
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,34 @@
+#pragma once
+// One entry point for every way of making a Plan: the SymTensor search, the ILP check,
+// Megatron-LM (fixed knobs, or its best configuration searched), dp, zero3, a plan file.
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/plan/plan.h"
+#include "hardware/cluster.h"
+
+namespace symtensor::compiler {
+
+struct StrategyOptions {
+  ExecutionMode mode = ExecutionMode::train;
+  hardware::Precision precision = hardware::Precision::bf16;
+  std::string megatron;   // knobs "tp=8,pp=8,mb=1,vp=3,sp=1,recompute=selective,distopt=1"
+  std::string plan_file;  // strategy "file": the plan.yaml to read
+};
+
+// The strategies make_plan knows, in the order `--help` lists them.
+std::vector<std::string> strategy_names();
+
+// Fills the fields every strategy shares: strategy, model (graph.source), cluster, mode,
+// precision, global_batch (the value bound to `batch`; throws when it is not bound).
+Plan plan_skeleton(const std::string& strategy, const Graph& graph, const hardware::Cluster& cluster,
+                   const StrategyOptions& options);
+
+// "symtensor", "ilp", "megatron" (options.megatron's knobs, or Megatron's best when empty),
+// "dp", "zero3", "file" (options.plan_file). Throws one line for an unknown strategy
+// (listing the known ones) and for a plan that cannot be built (naming the knob or node).
+Plan make_plan(const std::string& strategy, Graph& graph, const hardware::Cluster& cluster,
+               const StrategyOptions& options);
+
+}  // namespace symtensor::compiler

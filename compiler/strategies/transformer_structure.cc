@@ -1,0 +1,264 @@
+#include "compiler/strategies/transformer_structure.h"
+
+#include <algorithm>
+#include <deque>
+#include <set>
+
+namespace symtensor::compiler {
+namespace {
+
+constexpr int kRmsSearchDepth = 8;
+
+bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+class StructureFinder {
+ public:
+  StructureFinder(const Graph& g, const std::vector<IterationSpace>& spaces) : g_(g), spaces_(spaces) {
+    order_ = g_.topological_order();
+    position_.assign(g_.nodes().size(), 0);
+    for (std::size_t i = 0; i < order_.size(); ++i) position_[order_[i]] = static_cast<int>(i);
+  }
+
+  TransformerStructure find() {
+    mark_weights();
+    find_norm_regions();
+    find_tensor_parallel_pairs();
+    find_heads_and_embeddings();
+    find_layers();
+    return std::move(s_);
+  }
+
+ private:
+  OpKind kind(NodeId n) const { return spaces_[n].kind; }
+
+  void mark_weights() {
+    s_.weight_derived.assign(g_.tensors().size(), false);
+    for (TensorId t = 0; t < static_cast<TensorId>(g_.tensors().size()); ++t)
+      if (g_.tensor(t).is_parameter) s_.weight_derived[t] = true;
+    for (NodeId n : order_) {
+      const Node& node = g_.node(n);
+      if (kind(n) != OpKind::data_movement) continue;
+      bool any_weight = false, all_fixed = true;
+      for (TensorId t : node.inputs) {
+        if (t == kNone) continue;
+        any_weight |= s_.weight_derived[t];
+        all_fixed &= s_.weight_derived[t] || g_.tensor(t).is_constant;
+      }
+      if (any_weight && all_fixed)
+        for (TensorId t : node.outputs) s_.weight_derived[t] = true;
+    }
+    s_.weight_gemm.assign(g_.nodes().size(), false);
+    for (NodeId n : order_) {
+      if (kind(n) != OpKind::gemm) continue;
+      int weights = 0, activations = 0;
+      for (TensorId t : g_.node(n).inputs) {
+        if (t == kNone) continue;
+        if (s_.weight_derived[t]) ++weights;
+        else if (!g_.tensor(t).is_constant) ++activations;
+      }
+      s_.weight_gemm[n] = weights >= 1 && activations == 1;
+    }
+  }
+
+  bool applies_parameter(NodeId n) const {
+    if (kind(n) != OpKind::elementwise) return false;
+    for (TensorId t : g_.node(n).inputs)
+      if (t != kNone && s_.weight_derived[t]) return true;
+    return false;
+  }
+
+  // Extends a region by the element-wise ops applying parameters to its output.
+  void add_region(std::vector<NodeId> nodes, TensorId input) {
+    NodeId last = nodes.back();
+    for (;;) {
+      const auto& consumers = g_.tensor(g_.node(last).outputs.at(0)).consumers;
+      if (consumers.size() != 1 || !applies_parameter(consumers[0])) break;
+      last = consumers[0];
+      nodes.push_back(last);
+    }
+    const int region = static_cast<int>(s_.norm_anchors.size());
+    NodeId anchor = nodes.front();
+    for (NodeId n : nodes) {
+      s_.norm_region[n] = region;
+      if (position_[n] < position_[anchor]) anchor = n;
+    }
+    s_.norm_anchors.push_back(anchor);
+    s_.norm_inputs.push_back(input);
+    region_output_.push_back(g_.node(last).outputs.at(0));
+  }
+
+  void find_norm_regions() {
+    s_.norm_region.assign(g_.nodes().size(), -1);
+    for (NodeId n : order_) {
+      if (s_.norm_region[n] >= 0) continue;
+      const Node& node = g_.node(n);
+      if (kind(n) == OpKind::normalization) {
+        add_region({n}, node.inputs.at(0));
+      } else if (kind(n) == OpKind::reduction && node.op_type == "ReduceMean") {
+        try_rms_norm(n);
+      }
+    }
+  }
+
+  // x -> square -> ReduceMean(last dim) -> ... -> M = f(x, ...): the region is square..M.
+  void try_rms_norm(NodeId reduce) {
+    const IterationSpace& rs = spaces_[reduce];
+    if (rs.input_dims.empty() || rs.input_dims[0].empty()) return;
+    const int last_loop = rs.input_dims[0].back();
+    if (last_loop < 0 || !rs.loops[last_loop].reduction) return;
+    const NodeId square = g_.tensor(g_.node(reduce).inputs.at(0)).producer;
+    if (square == kNone || kind(square) != OpKind::elementwise) return;
+    const TensorId x = g_.node(square).inputs.at(0);
+    std::vector<NodeId> path{square, reduce};
+    std::deque<std::pair<NodeId, int>> queue{{reduce, 0}};
+    std::set<NodeId> seen{reduce};
+    while (!queue.empty()) {
+      auto [n, depth] = queue.front();
+      queue.pop_front();
+      if (depth >= kRmsSearchDepth) continue;
+      for (TensorId out : g_.node(n).outputs) {
+        for (NodeId c : g_.tensor(out).consumers) {
+          if (!seen.insert(c).second || kind(c) != OpKind::elementwise) continue;
+          path.push_back(c);
+          if (contains(g_.node(c).inputs, x)) {
+            add_region(path, x);
+            return;
+          }
+          queue.push_back({c, depth + 1});
+        }
+      }
+    }
+  }
+
+  // Forward from `start` through nodes that are neither norm regions nor weight GEMMs;
+  // returns the weight GEMMs reached; `visited` gets the nodes passed through.
+  std::vector<NodeId> reach_weight_gemms(TensorId start, std::set<NodeId>* visited) const {
+    std::vector<NodeId> found;
+    std::deque<TensorId> queue{start};
+    std::set<NodeId> seen;
+    while (!queue.empty()) {
+      const TensorId t = queue.front();
+      queue.pop_front();
+      for (NodeId c : g_.tensor(t).consumers) {
+        if (!seen.insert(c).second || s_.norm_region[c] >= 0) continue;
+        if (s_.weight_gemm[c]) {
+          found.push_back(c);
+          continue;
+        }
+        if (visited) visited->insert(c);
+        for (TensorId out : g_.node(c).outputs) queue.push_back(out);
+      }
+    }
+    std::sort(found.begin(), found.end(), [&](NodeId a, NodeId b) { return position_[a] < position_[b]; });
+    return found;
+  }
+
+  void find_tensor_parallel_pairs() {
+    s_.in_tp_region.assign(g_.nodes().size(), false);
+    std::set<NodeId> column, row;
+    for (std::size_t r = 0; r < region_output_.size(); ++r) {
+      bool region_has_softmax = false;
+      for (NodeId c : reach_weight_gemms(region_output_[r], nullptr)) {
+        std::set<NodeId> between;
+        const std::vector<NodeId> partners = reach_weight_gemms(g_.node(c).outputs.at(0), &between);
+        if (partners.empty()) continue;
+        column.insert(c);
+        row.insert(partners.begin(), partners.end());
+        for (NodeId n : between) {
+          s_.in_tp_region[n] = true;
+          region_has_softmax |= kind(n) == OpKind::softmax;
+        }
+      }
+      if (region_has_softmax) s_.layer_anchors.push_back(s_.norm_anchors[r]);
+    }
+    auto by_position = [&](const std::set<NodeId>& set) {
+      std::vector<NodeId> v(set.begin(), set.end());
+      std::sort(v.begin(), v.end(), [&](NodeId a, NodeId b) { return position_[a] < position_[b]; });
+      return v;
+    };
+    s_.column = by_position(column);
+    s_.row = by_position(row);
+    for (NodeId n : order_)
+      if (s_.in_tp_region[n] && kind(n) == OpKind::gemm && !s_.weight_gemm[n]) s_.attention.push_back(n);
+  }
+
+  void find_heads_and_embeddings() {
+    // Nodes from which a weight GEMM is reachable, in reverse topological order.
+    std::vector<bool> reaches(g_.nodes().size(), false);
+    for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+      for (TensorId out : g_.node(*it).outputs)
+        for (NodeId c : g_.tensor(out).consumers) reaches[*it] = reaches[*it] || s_.weight_gemm[c] || reaches[c];
+    }
+    for (NodeId n : order_) {
+      const bool paired = std::count(s_.column.begin(), s_.column.end(), n) || std::count(s_.row.begin(), s_.row.end(), n);
+      if (s_.weight_gemm[n] && !paired && !reaches[n]) s_.vocab_heads.push_back(n);
+      const Node& node = g_.node(n);
+      if (node.op_type == "Gather" && !node.inputs.empty() && s_.weight_derived[node.inputs[0]])
+        s_.embeddings.push_back(n);
+    }
+  }
+
+  void find_layers() {
+    std::sort(s_.layer_anchors.begin(), s_.layer_anchors.end(), [&](NodeId a, NodeId b) { return position_[a] < position_[b]; });
+    for (TensorId x : s_.norm_inputs) {
+      const NodeId p = g_.tensor(x).producer;
+      if (p != kNone && g_.node(p).op_type == "Add" && !s_.in_tp_region[p] && s_.norm_region[p] < 0 &&
+          !contains(s_.residual_adds, p))
+        s_.residual_adds.push_back(p);
+    }
+  }
+
+  const Graph& g_;
+  const std::vector<IterationSpace>& spaces_;
+  std::vector<NodeId> order_;
+  std::vector<int> position_;
+  std::vector<TensorId> region_output_;
+  TransformerStructure s_;
+};
+
+bool maps(const std::vector<int>& dims, int loop) { return contains(dims, loop); }
+
+}  // namespace
+
+TransformerStructure find_transformer_structure(const Graph& graph, const std::vector<IterationSpace>& spaces) {
+  return StructureFinder(graph, spaces).find();
+}
+
+int gemm_output_loop(const IterationSpace& space, int weight_input) {
+  if (space.output_dims.empty() || space.output_dims[0].empty() || weight_input < 0) return -1;
+  const int loop = space.output_dims[0].back();
+  if (loop < 0 || space.loops[loop].reduction || !maps(space.input_dims.at(weight_input), loop)) return -1;
+  return loop;
+}
+
+int gemm_contraction_loop(const IterationSpace& space) {
+  for (std::size_t l = 0; l < space.loops.size(); ++l) {
+    if (!space.loops[l].reduction) continue;
+    bool everywhere = true;
+    for (const auto& dims : space.input_dims) everywhere &= dims.empty() || maps(dims, static_cast<int>(l));
+    if (everywhere) return static_cast<int>(l);
+  }
+  return -1;
+}
+
+int attention_heads_loop(const IterationSpace& space, int batch_loop) {
+  if (space.output_dims.empty() || space.output_dims[0].size() < 3) return -1;
+  const auto& out = space.output_dims[0];
+  for (std::size_t l = 0; l < space.loops.size(); ++l) {
+    const int loop = static_cast<int>(l);
+    if (loop == batch_loop || space.loops[l].reduction || loop == out[out.size() - 1] || loop == out[out.size() - 2]) continue;
+    bool everywhere = maps(out, loop);
+    for (const auto& dims : space.input_dims) everywhere &= maps(dims, loop);
+    if (everywhere) return loop;
+  }
+  return -1;
+}
+
+int weight_operand(const Graph& graph, const TransformerStructure& s, NodeId node) {
+  const auto& inputs = graph.node(node).inputs;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i] != kNone && s.weight_derived[inputs[i]]) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `symtensor compile`: end to end with each fixed strategy, plan.yaml read back, and the
+# error messages for bad input (no partial files left behind).
+# Usage: bash compile_cli.sh SYMTENSOR_BINARY SOURCE_ROOT
+set -euo pipefail
+symtensor="$1"
+work="$(mktemp -d)"
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$symtensor" models gpt2-small-tiny -o "$work/gpt.onnx" >/dev/null
+"$symtensor" models llama2-70b-tiny -o "$work/llama.onnx" >/dev/null
+bind="--bind batch=16,seq=32"
+
+# dp: summary table and plan.yaml
+out="$("$symtensor" compile "$work/gpt.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind --strategy dp -o "$work/dp")"
+for key in strategy mesh "step time" throughput MFU "stage 0"; do
+  echo "$out" | grep -q "$key" || fail "dp summary lacks '$key': $out"
+done
+[ -s "$work/dp/plan.yaml" ] || fail "dp: no plan.yaml"
+[ ! -e "$work/dp/plan.yaml.tmp" ] || fail "dp: temporary file left behind"
+grep -q '^strategy: dp' "$work/dp/plan.yaml" || fail "dp: plan.yaml lacks the strategy"
+grep -q '^predicted:' "$work/dp/plan.yaml" || fail "dp: plan.yaml lacks the prediction"
+
+# megatron with knobs, into a directory that does not exist yet; deterministic output
+"$symtensor" compile "$work/llama.onnx" --cluster dgx-a100 --nodes 2 --gpus 4 $bind \
+  --megatron tp=2,pp=2,sp=1,recompute=selective -o "$work/m/deep" >/dev/null
+grep -q '^sequence_parallel: true' "$work/m/deep/plan.yaml" || fail "megatron: sp not recorded"
+"$symtensor" compile "$work/llama.onnx" --cluster dgx-a100 --nodes 2 --gpus 4 $bind \
+  --megatron tp=2,pp=2,sp=1,recompute=selective -o "$work/m2" >/dev/null
+cmp -s "$work/m/deep/plan.yaml" "$work/m2/plan.yaml" || fail "megatron: plan.yaml differs between two runs"
+
+# zero3 and the plan read back: same plan, same prediction
+"$symtensor" compile "$work/gpt.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind --strategy zero3 -o "$work/z" >/dev/null
+"$symtensor" compile "$work/gpt.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind --plan "$work/z/plan.yaml" -o "$work/z2" >/dev/null
+cmp -s "$work/z/plan.yaml" "$work/z2/plan.yaml" || fail "--plan: plan.yaml not reproduced byte for byte"
+
+expect_error() {  # expect_error PATTERN ARGS...
+  local pattern="$1"; shift
+  local err
+  if err="$("$symtensor" "$@" 2>&1)"; then fail "expected failure: $*"; fi
+  echo "$err" | grep -q -- "$pattern" || fail "'$*' said: $err"
+}
+common=("$work/gpt.onnx" $bind)
+expect_error "no-such-cluster" compile "${common[@]}" --cluster no-such-cluster -o "$work/e1"
+expect_error "unknown knob 'tq'" compile "${common[@]}" --cluster dgx-a100 --megatron tq=2 -o "$work/e2"
+expect_error "tp=zero" compile "${common[@]}" --cluster dgx-a100 --megatron tp=zero -o "$work/e3"
+expect_error "attention heads" compile "${common[@]}" --cluster dgx-a100 --nodes 1 --megatron tp=8 -o "$work/e4"
+expect_error "must divide the 8 GPUs per node" compile "${common[@]}" --cluster dgx-a100 --megatron tp=3 -o "$work/e5"
+expect_error "unknown strategy 'best'" compile "${common[@]}" --cluster dgx-a100 --strategy best -o "$work/e6"
+expect_error "symtensor" compile "${common[@]}" --cluster dgx-a100 --strategy symtensor -o "$work/e7"
+expect_error "not bound" compile "$work/gpt.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 -o "$work/e8"
+for e in e1 e2 e3 e4 e5 e6 e7 e8; do
+  [ ! -e "$work/$e/plan.yaml" ] && [ ! -e "$work/$e/plan.yaml.tmp" ] || fail "$e: partial output left behind"
+done
+# an output directory that cannot be created or written
+touch "$work/file"
+expect_error "cannot create the output directory" compile "${common[@]}" --cluster dgx-a100 --nodes 1 --gpus 4 -o "$work/file/sub"
+mkdir "$work/ro" && chmod a-w "$work/ro"
+if [ "$(id -u)" != 0 ]; then
+  expect_error "ro/plan.yaml" compile "${common[@]}" --cluster dgx-a100 --nodes 1 --gpus 4 -o "$work/ro"
+  [ -z "$(ls -A "$work/ro")" ] || fail "unwritable dir: partial files left behind"
+fi
+# a hand-edited plan with a bad key names the file, line and key
+sed 's/^zero_stage: 3/zero_stage: 9/' "$work/z/plan.yaml" > "$work/bad.yaml"
+expect_error "bad.yaml:[0-9]*: key 'zero_stage'" compile "${common[@]}" --cluster dgx-a100 --nodes 1 --gpus 4 --plan "$work/bad.yaml" -o "$work/e9"
+echo "compile_cli: OK"
