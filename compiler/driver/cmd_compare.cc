@@ -5,12 +5,13 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 
+#include "compiler/driver/cli_lists.h"
 #include "compiler/driver/commands.h"
 #include "compiler/report/compare.h"
 #include "compiler/report/report_files.h"
 #include "compiler/report/units.h"
+#include "simulator/stats/atomic_write.h"
 
 namespace symtensor::driver {
 namespace {
@@ -24,18 +25,9 @@ struct CompareCli {
   std::string out;
 };
 
-std::vector<std::string> split_list(const std::string& text, const char* flag) {
-  std::vector<std::string> out;
-  std::stringstream items(text);
-  std::string item;
-  while (std::getline(items, item, ','))
-    if (!item.empty()) out.push_back(item);
-  if (out.empty()) throw std::runtime_error(std::string(flag) + ": the list is empty");
-  return out;
-}
-
 void run(CompareCli& cli) {
-  cli.options.strategies = split_list(cli.strategies, "--strategies");
+  cli.options.strategies = strategy_list(cli.strategies, "--strategies");
+  sim::check_output_dir(cli.out, "-o");
   cli.options.simulate = !cli.no_simulate;
   if (isatty(STDERR_FILENO)) cli.options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   const hardware::Cluster cluster =
@@ -61,7 +53,7 @@ void run(CompareCli& cli) {
 void add_compare_command(CLI::App& app) {
   auto cli = std::make_shared<CompareCli>();
   CLI::App* cmd = app.add_subcommand("compare", "Plan, estimate and simulate each strategy; write the report");
-  cmd->add_option("model", cli->options.model, "ONNX model")->required()->check(CLI::ExistingFile);
+  cmd->add_option("model", cli->options.model, "ONNX model")->required();
   cmd->add_option("--cluster", cli->cluster, "hardware profile (see `hardware list`), NAMExNODES, or a .yaml path")
       ->required();
   cmd->add_option("--nodes", cli->nodes, "number of nodes (size of the outermost level)");

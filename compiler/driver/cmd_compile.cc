@@ -1,9 +1,11 @@
 // symtensor compile MODEL.onnx --cluster PROFILE [--nodes N] [--gpus G] [--bind batch=..,seq=..]
-//   [--strategy dp|zero3|megatron|symtensor] [--megatron tp=..,pp=..] [--plan plan.yaml]
-//   [--mode train|infer] [--precision bf16] [--allow-oom] -o DIR
-// Builds a plan, prices it (analyze_plan + estimate_step), writes DIR/plan.yaml and prints
-// a summary. A plan that does not fit device memory is still written (predicted.fits:
-// false) and reported per stage; the exit status is then 3 unless --allow-oom is given.
+//   [--strategy symtensor|megatron|dp|zero3|ilp] [--megatron tp=..,pp=..] [--plan plan.yaml]
+//   [--mode train|infer] [--precision bf16] [--allow-oom] [--onnx] -o DIR
+// Builds a plan, prices it (analyze_plan + estimate_step), writes DIR/plan.yaml (and with
+// --onnx the sharded program) and prints a summary. A plan that does not fit device memory
+// is an error naming the memory needed, the capacity and about how many devices it would
+// take, and nothing is written, unless --allow-oom is given.
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -14,19 +16,20 @@
 #include "compiler/cost/step_estimate.h"
 #include "compiler/driver/commands.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/onnx_import/proto_reading.h"
 #include "compiler/plan/plan_yaml.h"
+#include "compiler/rewrite/sharded_onnx.h"
 #include "compiler/report/units.h"
 #include "compiler/strategies/strategy.h"
+#include "simulator/stats/atomic_write.h"
 
 namespace symtensor::driver {
 namespace {
 
-constexpr int kExitDoesNotFit = 3;
-
 struct CompileOptions {
   std::string model, cluster, bind, strategy, megatron, plan, mode, precision, out;
   std::optional<int> nodes, gpus;
-  bool allow_oom = false;
+  bool allow_oom = false, onnx = false;
 };
 
 std::string mesh_text(const compiler::Plan& plan, const hardware::DeviceMesh& mesh) {
@@ -38,7 +41,7 @@ std::string mesh_text(const compiler::Plan& plan, const hardware::DeviceMesh& me
   return s;
 }
 
-int run_compile(const CompileOptions& o) {
+void run_compile(const CompileOptions& o) {
   const hardware::Cluster cluster = hardware::scale_cluster(hardware::load_cluster(o.cluster), o.nodes, o.gpus);
   compiler::StrategyOptions so;
   so.mode = compiler::parse_execution_mode(o.mode.empty() ? "train" : o.mode);
@@ -55,11 +58,8 @@ int run_compile(const CompileOptions& o) {
   if (strategy.empty()) strategy = o.megatron.empty() ? "symtensor" : "megatron";
   if (!o.megatron.empty() && strategy != "megatron") throw std::runtime_error("--megatron needs --strategy megatron");
 
-  // Fail on an unusable output directory before the (slower) import and planning.
-  std::error_code ec;
-  std::filesystem::create_directories(o.out, ec);
-  if (ec || !std::filesystem::is_directory(o.out))
-    throw std::runtime_error("-o " + o.out + ": cannot create the output directory" + (ec ? ": " + ec.message() : ""));
+  // Refuse an unusable output folder before the (slower) import and planning.
+  sim::check_output_dir(o.out, "-o");
 
   compiler::ImportOptions io;
   io.bindings = compiler::parse_bindings(o.bind);
@@ -82,8 +82,24 @@ int run_compile(const CompileOptions& o) {
   prediction.breakdown_s = {{"compute", step.compute_s},     {"exposed_comm", step.exposed_comm_s},
                             {"bubble", step.bubble_s},       {"dp_exposed", step.dp_exposed_s},
                             {"optimizer", step.optimizer_s}, {"p2p", step.p2p_s}};
+  if (!step.fits && !o.allow_oom) {
+    // Nothing is written: memory per device falls about as 1/devices under the sharding
+    // a bigger cluster allows (ZeRO-3 and data parallelism split every byte), so this is
+    // the count to try next.
+    const int devices_needed = static_cast<int>(std::ceil(cluster.num_devices() * step.peak_memory / step.memory_capacity));
+    throw std::runtime_error(fmt::format(
+        "{}: the {} plan does not fit: {} per device at least, {} available on {}; about {} devices of this kind "
+        "would be needed (or pass --allow-oom to write the plan anyway)",
+        o.model, plan.strategy, compiler::format_bytes(step.peak_memory), compiler::format_bytes(step.memory_capacity),
+        cluster.name, devices_needed));
+  }
+  std::vector<std::string> written;
+  if (o.onnx) {
+    const onnx::ModelProto original = compiler::read_model_file(o.model);
+    written = compiler::write_sharded_onnx(original, graph, plan, cluster, o.out, compiler::Mutation::none).files;
+  }
   const std::string path = (std::filesystem::path(o.out) / "plan.yaml").string();
-  compiler::write_plan_yaml(path, plan, graph, cluster, &prediction);
+  sim::write_files_atomically(o.out, {{"plan.yaml", compiler::plan_to_yaml(plan, graph, cluster, &prediction)}});
 
   const hardware::DeviceMesh mesh = compiler::plan_mesh(plan, cluster);
   std::cout << fmt::format("{:<18}{}\n", "model", o.model);
@@ -103,13 +119,14 @@ int run_compile(const CompileOptions& o) {
                              compiler::format_bytes(step.memory_capacity), need > step.memory_capacity ? "DOES NOT FIT" : "ok");
   }
   std::cout << "plan written to " << path << "\n";
-  if (!step.fits) {
-    std::cerr << fmt::format("symtensor: error: the plan does not fit: {} per device needed, {} available{}\n",
-                             compiler::format_bytes(step.peak_memory), compiler::format_bytes(step.memory_capacity),
-                             o.allow_oom ? " (--allow-oom: continuing)" : "");
-    if (!o.allow_oom) return kExitDoesNotFit;
+  if (!written.empty()) {
+    std::cout << "sharded ONNX written to " << o.out << ":";
+    for (const auto& f : written) std::cout << " " << f;
+    std::cout << "\n";
   }
-  return 0;
+  if (!step.fits)
+    std::cerr << fmt::format("symtensor: warning: the plan does not fit: {} per device needed, {} available (--allow-oom)\n",
+                             compiler::format_bytes(step.peak_memory), compiler::format_bytes(step.memory_capacity));
 }
 
 }  // namespace
@@ -127,12 +144,11 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--plan", o->plan, "read the plan from this plan.yaml instead of making one");
   cmd->add_option("--mode", o->mode, "train | infer (default train; a plan file's own)");
   cmd->add_option("--precision", o->precision, "fp32 | tf32 | fp16 | bf16 | fp8 (default bf16; a plan file's own)");
-  cmd->add_flag("--allow-oom", o->allow_oom, "exit 0 even when the plan does not fit device memory");
+  cmd->add_flag("--allow-oom", o->allow_oom, "write the plan even when it does not fit device memory");
+  cmd->add_flag("--onnx", o->onnx, "also write the sharded program: stage_<k>.onnx, emulation.onnx, manifest.json "
+                                   "(every dim must be bound; check it with `symtensor verify`)");
   cmd->add_option("-o,--output", o->out, "output directory (created if missing)")->required();
-  cmd->callback([o]() {
-    const int status = run_compile(*o);
-    if (status != 0) throw CLI::RuntimeError(status);
-  });
+  cmd->callback([o]() { run_compile(*o); });
 }
 
 }  // namespace symtensor::driver

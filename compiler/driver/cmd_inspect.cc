@@ -141,7 +141,7 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_option("model", opts->model, "ONNX model file")->required();
   cmd->add_option("--bind", opts->bind, "Bind dim symbols, e.g. batch=8,seq=2048");
   cmd->add_flag("--json", opts->json, "Print JSON instead of text");
-  cmd->add_option("--top", opts->top, "How many of the heaviest operators to list")->capture_default_str();
+  cmd->add_option("--top", opts->top, "How many of the heaviest operators to list")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->callback([opts] { run_inspect(*opts); });
 }
 

@@ -11,6 +11,7 @@
 #include "compiler/rewrite/hand_plans.h"
 #include "compiler/rewrite/sharded_onnx.h"
 #include "hardware/cluster.h"
+#include "simulator/stats/atomic_write.h"
 
 namespace symtensor::driver {
 namespace {
@@ -21,7 +22,7 @@ struct ShardOptions {
 };
 
 void run_shard(const ShardOptions& o) {
-  if (o.output.empty()) throw std::runtime_error("shard: give the output directory with -o DIR");
+  sim::check_output_dir(o.output, "-o");
   compiler::ImportOptions import;
   import.bindings = compiler::parse_bindings(o.bind);
   import.warn_opaque = false;
@@ -43,7 +44,7 @@ void run_shard(const ShardOptions& o) {
 void add_shard_command(CLI::App& app) {
   auto o = std::make_shared<ShardOptions>();
   CLI::App* cmd = app.add_subcommand("shard", "Write sharded ONNX files for a hand-built pipeline/data/tensor-parallel plan");
-  cmd->add_option("model", o->model, "ONNX model")->required()->check(CLI::ExistingFile);
+  cmd->add_option("model", o->model, "ONNX model")->required();
   cmd->add_option("-o,--output", o->output, "output directory")->required();
   cmd->add_option("--cluster", o->cluster, "cluster profile (one node of it is used)");
   cmd->add_option("--pp", o->spec.pipeline, "pipeline stages");

@@ -4,12 +4,14 @@
 
 #include <iostream>
 #include <memory>
-#include <sstream>
 
+#include "compiler/driver/cli_lists.h"
 #include "compiler/driver/commands.h"
 #include "compiler/report/report_files.h"
 #include "compiler/report/sweep.h"
 #include "compiler/report/units.h"
+#include "hardware/cluster.h"
+#include "simulator/stats/atomic_write.h"
 
 namespace symtensor::driver {
 namespace {
@@ -22,19 +24,11 @@ struct SweepCli {
   std::string out;
 };
 
-std::vector<std::string> split(const std::string& text, const char* flag) {
-  std::vector<std::string> out;
-  std::stringstream items(text);
-  std::string item;
-  while (std::getline(items, item, ','))
-    if (!item.empty()) out.push_back(item);
-  if (out.empty()) throw std::runtime_error(std::string(flag) + ": the list is empty");
-  return out;
-}
-
 void run(SweepCli& cli) {
-  cli.options.clusters = split(cli.clusters, "--clusters");
-  cli.options.strategies = split(cli.strategies, "--strategies");
+  cli.options.clusters = split_list(cli.clusters, "--clusters");
+  for (const auto& name : cli.options.clusters) hardware::load_cluster(name);  // a bad name fails now, not per point
+  cli.options.strategies = strategy_list(cli.strategies, "--strategies");
+  sim::check_output_dir(cli.out, "-o");
   cli.options.gpus = compiler::parse_gpu_counts(cli.gpus);
   if (!(cli.options.tokens > 0)) throw std::runtime_error("--tokens: expected a positive number");
   // Progress always goes to stderr: a sweep is long enough to want it even when logged.
@@ -50,7 +44,7 @@ void run(SweepCli& cli) {
 void add_sweep_command(CLI::App& app) {
   auto cli = std::make_shared<SweepCli>();
   CLI::App* cmd = app.add_subcommand("sweep", "Best plan per cluster type and size: throughput, time and cost to train");
-  cmd->add_option("model", cli->options.model, "ONNX model")->required()->check(CLI::ExistingFile);
+  cmd->add_option("model", cli->options.model, "ONNX model")->required();
   cmd->add_option("--clusters", cli->clusters, "comma-separated hardware profiles")->required();
   cmd->add_option("--gpus", cli->gpus, "GPU counts: 8,16,64 or 8..1024 (powers of two)");
   cmd->add_option("--bind", cli->options.bind, "dim values, e.g. batch=1024,seq=4096");

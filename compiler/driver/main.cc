@@ -21,8 +21,18 @@ int main(int argc, char** argv) {
   symtensor::driver::add_sweep_command(app);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::RuntimeError& e) {  // a command's own exit status (it has said why)
+    return e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    // One line, like every other error: CLI11's own format adds a second.
+    std::cerr << "symtensor: error: " << e.what() << " (see --help)\n";
+    return e.get_exit_code();
   } catch (const std::exception& e) {
     std::cerr << "symtensor: error: " << e.what() << "\n";
     return 1;

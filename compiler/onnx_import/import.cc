@@ -2,6 +2,8 @@
 
 #include <iostream>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -34,6 +36,51 @@ std::string one_line(const std::string& text) {
   return out;
 }
 
+// ONNX 1.12's convolution/pooling shape inference indexes `pads`, `strides`, `dilations`
+// and the weight's dims by the input's spatial rank without checking them against each
+// other, and crashes on a model where they disagree (found by fuzzing): refuse such nodes
+// first, from what is known before inference (attributes, initializer and graph-input ranks).
+void check_window_ranks(const onnx::GraphProto& graph, const std::string& source) {
+  static const std::set<std::string> windowed = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv",
+                                                 "MaxPool", "AveragePool", "LpPool", "MaxUnpool"};
+  std::map<std::string, int> known_rank;
+  for (const auto& t : graph.initializer()) known_rank[t.name()] = t.dims_size();
+  for (const auto& v : graph.input())
+    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+      known_rank[v.name()] = v.type().tensor_type().shape().dim_size();
+  for (const auto& node : graph.node()) {
+    if (node.domain() != "" && node.domain() != "ai.onnx") continue;
+    if (!windowed.count(node.op_type())) continue;
+    const std::string where = source + ": node '" + node.name() + "' (" + node.op_type() + ")";
+    std::optional<int> spatial;
+    auto agree = [&](int n, const std::string& what) {
+      if (spatial && *spatial != n)
+        throw std::runtime_error(where + ": " + what + " gives " + std::to_string(n) + " spatial dims, expected " +
+                                 std::to_string(*spatial));
+      spatial = n;
+    };
+    auto rank_of = [&](int input) -> std::optional<int> {
+      if (node.input_size() <= input) return std::nullopt;
+      const auto it = known_rank.find(node.input(input));
+      if (it == known_rank.end()) return std::nullopt;
+      return it->second;
+    };
+    if (auto r = rank_of(0)) agree(*r - 2, "the input's rank");
+    const int weight = node.op_type() == "QLinearConv" ? 3 : 1;
+    if (node.op_type().find("Conv") != std::string::npos)
+      if (auto r = rank_of(weight)) agree(*r - 2, "the weight's rank");
+    for (const auto& a : node.attribute()) {
+      if (a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations" || a.name() == "output_padding")
+        agree(a.ints_size(), "'" + a.name() + "'");
+      else if (a.name() == "pads") {
+        if (a.ints_size() % 2 != 0) throw std::runtime_error(where + ": 'pads' has an odd length");
+        agree(a.ints_size() / 2, "'pads'");
+      }
+    }
+    if (spatial && *spatial < 0) throw std::runtime_error(where + ": the input has fewer than 2 dims");
+  }
+}
+
 // `path` is the model's file when it came from one: the checker then finds external
 // data files next to it (it checks they exist, without reading them).
 void check_and_infer(onnx::ModelProto& model, const std::string& source, const std::string& path) {
@@ -46,6 +93,7 @@ void check_and_infer(onnx::ModelProto& model, const std::string& source, const s
   } catch (const std::exception& e) {
     throw std::runtime_error(source + ": invalid ONNX model: " + one_line(e.what()));
   }
+  check_window_ranks(model.graph(), source);
   try {
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
                                        onnx::ShapeInferenceOptions(true, 1, false));

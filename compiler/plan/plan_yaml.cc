@@ -1,8 +1,5 @@
 #include "compiler/plan/plan_yaml.h"
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -14,6 +11,7 @@
 #include "compiler/ops/op_semantics.h"
 #include "compiler/sharding/cut_sharding.h"
 #include "compiler/sharding/tensor_sharding.h"
+#include "simulator/stats/atomic_write.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -166,24 +164,7 @@ std::string plan_to_yaml(const Plan& plan, Graph& graph, const hardware::Cluster
 
 void write_plan_yaml(const std::string& path, const Plan& plan, Graph& graph, const hardware::Cluster& cluster,
                      const PlanPrediction* prediction) {
-  const std::string text = plan_to_yaml(plan, graph, cluster, prediction);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error(path + ": cannot open '" + tmp + "' for writing");
-    f << text;
-    f.close();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw std::runtime_error(path + ": writing '" + tmp + "' failed");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": cannot rename the temporary file: " + ec.message());
-  }
+  sim::write_file_atomically(path, plan_to_yaml(plan, graph, cluster, prediction));
 }
 
 }  // namespace symtensor::compiler

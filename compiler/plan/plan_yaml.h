@@ -60,7 +60,7 @@ std::vector<std::string> plan_loop_keys(const IterationSpace& space);
 
 std::string plan_to_yaml(const Plan& plan, Graph& graph, const hardware::Cluster& cluster,
                          const PlanPrediction* prediction = nullptr);
-// Writes `path`.tmp then renames it to `path`; throws naming the path on failure.
+// Writes plan_to_yaml atomically (sim::write_file_atomically); throws naming the path.
 void write_plan_yaml(const std::string& path, const Plan& plan, Graph& graph, const hardware::Cluster& cluster,
                      const PlanPrediction* prediction = nullptr);
 

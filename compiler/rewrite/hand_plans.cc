@@ -1,5 +1,6 @@
 #include "compiler/rewrite/hand_plans.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "compiler/analysis/model_stats.h"
@@ -64,6 +65,10 @@ Plan make_hand_plan(Graph& graph, const hardware::Cluster& cluster, const HandPl
 
   const std::vector<NodeId> order = graph.topological_order();
   const std::size_t n = graph.nodes().size();
+  if (static_cast<std::size_t>(spec.pipeline) > order.size())
+    throw std::runtime_error("hand plan: " + std::to_string(spec.pipeline) + " pipeline stages for the " +
+                             std::to_string(order.size()) + " operators of '" + graph.source + "'");
+  int data_cuts = 0, tensor_cuts = 0;
   plan.stage_of_node.assign(n, 0);
   plan.node_cuts.assign(n, NodeCut{});
   int weight_gemms = 0;
@@ -95,8 +100,20 @@ Plan make_hand_plan(Graph& graph, const hardware::Cluster& cluster, const HandPl
     } else if (spec.sequence_parallel && tensor_axis >= 0 && space.kind != OpKind::gemm) {
       try_cut(loop_named_by(graph, space, "seq"), tensor_axis, spec.tensor);
     }
+    for (const auto& axes : cut.loop_axes) {
+      data_cuts += std::count(axes.begin(), axes.end(), data_axis);
+      tensor_cuts += std::count(axes.begin(), axes.end(), tensor_axis);
+    }
     plan.node_cuts[id] = cut;
   }
+  // An axis that cuts nothing would only replicate the work: refuse it rather than call
+  // a replicated program data or tensor parallel.
+  if (data_axis >= 0 && data_cuts == 0)
+    throw std::runtime_error("hand plan: data parallelism " + std::to_string(spec.data) +
+                             " ways cuts no operator of '" + graph.source + "' (the batch does not divide)");
+  if (tensor_axis >= 0 && tensor_cuts == 0)
+    throw std::runtime_error("hand plan: tensor parallelism " + std::to_string(spec.tensor) +
+                             " ways cuts no weight operator of '" + graph.source + "' (no weight dim divides)");
   return plan;
 }
 

@@ -1,7 +1,6 @@
 #include "compiler/rewrite/onnx_emit.h"
 
 #include <cstdio>
-#include <fstream>
 #include <stdexcept>
 
 #include <onnx/checker.h>
@@ -49,15 +48,6 @@ void check_model_strict(const onnx::ModelProto& model, const std::string& label)
     if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
     throw std::runtime_error(label + ": " + what);
   }
-}
-
-void write_model_atomically(const onnx::ModelProto& model, const std::string& path) {
-  const std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out || !model.SerializeToOstream(&out)) throw std::runtime_error(path + ": cannot write the model");
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) throw std::runtime_error(path + ": cannot rename " + temp);
 }
 
 std::string Int64Constants::get(const std::vector<std::int64_t>& values) {

@@ -19,9 +19,6 @@ void add_opset(onnx::ModelProto& model, const std::string& domain, std::int64_t 
 // throws "LABEL: ..." on the first problem.
 void check_model_strict(const onnx::ModelProto& model, const std::string& label);
 
-// Writes to PATH.tmp then renames; throws naming the path.
-void write_model_atomically(const onnx::ModelProto& model, const std::string& path);
-
 // Integer constants shared inside one graph, one initializer per distinct list.
 class Int64Constants {
  public:

@@ -1,14 +1,14 @@
 #include "compiler/rewrite/sharded_onnx.h"
 
-#include <filesystem>
-#include <fstream>
-#include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "compiler/rewrite/emulation_writer.h"
 #include "compiler/rewrite/onnx_emit.h"
 #include "compiler/rewrite/stage_writer.h"
+#include "simulator/stats/atomic_write.h"
 
 namespace symtensor::compiler {
 
@@ -25,9 +25,6 @@ ShardedOnnxSummary write_sharded_onnx(const onnx::ModelProto& original, Graph& g
   for (const auto& f : stages) check_model_strict(f.model, f.file);
   check_model_strict(emulation, "emulation.onnx");
 
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw std::runtime_error(dir + ": cannot create the output directory: " + ec.message());
   ShardedOnnxSummary summary;
   summary.stages = program.stages;
   nlohmann::json manifest;
@@ -36,22 +33,16 @@ ShardedOnnxSummary write_sharded_onnx(const onnx::ModelProto& original, Graph& g
   for (const auto& a : program.mesh.axes()) manifest["mesh"].push_back({{"name", a.name}, {"size", a.size}});
   manifest["pipeline_axis"] = program.pipeline_axis < 0 ? "" : program.mesh.axes()[program.pipeline_axis].name;
   for (const auto& [k, v] : program.bindings) manifest["bindings"][k] = static_cast<long>(v);
+  std::vector<std::pair<std::string, std::string>> files;
   for (const auto& f : stages) {
-    write_model_atomically(f.model, (std::filesystem::path(dir) / f.file).string());
-    summary.files.push_back(f.file);
+    files.emplace_back(f.file, f.model.SerializeAsString());
     for (int r : f.ranks) manifest["ranks"][std::to_string(r)] = {{"file", f.file}, {"stage", f.stage}};
   }
-  write_model_atomically(emulation, (std::filesystem::path(dir) / "emulation.onnx").string());
-  summary.files.push_back("emulation.onnx");
+  files.emplace_back("emulation.onnx", emulation.SerializeAsString());
   manifest["emulation"] = "emulation.onnx";
-  const std::string path = (std::filesystem::path(dir) / "manifest.json").string();
-  {
-    std::ofstream out(path + ".tmp");
-    out << manifest.dump(2) << "\n";
-    if (!out) throw std::runtime_error(path + ": cannot write");
-  }
-  std::filesystem::rename(path + ".tmp", path);
-  summary.files.push_back("manifest.json");
+  files.emplace_back("manifest.json", manifest.dump(2) + "\n");
+  sim::write_files_atomically(dir, files);
+  for (const auto& f : files) summary.files.push_back(f.first);
   for (const auto& s : program.steps) summary.collectives += s.kind == ProgramStep::Kind::collective;
   return summary;
 }

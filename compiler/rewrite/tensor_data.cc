@@ -92,6 +92,7 @@ TensorBytes slice_tensor(const TensorBytes& t, const std::vector<std::int64_t>& 
     for (std::size_t d = 0; d < rank; ++d) src += (offset[d] + index[d]) * stride[d];
     std::memcpy(out.bytes.data() + written, t.bytes.data() + src * t.element_size, run_bytes);
     written += run_bytes;
+    if (rank == 0) break;                          // a scalar is one run
     for (std::size_t d = rank - 1; d-- > 0;) {  // advance the outer dims (innermost handled by the run)
       if (++index[d] < extent[d]) break;
       index[d] = 0;

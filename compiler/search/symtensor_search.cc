@@ -10,6 +10,7 @@
 #include "compiler/search/pipeline_stages.h"
 #include "compiler/search/search_common.h"
 #include "compiler/sharding/cut_sharding.h"
+#include "compiler/strategies/data_parallel.h"
 #include "compiler/strategies/propagation.h"
 
 namespace symtensor::compiler {
@@ -80,6 +81,7 @@ class Search {
       }
       if (best_.valid && best_.estimate.fits) break;
     }
+    consider_data_parallel_seed(name);
     if (!best_.valid) throw std::runtime_error(name + ": no plan found: " + last_error);
     if (search_.refine) refine();
     SearchResult r;
@@ -215,6 +217,29 @@ class Search {
     }
   }
 
+  // Pure data parallelism is one point of the space the level step can miss: a myopic
+  // choice on one axis (a projection cut on its output features) is paid for by the
+  // redistributions it forces later. It is priced like any candidate and, when better,
+  // becomes the start of the refinement. No seed when the batch does not divide.
+  void consider_data_parallel_seed(const std::string& name) {
+    if (search_.solver == LevelSolver::ilp) return;  // the ILP check judges the level step alone
+    Plan p;
+    try {
+      p = make_data_parallel_plan(g_, cluster_, options_, 0);
+    } catch (const std::exception&) {
+      return;
+    }
+    p.strategy = name;
+    const Evaluation e = evaluate_plan(g_, cluster_, p);
+    ++evaluations_;
+    if (!e.valid || !e.better_than(best_)) return;
+    best_ = e;
+    best_plan_ = p;
+    best_knobs_ = {1, p.micro_batches, 1, p.recompute, p.zero_stage};
+    best_levels_.assign(folded_.heavy.size(), NodeCut{});
+    for (std::size_t h = 0; h < folded_.heavy.size(); ++h) best_levels_[h] = p.node_cuts[folded_.heavy[h]];
+  }
+
   static int pipeline_axis_id(const std::vector<std::vector<int>>& factors) {
     int id = 0;
     for (const auto& level : factors) {
@@ -224,8 +249,8 @@ class Search {
     return -1;
   }
 
-  // Moves one mesh axis of one class of identical heavy operators to another loop (or
-  // off the class), evaluated on the whole plan; kept while the step time drops.
+  // Moves one class of identical heavy operators to a neighbouring cut (neighbour_cuts),
+  // evaluated on the whole plan; kept while the step time drops.
   void refine() {
     if (!best_.valid || !best_.estimate.fits) return;
     const hardware::DeviceMesh mesh = plan_mesh(best_plan_, cluster_);
@@ -251,34 +276,56 @@ class Search {
     int budget = search_.refine_budget;
     for (const auto& members : order) {
       const NumericNode& nn = ng_.node(folded_.heavy[members[0]]);
-      const NodeCut current = best_levels_[members[0]];
-      for (std::size_t from = 0; from < current.loop_axes.size() && budget > 0; ++from) {
-        for (int axis : current.loop_axes[from]) {
-          for (int to = -1; to < static_cast<int>(nn.loops.size()) && budget > 0; ++to) {
-            if (to == static_cast<int>(from)) continue;
-            NodeCut moved = current;
-            auto& src = moved.loop_axes[from];
-            src.erase(std::find(src.begin(), src.end(), axis));
-            if (to >= 0) moved.loop_axes[to].push_back(axis);
-            if (to >= 0 && !move_allowed(nn, moved, to, b, mesh)) continue;
-            std::vector<NodeCut> levels = best_levels_;
-            for (int h : members) levels[h] = moved;
-            Plan p = best_plan_;
-            complete_plan(p, levels, mesh, best_knobs_.pp);
-            const Evaluation e = evaluate_plan(g_, cluster_, p);
-            ++evaluations_;
-            --budget;
-            if (e.valid && e.estimate.fits && e.estimate.step_time_s < best_.estimate.step_time_s * (1 - 1e-6)) {
-              best_ = e;
-              best_plan_ = p;
-              best_levels_ = levels;
-              return refine_again(budget);
-            }
-          }
+      for (const NodeCut& moved : neighbour_cuts(best_levels_[members[0]], nn, b, mesh)) {
+        if (budget <= 0) return;
+        std::vector<NodeCut> levels = best_levels_;
+        for (int h : members) levels[h] = moved;
+        Plan p = best_plan_;
+        complete_plan(p, levels, mesh, best_knobs_.pp);
+        const Evaluation e = evaluate_plan(g_, cluster_, p);
+        ++evaluations_;
+        --budget;
+        if (e.valid && e.estimate.fits && e.estimate.step_time_s < best_.estimate.step_time_s * (1 - 1e-6)) {
+          best_ = e;
+          best_plan_ = p;
+          best_levels_ = levels;
+          return refine_again(budget);
         }
       }
-      if (budget <= 0) return;
     }
+  }
+
+  // The cuts one step from `current`: one mesh axis moved from its loop to another loop or
+  // dropped, or a mesh axis that cuts nothing yet (the level step found no loop it divides
+  // well) added to a loop.
+  std::vector<NodeCut> neighbour_cuts(const NodeCut& current, const NumericNode& nn, double b,
+                                      const hardware::DeviceMesh& mesh) const {
+    std::vector<NodeCut> out;
+    const int loops = static_cast<int>(nn.loops.size());
+    std::vector<bool> used(mesh.axes().size(), false);
+    for (std::size_t from = 0; from < current.loop_axes.size(); ++from) {
+      for (int axis : current.loop_axes[from]) {
+        used[axis] = true;
+        for (int to = -1; to < loops; ++to) {
+          if (to == static_cast<int>(from)) continue;
+          NodeCut moved = current;
+          auto& src = moved.loop_axes[from];
+          src.erase(std::find(src.begin(), src.end(), axis));
+          if (to >= 0) moved.loop_axes[to].push_back(axis);
+          if (to >= 0 && !move_allowed(nn, moved, to, b, mesh)) continue;
+          out.push_back(std::move(moved));
+        }
+      }
+    }
+    for (int axis = 0; axis < static_cast<int>(mesh.axes().size()); ++axis) {
+      if (used[axis] || axis == best_plan_.pipeline_axis || mesh.axes()[axis].size < 2) continue;
+      for (int to = 0; to < loops && to < static_cast<int>(current.loop_axes.size()); ++to) {
+        NodeCut added = current;
+        added.loop_axes[to].push_back(axis);
+        if (move_allowed(nn, added, to, b, mesh)) out.push_back(std::move(added));
+      }
+    }
+    return out;
   }
 
   void refine_again(int budget) {

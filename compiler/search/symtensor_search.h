@@ -35,7 +35,8 @@ enum class LevelSolver { greedy, ilp };
 struct SearchOptions {
   LevelSolver solver = LevelSolver::greedy;
   int micro_batch_candidates = 5;  // per pipeline depth
-  int refine_budget = 12;          // whole-plan evaluations spent on refinement moves
+  int refine_budget = 96;          // whole-plan evaluations spent on refinement moves (about
+                                   // 15 per class of operators for a 3-axis mesh)
   bool refine = true;
 };
 

@@ -104,6 +104,30 @@ TEST_F(ImportErrors, ShapeMismatchCaughtByStrictInference) {
   EXPECT_NE(error_of(write("mismatch.onnx", m.SerializeAsString())).find("shape inference failed"), std::string::npos);
 }
 
+// ONNX 1.12's Conv shape inference crashes when the weight's rank disagrees with the
+// input's and the pads (a fuzzer find): the importer must refuse the node first.
+TEST_F(ImportErrors, ConvWhoseWeightRankDisagreesWithItsInput) {
+  auto m = make_model();
+  add_input(m, "x", {std::string("batch"), std::int64_t{3}, std::int64_t{8}, std::int64_t{8}});
+  add_initializer(m, float_tensor("w", {4, 3, 3, 3, 2, 2}));
+  auto* conv = add_node(m, "Conv", {"x", "w"}, {"y"}, "conv0");
+  add_ints_attr(conv, "pads", {1, 1, 1, 1});
+  add_output(m, "y", {std::string("batch"), std::int64_t{4}, std::int64_t{8}, std::int64_t{8}});
+  const std::string msg = error_of(write("conv_rank.onnx", m.SerializeAsString()));
+  EXPECT_NE(msg.find("node 'conv0' (Conv): the weight's rank gives 4 spatial dims, expected 2"), std::string::npos) << msg;
+}
+
+TEST_F(ImportErrors, PoolWhoseStridesDisagreeWithItsKernel) {
+  auto m = make_model();
+  add_input(m, "x", {std::string("batch"), std::int64_t{3}, std::int64_t{8}, std::int64_t{8}});
+  auto* pool = add_node(m, "MaxPool", {"x"}, {"y"}, "pool0");
+  add_ints_attr(pool, "kernel_shape", {2, 2});
+  add_ints_attr(pool, "strides", {2, 2, 2});
+  add_output(m, "y", {std::string("batch"), std::int64_t{3}, std::int64_t{4}, std::int64_t{4}});
+  const std::string msg = error_of(write("pool_rank.onnx", m.SerializeAsString()));
+  EXPECT_NE(msg.find("node 'pool0' (MaxPool): 'strides' gives 3 spatial dims"), std::string::npos) << msg;
+}
+
 TEST_F(ImportErrors, UnknownDomainIsOpaqueNotAnError) {
   auto m = relu_model();
   auto* op = m.add_opset_import();

@@ -111,9 +111,12 @@ TEST(PlanYamlErrors, NameFileLineAndKey) {
   Graph g = testing::zoo_graph("gpt2-small-tiny", 8, 16);
   const hardware::Cluster cluster = testing::dgx(1, 4);
   const std::string good = plan_to_yaml(make_plan("dp", g, cluster, StrategyOptions{}), g, cluster);
+  // Edits go below the comment header, whose key list ("mode: train|infer") would match too.
+  const auto body = good.find("\nformat:");
+  ASSERT_NE(body, std::string::npos);
   auto error_of = [&](const std::string& from, const std::string& to) {
     std::string text = good;
-    const auto at = text.find(from);
+    const auto at = text.find(from, body);
     EXPECT_NE(at, std::string::npos) << from;
     text.replace(at, from.size(), to);
     try {
@@ -124,7 +127,7 @@ TEST(PlanYamlErrors, NameFileLineAndKey) {
     return std::string("no error");
   };
   auto line_of = [&](const std::string& needle) {
-    const auto at = good.find(needle);
+    const auto at = good.find(needle, body);
     return std::to_string(1 + std::count(good.begin(), good.begin() + static_cast<long>(at), '\n'));
   };
   EXPECT_EQ(error_of("mode: train", "mode: walk").rfind("p.yaml:" + line_of("mode: train") + ": key 'mode': unknown mode", 0), 0u)
@@ -135,7 +138,7 @@ TEST(PlanYamlErrors, NameFileLineAndKey) {
   EXPECT_NE(error_of("pipeline_axis: none", "pipeline_axis: rack").find("no mesh axis 'rack'"), std::string::npos);
   EXPECT_NE(error_of("[gpu]", "[tpu]").find("no mesh axis 'tpu'"), std::string::npos);
   EXPECT_NE(error_of("b: [gpu]", "q: [gpu]").find("has no loop 'q'"), std::string::npos);
-  EXPECT_NE(error_of("stage: 0", "stage: 1").find("not in 0..0"), std::string::npos);
+  EXPECT_NE(error_of("stage: 0,", "stage: 1,").find("not in 0..0"), std::string::npos);
   EXPECT_NE(error_of("name: /transformer/Gather_0", "name: nope").find("no node 'nope'"), std::string::npos);
   EXPECT_NE(error_of("format:", "formt:").find("key 'formt': unknown key"), std::string::npos);
   EXPECT_NE(error_of("strategy: dp", "strategy: [dp").find("p.yaml:"), std::string::npos);

@@ -72,7 +72,7 @@ TEST(SearchDeviceCounts, SevenDevicesCutTheBatchWhenSevenDividesIt) {
   const hardware::Cluster cluster = testing::cluster_of("dgx-a100", 1, 7);
   const SearchResult r = symtensor_search(g, cluster, StrategyOptions{});
   EXPECT_TRUE(evaluate_plan(g, cluster, r.plan).valid);
-  EXPECT_EQ(r.plan.mesh_factors, (std::vector<std::vector<int>>{{7}}));
+  EXPECT_EQ(r.plan.mesh_factors, (std::vector<std::vector<int>>{{1}, {7}}));  // per topology level
 }
 
 TEST(SearchDeviceCounts, SevenDevicesWithNothingDivisibleIsAClearError) {

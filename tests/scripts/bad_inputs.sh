@@ -253,7 +253,7 @@ if has shard; then
   bad shard "$M" -o out --dp 2 --bind batch=3,seq=8          # 3 samples on 2 replicas
   bad shard "$M" -o out --tp 2 --bind batch=0,seq=8
   bad shard "$M" -o out --tp 2 --bind batch=2                # seq not bound
-  bad shard "$M" -o out --pp 7 --bind batch=2,seq=8          # 2 layers on 7 stages
+  bad shard "$M" -o out --pp 500 --bind batch=2,seq=8        # more stages than operators
   bad shard "$M" -o "$in/a_file/out" --tp 2 --bind batch=2,seq=8
   bad shard "$M" -o out --tp 2 --bind batch=2,seq=8 --cluster no-such-profile
   bad shard "$M" -o out --tp 2 --bind batch=2,seq=8 --mutate nonsense

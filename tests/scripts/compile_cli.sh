@@ -10,6 +10,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 "$symtensor" models gpt2-small-tiny -o "$work/gpt.onnx" >/dev/null
 "$symtensor" models llama2-70b-tiny -o "$work/llama.onnx" >/dev/null
+"$symtensor" models gpt3-175b -o "$work/gpt3.onnx" >/dev/null   # weight-free
 bind="--bind batch=16,seq=32"
 
 # dp: summary table and plan.yaml
@@ -30,6 +31,19 @@ grep -q '^sequence_parallel: true' "$work/m/deep/plan.yaml" || fail "megatron: s
   --megatron tp=2,pp=2,sp=1,recompute=selective -o "$work/m2" >/dev/null
 cmp -s "$work/m/deep/plan.yaml" "$work/m2/plan.yaml" || fail "megatron: plan.yaml differs between two runs"
 
+# the default strategy is the SymTensor search; --onnx adds the sharded program
+out="$("$symtensor" compile "$work/gpt.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind -o "$work/sym" --onnx)"
+echo "$out" | grep -q "^strategy *symtensor" || fail "default strategy is not symtensor: $out"
+grep -q '^strategy: symtensor' "$work/sym/plan.yaml" || fail "symtensor: plan.yaml lacks the strategy"
+for f in emulation.onnx manifest.json stage_0.onnx; do
+  ls "$work/sym" | grep -q "^${f%.onnx}" || fail "--onnx: no $f in $(ls "$work/sym")"
+done
+# --allow-oom writes a plan that does not fit, and says so
+"$symtensor" compile "$work/gpt3.onnx" --cluster pcie-l4 --gpus 1 --bind batch=8,seq=2048 --strategy dp \
+  --allow-oom -o "$work/oom" >/dev/null 2>"$work/oom.err" || fail "--allow-oom failed"
+grep -q "does not fit" "$work/oom.err" || fail "--allow-oom: no warning"
+grep -q "fits: false" "$work/oom/plan.yaml" || fail "--allow-oom: plan.yaml does not say it does not fit"
+
 # zero3 and the plan read back: same plan, same prediction
 "$symtensor" compile "$work/gpt.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind --strategy zero3 -o "$work/z" >/dev/null
 "$symtensor" compile "$work/gpt.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind --plan "$work/z/plan.yaml" -o "$work/z2" >/dev/null
@@ -48,14 +62,16 @@ expect_error "tp=zero" compile "${common[@]}" --cluster dgx-a100 --megatron tp=z
 expect_error "attention heads" compile "${common[@]}" --cluster dgx-a100 --nodes 1 --megatron tp=8 -o "$work/e4"
 expect_error "must divide the 8 GPUs per node" compile "${common[@]}" --cluster dgx-a100 --megatron tp=3 -o "$work/e5"
 expect_error "unknown strategy 'best'" compile "${common[@]}" --cluster dgx-a100 --strategy best -o "$work/e6"
-expect_error "symtensor" compile "${common[@]}" --cluster dgx-a100 --strategy symtensor -o "$work/e7"
-expect_error "not bound" compile "$work/gpt.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 -o "$work/e8"
-for e in e1 e2 e3 e4 e5 e6 e7 e8; do
+# a model that fits no plan on one small GPU: the error names the need and the capacity
+expect_error "does not fit: .* per device at least, .* available on pcie-l4; about [0-9]* devices" \
+  compile "$work/gpt3.onnx" --cluster pcie-l4 --gpus 1 --bind batch=8,seq=2048 --strategy dp -o "$work/e7"
+expect_error "--bind" compile "$work/gpt.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 -o "$work/e8"
+for e in e1 e2 e3 e4 e5 e6 e7 e8; do  # e7: fits nowhere
   [ ! -e "$work/$e/plan.yaml" ] && [ ! -e "$work/$e/plan.yaml.tmp" ] || fail "$e: partial output left behind"
 done
 # an output directory that cannot be created or written
 touch "$work/file"
-expect_error "cannot create the output directory" compile "${common[@]}" --cluster dgx-a100 --nodes 1 --gpus 4 -o "$work/file/sub"
+expect_error "cannot create the output folder" compile "${common[@]}" --cluster dgx-a100 --nodes 1 --gpus 4 -o "$work/file/sub"
 mkdir "$work/ro" && chmod a-w "$work/ro"
 if [ "$(id -u)" != 0 ]; then
   expect_error "ro/plan.yaml" compile "${common[@]}" --cluster dgx-a100 --nodes 1 --gpus 4 -o "$work/ro"

@@ -78,7 +78,9 @@ check_report() {  # check_report DIR NAME SVG_CLASSES...
   for cls in "$@"; do
     grep -q "<svg[^>]*class=\"chart $cls\"" "$work/$name.dom" || fail "$name: the DOM has no <svg class=\"chart $cls\">"
   done
-  [ "$(grep -c '<rect' "$work/$name.dom")" -ge 5 ] || fail "$name: the DOM has fewer than 5 SVG rects"
+  local marks
+  marks="$(grep -oE '<(rect|path|polyline|circle|line)[ />]' "$work/$name.dom" | wc -l)"
+  [ "$marks" -ge 5 ] || fail "$name: the DOM has only $marks SVG marks (rect, path, polyline, circle, line)"
   chrome --hide-scrollbars --window-size=1200,2600 --screenshot="$work/$name.png" "file://$html" >/dev/null \
     || fail "$name: chromium --screenshot failed"
   [ -s "$work/$name.png" ] || fail "$name: no screenshot"
