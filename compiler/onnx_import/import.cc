@@ -70,12 +70,16 @@ void check_window_ranks(const onnx::GraphProto& graph, const std::string& source
     if (node.op_type().find("Conv") != std::string::npos)
       if (auto r = rank_of(weight)) agree(*r - 2, "the weight's rank");
     for (const auto& a : node.attribute()) {
-      if (a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations" || a.name() == "output_padding")
-        agree(a.ints_size(), "'" + a.name() + "'");
-      else if (a.name() == "pads") {
+      const bool positive = a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations";
+      if (positive || a.name() == "output_padding") agree(a.ints_size(), "'" + a.name() + "'");
+      if (a.name() == "pads") {
         if (a.ints_size() % 2 != 0) throw std::runtime_error(where + ": 'pads' has an odd length");
         agree(a.ints_size() / 2, "'pads'");
       }
+      for (auto v : a.ints())  // inference divides by strides and dilations
+        if (positive ? v < 1 : v < 0)
+          throw std::runtime_error(where + ": '" + a.name() + "' holds " + std::to_string(v) + ", expected " +
+                                   (positive ? "values >= 1" : "values >= 0"));
     }
     if (spatial && *spatial < 0) throw std::runtime_error(where + ": the input has fewer than 2 dims");
   }

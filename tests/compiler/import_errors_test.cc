@@ -128,6 +128,17 @@ TEST_F(ImportErrors, PoolWhoseStridesDisagreeWithItsKernel) {
   EXPECT_NE(msg.find("node 'pool0' (MaxPool): 'strides' gives 3 spatial dims"), std::string::npos) << msg;
 }
 
+TEST_F(ImportErrors, ZeroStrideIsRefusedBeforeInferenceDividesByIt) {
+  auto m = make_model();
+  add_input(m, "x", {std::string("batch"), std::int64_t{3}, std::int64_t{8}, std::int64_t{8}});
+  add_initializer(m, float_tensor("w", {4, 3, 3, 3}));
+  auto* conv = add_node(m, "Conv", {"x", "w"}, {"y"}, "conv0");
+  add_ints_attr(conv, "strides", {0, 1});
+  add_output(m, "y", {std::string("batch"), std::int64_t{4}, std::int64_t{6}, std::int64_t{6}});
+  const std::string msg = error_of(write("conv_stride.onnx", m.SerializeAsString()));
+  EXPECT_NE(msg.find("node 'conv0' (Conv): 'strides' holds 0, expected values >= 1"), std::string::npos) << msg;
+}
+
 TEST_F(ImportErrors, UnknownDomainIsOpaqueNotAnError) {
   auto m = relu_model();
   auto* op = m.add_opset_import();

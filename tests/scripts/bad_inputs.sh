@@ -249,7 +249,7 @@ if has shard; then
   bad shard "$in/missing.onnx" -o out --tp 2 --bind batch=2,seq=8
   bad shard "$in/garbage.onnx" -o out --tp 2 --bind batch=2,seq=8
   bad shard "$M" -o out --tp 0 --bind batch=2,seq=8
-  bad shard "$M" -o out --tp 3 --bind batch=2,seq=8          # 4 heads
+  robust shard "$M" -o out --tp 3 --bind batch=2,seq=8       # 4 heads: only the fused QKV (3h) divides
   bad shard "$M" -o out --dp 2 --bind batch=3,seq=8          # 3 samples on 2 replicas
   bad shard "$M" -o out --tp 2 --bind batch=0,seq=8
   bad shard "$M" -o out --tp 2 --bind batch=2                # seq not bound

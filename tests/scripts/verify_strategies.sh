@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The plans the strategies make, written as sharded ONNX by `symtensor compile --onnx`, are
+# proven equal to the original in ONNX Runtime by `symtensor verify` (rtol 1e-4): the zoo's
+# tiny models and the PyTorch exports, under symtensor, megatron (best, and fixed knobs with
+# pipeline stages), dp and zero3, on 2, 4, 6 and 8 devices (one node, and two nodes).
+# Usage: bash verify_strategies.sh SYMTENSOR_BINARY SOURCE_ROOT
+set -euo pipefail
+symtensor="$1"
+root="$2"
+if [ ! -d "$root/scripts/ort/node_modules/onnxruntime-node" ]; then
+  echo "onnxruntime-node is not installed: run scripts/install_deps.sh" >&2
+  exit 1
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+model_file() {
+  case "$1" in
+    torch:*) echo "$root/tests/data/torch/${1#torch:}.onnx" ;;
+    *) [ -f "$work/$1.onnx" ] || "$symtensor" models "$1" -o "$work/$1.onnx" >/dev/null; echo "$work/$1.onnx" ;;
+  esac
+}
+binds_of() {
+  case "$1" in
+    *vit*|*resnet*|*squeezenet*) echo "batch=$2" ;;
+    torch:*) echo "batch=$2,seq=6" ;;
+    *) echo "batch=$2,seq=8" ;;
+  esac
+}
+
+count=0
+check() {  # check MODEL NODES GPUS BATCH COMPILE_FLAGS...
+  local name="$1" nodes="$2" gpus="$3" batch="$4"; shift 4
+  local model dir bind
+  model="$(model_file "$name")"
+  dir="$work/out_$count"
+  bind="$(binds_of "$name" "$batch")"
+  "$symtensor" compile "$model" --cluster dgx-a100 --nodes "$nodes" --gpus "$gpus" --bind "$bind" "$@" \
+    --onnx -o "$dir" >"$work/compile.log" 2>&1 || { cat "$work/compile.log" >&2; fail "$name $*: compile failed"; }
+  "$symtensor" verify "$model" "$dir" --rtol 1e-4 >"$work/verify.log" 2>&1 \
+    || { cat "$work/verify.log" >&2; fail "$name ${nodes}x$gpus $*: verify failed"; }
+  grep -q "verify: OK" "$work/verify.log" || fail "$name $*: no OK line"
+  echo "$name ${nodes}x$gpus $* ($bind): $(ls "$dir" | grep -c '^stage_') stage files, $(grep -o 'max rel [0-9.e+-]*' "$work/verify.log" | sort -t' ' -k3 -g | tail -1)"
+  count=$((count + 1))
+}
+
+for name in gpt2-small-tiny llama2-70b-tiny mixtral-8x7b-tiny bert-large-tiny vit-l16-tiny resnet50-tiny; do
+  for strategy in symtensor megatron dp zero3; do
+    for gpus in 2 4 6 8; do check "$name" 1 "$gpus" 24 --strategy "$strategy"; done
+  done
+done
+for name in torch:gpt_tiny torch:resnet_tiny torch:squeezenet; do
+  for strategy in symtensor megatron dp zero3; do
+    for gpus in 2 6; do check "$name" 1 "$gpus" 12 --strategy "$strategy"; done
+  done
+done
+# Megatron's layout with pipeline stages, tensor and sequence parallelism, on one node and
+# across two (the pipeline on the node axis).
+for name in llama2-70b-tiny mixtral-8x7b-tiny bert-large-tiny vit-l16-tiny; do
+  check "$name" 1 8 24 --megatron tp=2,pp=2,sp=1
+  check "$name" 2 2 24 --megatron tp=2,pp=2
+  check "$name" 1 6 24 --megatron pp=2
+done
+check gpt2-small-tiny 1 8 24 --megatron pp=2
+check gpt2-small-tiny 2 4 24 --megatron pp=2,vp=1
+echo "verify_strategies: $count plans verified"
