@@ -70,12 +70,12 @@ GiNaC::ex flat_expr(Collective kind, CollectiveAlgorithm algorithm, const std::v
       default: return (p - 1) * alpha + n / br;
     }
   }
-  switch (kind) {
-    case Collective::all_reduce: return 2 * k * alpha + 2 * n / br;
+  switch (kind) {  // tree: one partner per step, on its own link (collectives.cc)
+    case Collective::all_reduce: return 2 * k * alpha + 2 * n / bs;
     case Collective::all_gather:
-    case Collective::reduce_scatter: return k * alpha + f * n / br;
+    case Collective::reduce_scatter: return k * alpha + f * n / bs;
     case Collective::all_to_all: return k * alpha + k * n / (2 * bs);
-    default: return k * alpha + n / br;
+    default: return k * alpha + n / bs;
   }
 }
 

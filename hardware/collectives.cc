@@ -80,12 +80,15 @@ double flat_time(Collective kind, CollectiveAlgorithm algorithm, const FlatLinks
       default: return (p - 1) * a + n / g.bandwidth_rails;  // broadcast, reduce
     }
   }
-  switch (kind) {  // tree
-    case Collective::all_reduce: return 2 * logp * a + 2 * n / g.bandwidth_rails;
+  // Tree: recursive doubling / halving, binomial trees. Each step pairs a GPU with one
+  // partner, so a step that leaves the node runs on that GPU's own link: unlike a ring's
+  // channels, no aggregation over the node's NICs (bandwidth_single, not bandwidth_rails).
+  switch (kind) {
+    case Collective::all_reduce: return 2 * logp * a + 2 * n / g.bandwidth_single;
     case Collective::all_gather:
-    case Collective::reduce_scatter: return logp * a + frac * n / g.bandwidth_rails;
+    case Collective::reduce_scatter: return logp * a + frac * n / g.bandwidth_single;
     case Collective::all_to_all: return logp * a + logp * n / (2 * g.bandwidth_single);
-    default: return logp * a + n / g.bandwidth_rails;  // broadcast, reduce
+    default: return logp * a + n / g.bandwidth_single;  // broadcast, reduce
   }
 }
 

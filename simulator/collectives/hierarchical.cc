@@ -5,8 +5,6 @@
 //   2[(g-1)α1 + (g-1)/g·S/B1] + 2(n-1)α2 + 2(n-1)/n·(S/g)/B2 with ring steps.
 // all-gather: across (S/g) then inside (S); reduce-scatter: inside (S) then across (S/g).
 // Other collectives use the flat ring.
-#include <map>
-
 #include "simulator/collectives/phases.h"
 
 namespace symtensor::sim {
@@ -14,32 +12,21 @@ namespace symtensor::sim {
 Phases hierarchical_phases(hardware::Collective kind, const std::vector<int>& ranks, const MeshAxes& axes,
                            double bytes) {
   using C = hardware::Collective;
-  int p = static_cast<int>(ranks.size());
-  int outer_level = 0;
-  for (int r : ranks) outer_level = std::max(outer_level, link_level(axes, ranks.front(), r));
-  // Key of a member's inner group: its coordinates on the axes of the outermost level.
-  std::map<std::vector<int>, std::vector<int>> inner_groups;
-  for (int i = 0; i < p; ++i) {
-    std::vector<int> key;
-    for (const auto& a : axes)
-      if (a.level >= outer_level) key.push_back(coordinate(a, ranks[i]));
-    inner_groups[key].push_back(i);
-  }
-  int n = static_cast<int>(inner_groups.size());
-  int g = p / n;
-  bool uniform = true;
-  for (const auto& [key, members] : inner_groups) uniform = uniform && static_cast<int>(members.size()) == g;
-  if (outer_level == 0 || n == 1 || g == 1 || !uniform ||
+  const int p = static_cast<int>(ranks.size());
+  const NodeGroups nodes = node_groups(ranks, axes);
+  const int n = static_cast<int>(nodes.inner.size());
+  const int g = nodes.g();
+  if (n == 1 || g == 1 || !nodes.uniform ||
       (kind != C::all_reduce && kind != C::all_gather && kind != C::reduce_scatter))
     return ring_phases(kind, p, bytes);
 
   std::vector<std::vector<int>> outer_groups(g);
-  for (const auto& [key, members] : inner_groups)
+  for (const auto& members : nodes.inner)
     for (int j = 0; j < g; ++j) outer_groups[j].push_back(members[j]);
 
   auto inside = [&](C k, double s) {
     Phases out;
-    for (const auto& [key, members] : inner_groups) merge_concurrent(out, remap(ring_phases(k, g, s), members));
+    for (const auto& members : nodes.inner) merge_concurrent(out, remap(ring_phases(k, g, s), members));
     return out;
   };
   auto across = [&](C k, double s) {

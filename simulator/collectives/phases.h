@@ -23,8 +23,24 @@ void merge_concurrent(Phases& into, const Phases& more);
 // Renumbers a sub-group's transfers: member i of the sub-group is `members[i]` of the group.
 Phases remap(const Phases& phases, const std::vector<int>& members);
 
+// The members of a group split by its outermost topology level: `inner[k]` holds the
+// member indices of one node (ascending), n = inner.size() nodes of g members each when
+// `uniform`. A group inside one node has one inner group.
+struct NodeGroups {
+  std::vector<std::vector<int>> inner;
+  bool uniform = true;
+  int g() const { return inner.empty() ? 0 : static_cast<int>(inner.front().size()); }
+};
+NodeGroups node_groups(const std::vector<int>& ranks, const MeshAxes& axes);
+
 // One file per algorithm. `p` members, S = `bytes` as nccl-tests defines it.
 Phases ring_phases(hardware::Collective kind, int p, double bytes);
+// A ring over several nodes as NCCL runs it: g rings (channels) side by side, each with S/g,
+// the order inside every node rotated per ring so that each ring leaves a node through a
+// different GPU, hence a different NIC. Falls back to one ring inside a node or when the
+// nodes hold different numbers of members.
+Phases multi_ring_phases(hardware::Collective kind, const std::vector<int>& ranks, const MeshAxes& axes,
+                         double bytes);
 Phases tree_phases(hardware::Collective kind, int p, double bytes);      // recursive halving/doubling, binomial
 Phases pairwise_all_to_all(int p, double bytes);
 // Two levels: inside each inner group (same outer coordinates), then across them.

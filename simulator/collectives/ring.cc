@@ -37,4 +37,21 @@ Phases ring_phases(hardware::Collective kind, int p, double bytes) {
   throw std::logic_error("ring_phases: unknown collective");
 }
 
+Phases multi_ring_phases(hardware::Collective kind, const std::vector<int>& ranks, const MeshAxes& axes,
+                         double bytes) {
+  const int p = static_cast<int>(ranks.size());
+  const NodeGroups nodes = node_groups(ranks, axes);
+  const int g = nodes.g();
+  if (nodes.inner.size() < 2 || g < 2 || !nodes.uniform) return ring_phases(kind, p, bytes);
+  Phases out;
+  for (int channel = 0; channel < g; ++channel) {
+    std::vector<int> order;
+    order.reserve(p);
+    for (const auto& members : nodes.inner)
+      for (int i = 0; i < g; ++i) order.push_back(members[(channel + i) % g]);
+    merge_concurrent(out, remap(ring_phases(kind, p, bytes / g), order));
+  }
+  return out;
+}
+
 }  // namespace symtensor::sim

@@ -1,5 +1,7 @@
 // Collectives (rendezvous of the group, then phases of flows) and pipeline send/recv.
 #include <algorithm>
+#include <map>
+#include <utility>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -29,19 +31,29 @@ FlowPlan Engine::build_plan(int rank_class, int task, int rank, bool dedupe) {
   plan.reserve(phases.size());
   for (const Phase& phase : phases) {
     std::vector<FlowSpec> specs;
-    for (const Transfer& tr : phase) {
-      int src = members[tr.src], dst = members[tr.dst];
-      FlowSpec spec{entity_of_rank(src), entity_of_rank(dst), link_level(program_.mesh, src, dst), tr.bytes};
-      // Symmetric mode: every member sends at most one transfer per phase, so one flow per
-      // (sending class, level) stands for all of that class's members.
-      if (dedupe && std::any_of(specs.begin(), specs.end(), [&](const FlowSpec& s) {
-            return s.src == spec.src && s.level == spec.level;
-          })) {
-        for (auto& s : specs)
-          if (s.src == spec.src && s.level == spec.level && spec.bytes > s.bytes) s = spec;
-        continue;
+    if (!dedupe) {
+      for (const Transfer& tr : phase) {
+        const int src = members[tr.src], dst = members[tr.dst];
+        specs.push_back({entity_of_rank(src), entity_of_rank(dst), link_level(program_.mesh, src, dst), tr.bytes});
       }
-      specs.push_back(spec);
+      plan.push_back(std::move(specs));
+      continue;
+    }
+    // Symmetric mode: one flow per (sending class, level) stands for every member of that
+    // class. A member may send several transfers on one level in a phase (a ring per
+    // channel): they are summed per member first, then the class takes its busiest member.
+    std::map<std::pair<int, int>, FlowSpec> per_member;  // (member, level)
+    for (const Transfer& tr : phase) {
+      const int src = members[tr.src], dst = members[tr.dst];
+      const int level = link_level(program_.mesh, src, dst);
+      auto [it, fresh] = per_member.try_emplace({tr.src, level}, FlowSpec{entity_of_rank(src), entity_of_rank(dst), level, 0});
+      it->second.bytes += tr.bytes;
+    }
+    for (const auto& [key, spec] : per_member) {
+      auto same = std::find_if(specs.begin(), specs.end(),
+                               [&](const FlowSpec& s) { return s.src == spec.src && s.level == spec.level; });
+      if (same == specs.end()) specs.push_back(spec);
+      else if (spec.bytes > same->bytes) *same = spec;
     }
     plan.push_back(std::move(specs));
   }

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include "simulator/collectives/phases.h"
@@ -70,11 +71,13 @@ TEST(Collectives, HierarchicalAllReduceMatchesTwoLevelFormula) {
                 expected, 1e-12);
 }
 
-TEST(Collectives, FlatRingAcrossNodesIsPacedByTheNic) {
-  // 16 ranks on 2 nodes: every ring step waits for the inter-node transfer of S/16:
-  // 2·15·(α2 + S/16/B2).
+TEST(Collectives, FlatRingAcrossNodesRunsOneRingPerGpuAndIsPacedByTheNics) {
+  // 16 ranks on 2 nodes, as NCCL runs it: 8 rings (channels) of S/8, each leaving a node
+  // through a different GPU's NIC. In every step each GPU sends S/128 on each ring: one
+  // transfer on its NIC (α2 = 10 us, B2 = 25 GB/s) and 7 on NVLink (α1 = 2 us, B1 = 100 GB/s,
+  // shared by the 7): the step lasts max(α2 + S/128/B2, α1 + 7·S/128/B1), 30 steps.
   double S = 1.6e9;
-  double expected = 30 * (10e-6 + S / 16 / 25e9);
+  double expected = 30 * std::max(10e-6 + S / 128 / 25e9, 2e-6 + 7 * S / 128 / 100e9);
   MeshAxes mesh{{"dp", 2, 1, 8}, {"tp", 8, 0, 1}};
   for (SimMode mode : {SimMode::symmetric, SimMode::full})
     EXPECT_NEAR(collective_seconds(mesh, Collective::all_reduce, S, {"dp", "tp"}, CollectiveAlgorithm::ring, 2, mode),
