@@ -39,15 +39,24 @@ std::string one_line(const std::string& text) {
 // ONNX 1.12's convolution/pooling shape inference indexes `pads`, `strides`, `dilations`
 // and the weight's dims by the input's spatial rank without checking them against each
 // other, and crashes on a model where they disagree (found by fuzzing): refuse such nodes
-// first, from what is known before inference (attributes, initializer and graph-input ranks).
+// first, from what is known before inference (attributes and the declared ranks).
 void check_window_ranks(const onnx::GraphProto& graph, const std::string& source) {
   static const std::set<std::string> windowed = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv",
                                                  "MaxPool", "AveragePool", "LpPool", "MaxUnpool"};
+  // Every rank declared for a value must agree (an output may repeat an input's name, and
+  // inference then merges the two declarations).
   std::map<std::string, int> known_rank;
-  for (const auto& t : graph.initializer()) known_rank[t.name()] = t.dims_size();
-  for (const auto& v : graph.input())
-    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
-      known_rank[v.name()] = v.type().tensor_type().shape().dim_size();
+  auto declare = [&](const std::string& name, int rank) {
+    const auto [it, fresh] = known_rank.emplace(name, rank);
+    if (!fresh && it->second != rank)
+      throw std::runtime_error(source + ": tensor '" + name + "' is declared with rank " + std::to_string(it->second) +
+                               " and with rank " + std::to_string(rank));
+  };
+  for (const auto& t : graph.initializer()) declare(t.name(), t.dims_size());
+  for (const auto* values : {&graph.input(), &graph.output(), &graph.value_info()})
+    for (const auto& v : *values)
+      if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+        declare(v.name(), v.type().tensor_type().shape().dim_size());
   for (const auto& node : graph.node()) {
     if (node.domain() != "" && node.domain() != "ai.onnx") continue;
     if (!windowed.count(node.op_type())) continue;

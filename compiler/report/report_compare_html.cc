@@ -118,8 +118,9 @@ std::string compare_html(const CompareResults& r) {
   std::vector<MemoryGroup> memory;
   for (const auto& s : r.strategies) {
     if (!s.ok) continue;
-    bars.push_back({s.label + " (" + s.evaluator().substr(0, 3) + ")", breakdown_values(s)});
-    memory.push_back({s.label, s.stage_peak_memory()});
+    // Charts name the strategy only; its knobs are in the table above.
+    bars.push_back({s.strategy + " (" + s.evaluator().substr(0, 3) + ")", breakdown_values(s)});
+    memory.push_back({s.strategy, s.stage_peak_memory()});
   }
   body += "<h2>Step-time breakdown</h2>\n<p class=\"note\">Simulated plans (sim) break the critical stage down "
           "into compute, exposed communication (all collectives and sends), idle/bubble and optimizer; analytic "

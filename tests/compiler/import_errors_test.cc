@@ -139,6 +139,18 @@ TEST_F(ImportErrors, ZeroStrideIsRefusedBeforeInferenceDividesByIt) {
   EXPECT_NE(msg.find("node 'conv0' (Conv): 'strides' holds 0, expected values >= 1"), std::string::npos) << msg;
 }
 
+TEST_F(ImportErrors, ValueDeclaredWithTwoRanks) {
+  // A graph output reusing the input's name with another rank (a fuzzer find: inference
+  // merged the two and the Conv reading it crashed ONNX).
+  auto m = make_model();
+  add_input(m, "x", {std::string("batch"), std::int64_t{3}, std::int64_t{8}, std::int64_t{8}});
+  add_initializer(m, float_tensor("w", {4, 3, 3, 3}));
+  add_node(m, "Conv", {"x", "w"}, {"y"}, "conv0");
+  add_output(m, "x", {std::string("batch"), std::int64_t{5}});
+  const std::string msg = error_of(write("two_ranks.onnx", m.SerializeAsString()));
+  EXPECT_NE(msg.find("tensor 'x' is declared with rank 4 and with rank 2"), std::string::npos) << msg;
+}
+
 TEST_F(ImportErrors, UnknownDomainIsOpaqueNotAnError) {
   auto m = relu_model();
   auto* op = m.add_opset_import();
