@@ -9,7 +9,37 @@
 namespace symtensor::compiler {
 namespace {
 
-bool is_activation(const Tensor& t) { return t.producer != kNone && !t.is_constant && !t.is_parameter; }
+// Per tensor: an activation, i.e. what a stage boundary carries. Values computed only
+// from graph inputs and constants (a causal mask made from position ids) can be made by
+// every stage from the inputs, and values computed only from parameters and constants (a
+// tied embedding's transpose) are weight-like: neither is an activation. A value mixing
+// inputs and weights, or made from an activation, is one. Shape and Size read no data.
+std::vector<bool> activations(const Graph& g, const std::vector<NodeId>& order) {
+  enum Kind : char { fixed, input_like, activation };
+  std::vector<Kind> kind(g.tensors().size(), fixed);
+  for (TensorId t = 0; t < static_cast<TensorId>(g.tensors().size()); ++t) {
+    const Tensor& tensor = g.tensor(t);
+    if (tensor.producer == kNone && tensor.is_graph_input && !tensor.is_parameter && !tensor.is_constant)
+      kind[t] = input_like;
+  }
+  for (NodeId id : order) {
+    const Node& node = g.node(id);
+    bool any_activation = false, any_input = false, any_weight = false;
+    for (TensorId t : node.inputs) {
+      if (t == kNone) continue;
+      any_activation |= kind[t] == activation;
+      any_input |= kind[t] == input_like;
+      any_weight |= g.tensor(t).is_parameter;
+    }
+    Kind out = any_activation || (any_input && any_weight) ? activation : any_input ? input_like : fixed;
+    if (node.op_type == "Shape" || node.op_type == "Size") out = fixed;
+    for (TensorId t : node.outputs)
+      if (t != kNone) kind[t] = g.tensor(t).is_constant || g.tensor(t).is_parameter ? fixed : out;
+  }
+  std::vector<bool> result(kind.size());
+  for (std::size_t t = 0; t < kind.size(); ++t) result[t] = kind[t] == activation;
+  return result;
+}
 
 }  // namespace
 
@@ -17,13 +47,14 @@ std::vector<int> stage_boundary_candidates(const NumericGraph& ng, double micro_
   const Graph& g = ng.graph();
   const std::vector<NodeId> order = g.topological_order();
   const int n = static_cast<int>(order.size());
+  const std::vector<bool> activation = activations(g, order);
   std::vector<int> position(g.nodes().size());
   for (int i = 0; i < n; ++i) position[order[i]] = i;
   // live[k]: bytes produced before position k and consumed at or after it.
   std::vector<double> delta(n + 1, 0.0);
   for (TensorId t = 0; t < static_cast<TensorId>(g.tensors().size()); ++t) {
     const Tensor& tensor = g.tensor(t);
-    if (!is_activation(tensor) || !is_floating(tensor.dtype) || tensor.consumers.empty()) continue;
+    if (!activation[t] || !is_floating(tensor.dtype) || tensor.consumers.empty()) continue;
     const int from = position[tensor.producer] + 1;
     int to = from;
     for (NodeId c : tensor.consumers) to = std::max(to, position[c] + 1);
@@ -101,12 +132,13 @@ StageSplit split_pipeline_stages(const NumericGraph& ng, const std::vector<doubl
     while (s < static_cast<int>(best.size()) && i >= best[s]) ++s;
     split.stage_of_node[order[i]] = s;
   }
-  // Nodes without activation inputs (constants, shape arithmetic, embeddings) go with
-  // their first consumer, so that nothing but activations crosses a boundary.
+  // Nodes without activation inputs (constants, shape arithmetic, embeddings, weight-like
+  // values) go with their first consumer, so that nothing but activations crosses a boundary.
+  const std::vector<bool> activation = activations(g, order);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const Node& node = g.node(*it);
     bool fed = false;
-    for (TensorId t : node.inputs) fed |= t != kNone && is_activation(g.tensor(t));
+    for (TensorId t : node.inputs) fed |= t != kNone && activation[t];
     if (fed) continue;
     int first = std::numeric_limits<int>::max();
     for (TensorId t : node.outputs)

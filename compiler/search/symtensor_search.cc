@@ -66,6 +66,7 @@ class Search {
     const long long B = static_cast<long long>(batch);
     if (B < 1 || static_cast<double>(B) != batch) throw std::runtime_error(name + ": the batch must be a positive integer");
     train_ = options_.mode == ExecutionMode::train;
+    stage_boundaries_ = static_cast<int>(stage_boundary_candidates(ng_, 1).size());
 
     std::string last_error;
     for (double memory_weight : {0.0, -1.0}) {
@@ -108,9 +109,8 @@ class Search {
         outer = cluster_.levels[l].size;
         break;
       }
-    const int boundaries = static_cast<int>(stage_boundary_candidates(ng_, 1).size());
     for (int d : divisors(outer))
-      if (d > 1 && d <= boundaries + 1) out.push_back(d);
+      if (d > 1 && d <= stage_boundaries_ + 1) out.push_back(d);
     return out;
   }
 
@@ -187,16 +187,32 @@ class Search {
     const LevelContext ctx = context(mesh, m);
     const LevelSearchResult levels = search_levels(ctx, axes, search_.solver);
     complete_plan(plan, levels.heavy_cuts, mesh, pp);
-    plan.schedule = pp > 1 ? Schedule::one_f_one_b : Schedule::one_f_one_b;
+    plan.schedule = Schedule::one_f_one_b;
+    // Interleaving (Megatron's virtual stages): v chunks per device cut the bubble to
+    // (p-1)/(v·m) and add v times the pipeline sends. Needs m a multiple of p and enough
+    // stage boundaries for p·v chunks; v grows while the best plan of this (p, m) improves.
     std::vector<int> vps{1};
-    if (pp > 1 && m % pp == 0) vps.push_back(2);
-    const std::vector<std::pair<RecomputePolicy, int>> memory_ladder =
-        train_ ? std::vector<std::pair<RecomputePolicy, int>>{{RecomputePolicy::none, 0},      {RecomputePolicy::none, 1},
-                                                             {RecomputePolicy::selective, 1}, {RecomputePolicy::full, 1},
-                                                             {RecomputePolicy::selective, 3}, {RecomputePolicy::full, 3}}
-               : std::vector<std::pair<RecomputePolicy, int>>{{RecomputePolicy::none, 0}};
+    if (pp > 1 && m % pp == 0)
+      for (int v : {2, 3, 4, 6, 8, 12, 16, 24, 32})
+        if (pp * v <= stage_boundaries_ + 1) vps.push_back(v);
+    // Memory options, cheapest first. Once one fits, an option with no less recomputation
+    // and no less ZeRO sharding can only be slower and is skipped; the others (e.g. ZeRO-3
+    // without recomputation after selective recomputation with ZeRO-1 fits) are priced too.
+    std::vector<std::pair<RecomputePolicy, int>> memory_options{{RecomputePolicy::none, 0}};
+    if (train_) {
+      memory_options.clear();
+      for (RecomputePolicy r : {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full})
+        for (int zero : {0, 1, 2, 3}) memory_options.emplace_back(r, zero);
+    }
+    double best_of_previous_vp = std::numeric_limits<double>::infinity();
     for (int vp : vps) {
-      for (const auto& [recompute, zero] : memory_ladder) {
+      double best_of_vp = std::numeric_limits<double>::infinity();
+      std::vector<std::pair<RecomputePolicy, int>> fitting;
+      for (const auto& [recompute, zero] : memory_options) {
+        const bool dominated = std::any_of(fitting.begin(), fitting.end(), [&](const auto& f) {
+          return static_cast<int>(f.first) <= static_cast<int>(recompute) && f.second <= zero;
+        });
+        if (dominated) continue;
         Plan p = plan;
         p.virtual_stages = vp;
         p.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
@@ -212,32 +228,43 @@ class Search {
           best_levels_ = levels.heavy_cuts;
           best_objective_ = levels.objective;
         }
-        if (e.estimate.fits) break;  // the ladder only adds time from here
+        if (e.estimate.fits) {
+          fitting.emplace_back(recompute, zero);
+          best_of_vp = std::min(best_of_vp, e.estimate.step_time_s);
+        }
       }
+      if (vp > 1 && !(best_of_vp < best_of_previous_vp)) break;
+      best_of_previous_vp = best_of_vp;
     }
   }
 
-  // Pure data parallelism is one point of the space the level step can miss: a myopic
-  // choice on one axis (a projection cut on its output features) is paid for by the
-  // redistributions it forces later. It is priced like any candidate and, when better,
-  // becomes the start of the refinement. No seed when the batch does not divide.
+  // Pure data parallelism (with the least ZeRO stage that fits) is one point of the space
+  // the level step can miss: a myopic choice on one axis (a projection cut on its output
+  // features) is paid for by the redistributions it forces later. It is priced like any
+  // candidate and, when better, becomes the start of the refinement. No seed when the
+  // batch does not divide.
   void consider_data_parallel_seed(const std::string& name) {
     if (search_.solver == LevelSolver::ilp) return;  // the ILP check judges the level step alone
-    Plan p;
-    try {
-      p = make_data_parallel_plan(g_, cluster_, options_, 0);
-    } catch (const std::exception&) {
-      return;
+    for (int zero : {0, 1, 2, 3}) {
+      if (!train_ && zero > 0) break;
+      Plan p;
+      try {
+        p = make_data_parallel_plan(g_, cluster_, options_, zero);
+      } catch (const std::exception&) {
+        return;
+      }
+      p.strategy = name;
+      const Evaluation e = evaluate_plan(g_, cluster_, p);
+      ++evaluations_;
+      if (e.valid && e.better_than(best_)) {
+        best_ = e;
+        best_plan_ = p;
+        best_knobs_ = {1, p.micro_batches, 1, p.recompute, p.zero_stage};
+        best_levels_.assign(folded_.heavy.size(), NodeCut{});
+        for (std::size_t h = 0; h < folded_.heavy.size(); ++h) best_levels_[h] = p.node_cuts[folded_.heavy[h]];
+      }
+      if (e.valid && e.estimate.fits) break;  // more sharding only adds communication
     }
-    p.strategy = name;
-    const Evaluation e = evaluate_plan(g_, cluster_, p);
-    ++evaluations_;
-    if (!e.valid || !e.better_than(best_)) return;
-    best_ = e;
-    best_plan_ = p;
-    best_knobs_ = {1, p.micro_batches, 1, p.recompute, p.zero_stage};
-    best_levels_.assign(folded_.heavy.size(), NodeCut{});
-    for (std::size_t h = 0; h < folded_.heavy.size(); ++h) best_levels_[h] = p.node_cuts[folded_.heavy[h]];
   }
 
   static int pipeline_axis_id(const std::vector<std::vector<int>>& factors) {
@@ -357,6 +384,7 @@ class Search {
   std::vector<IterationSpace> spaces_;
   Plan skeleton_;
   bool train_ = true;
+  int stage_boundaries_ = 0;  // places a pipeline stage may end
   double memory_weight_ = 0;
   Evaluation best_;
   Plan best_plan_;

@@ -75,8 +75,17 @@ TEST(SearchDeviceCounts, SevenDevicesCutTheBatchWhenSevenDividesIt) {
   EXPECT_EQ(r.plan.mesh_factors, (std::vector<std::vector<int>>{{1}, {7}}));  // per topology level
 }
 
-TEST(SearchDeviceCounts, SevenDevicesWithNothingDivisibleIsAClearError) {
+TEST(SearchDeviceCounts, SevenDevicesWithNothingDivisibleMakeASevenStagePipeline) {
+  // No loop divides by 7, but two layers have enough boundaries for 7 pipeline stages.
   Graph g = testing::zoo_graph("gpt2-small", small(2, 512, 8), 16, 256);
+  const hardware::Cluster cluster = testing::cluster_of("dgx-a100", 1, 7);
+  const SearchResult r = symtensor_search(g, cluster, StrategyOptions{});
+  EXPECT_TRUE(evaluate_plan(g, cluster, r.plan).valid);
+  EXPECT_EQ(r.plan.pipeline_stages(), 7);
+}
+
+TEST(SearchDeviceCounts, SevenDevicesWithNothingDivisibleAndTooFewLayersIsAClearError) {
+  Graph g = testing::zoo_graph("gpt2-small", small(1, 512, 8), 16, 256);
   const hardware::Cluster cluster = testing::cluster_of("dgx-a100", 1, 7);
   try {
     symtensor_search(g, cluster, StrategyOptions{});
