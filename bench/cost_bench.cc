@@ -44,8 +44,11 @@ Workload& gpt3_on_1024() {
     compiler::ImportOptions import;
     import.warn_opaque = false;
     import.bindings = {{"batch", 1536}, {"seq", 2048}};
-    w->graph = compiler::import_onnx_model(models::build_model(models::preset_config("gpt3-175b")), "gpt3-175b",
-                                           import);
+    // Megatron-LM pads the vocabulary to a multiple of 128 x TP (51,200 for GPT-3), so
+    // that its vocabulary-parallel head splits evenly.
+    models::ModelConfig config = models::preset_config("gpt3-175b");
+    config.vocab = 51200;
+    w->graph = compiler::import_onnx_model(models::build_model(config), "gpt3-175b", import);
     w->cluster = hardware::scale_cluster(hardware::load_cluster("dgx-a100"), 128, std::nullopt);
     w->options.megatron = kKnobs;
     w->plan = compiler::make_plan("megatron", w->graph, w->cluster, w->options);

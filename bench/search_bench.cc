@@ -14,11 +14,15 @@ namespace {
 
 using namespace symtensor;
 
+// The vocabulary padded to 51,200 as Megatron-LM pads it (a multiple of 128 x TP), so that
+// Megatron's vocabulary-parallel head splits evenly: the judge at its best.
 compiler::Graph import_preset(const std::string& preset, double batch, double seq) {
   compiler::ImportOptions o;
   o.bindings = {{"batch", batch}, {"seq", seq}};
   o.warn_opaque = false;
-  return compiler::import_onnx_model(models::build_model(models::preset_config(preset)), preset, o);
+  models::ModelConfig config = models::preset_config(preset);
+  config.vocab = 51200;
+  return compiler::import_onnx_model(models::build_model(config), preset, o);
 }
 
 compiler::Graph& gpt3() {

@@ -37,8 +37,8 @@ StateBytes model_state_bytes(int zero_stage, double n, bool train) {
 
 class Analyzer {
  public:
-  Analyzer(Graph& graph, const hardware::Cluster& cluster, const Plan& plan)
-      : graph_(graph), cluster_(cluster), plan_(plan), mesh_(plan_mesh(plan, cluster)), ng_(graph),
+  Analyzer(Graph& graph, const hardware::Cluster& cluster, const Plan& plan, const NumericGraph& ng)
+      : graph_(graph), cluster_(cluster), plan_(plan), mesh_(plan_mesh(plan, cluster)), ng_(ng),
         axis_sizes_(numeric_axis_sizes(mesh_)) {}
 
   PlanAnalysis run() {
@@ -400,7 +400,7 @@ class Analyzer {
   const hardware::Cluster& cluster_;
   const Plan& plan_;
   hardware::DeviceMesh mesh_;
-  NumericGraph ng_;
+  const NumericGraph& ng_;
   AxisSizes axis_sizes_;
   double batch_ = 0;
   double activation_bytes_ = 2;
@@ -411,7 +411,12 @@ class Analyzer {
 }  // namespace
 
 PlanAnalysis analyze_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {
-  return Analyzer(graph, cluster, plan).run();
+  const NumericGraph ng(graph);
+  return analyze_plan(graph, cluster, plan, ng);
+}
+
+PlanAnalysis analyze_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan, const NumericGraph& ng) {
+  return Analyzer(graph, cluster, plan, ng).run();
 }
 
 }  // namespace symtensor::compiler

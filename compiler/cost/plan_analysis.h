@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/cost/numeric_graph.h"
 #include "compiler/ir/graph.h"
 #include "compiler/plan/plan.h"
 #include "hardware/collectives.h"
@@ -67,5 +68,8 @@ struct PlanAnalysis {
 // Throws (one line) when the plan does not fit the graph (sizes, unknown axes, a cut of a
 // dim that does not divide).
 PlanAnalysis analyze_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan);
+// The same with the graph's compiled numeric form made once by the caller (a search that
+// prices many plans of one graph): `ng` must be NumericGraph(graph).
+PlanAnalysis analyze_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan, const NumericGraph& ng);
 
 }  // namespace symtensor::compiler

@@ -32,6 +32,7 @@ MegatronSearchResult megatron_search(Graph& graph, const hardware::Cluster& clus
   const long long B = static_cast<long long>(skeleton.global_batch);
   const int devices = cluster.num_devices();
   const bool train = options.mode == ExecutionMode::train;
+  const NumericGraph ng(graph);  // compiled once for every configuration priced below
 
   MegatronSearchResult best;
   Evaluation best_eval;
@@ -72,7 +73,7 @@ MegatronSearchResult megatron_search(Graph& graph, const hardware::Cluster& clus
                 p.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
                 p.recompute = policies[r];
                 p.distributed_optimizer = d == 1;
-                const Evaluation e = evaluate_plan(graph, cluster, p);
+                const Evaluation e = evaluate_plan(graph, cluster, p, ng);
                 ++best.evaluations;
                 if (!e.valid) {
                   last_error = e.error;

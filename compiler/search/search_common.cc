@@ -56,9 +56,14 @@ bool Evaluation::better_than(const Evaluation& other) const {
 }
 
 Evaluation evaluate_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {
+  const NumericGraph ng(graph);
+  return evaluate_plan(graph, cluster, plan, ng);
+}
+
+Evaluation evaluate_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan, const NumericGraph& ng) {
   Evaluation e;
   try {
-    const PlanAnalysis a = analyze_plan(graph, cluster, plan);
+    const PlanAnalysis a = analyze_plan(graph, cluster, plan, ng);
     e.estimate = estimate_step(a, plan, cluster);
     e.valid = true;
   } catch (const std::exception& ex) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/step_estimate.h"
 #include "compiler/ir/graph.h"
 #include "compiler/plan/plan.h"
@@ -29,5 +30,7 @@ struct Evaluation {
 };
 
 Evaluation evaluate_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan);
+// With the graph's numeric form made once (`ng` = NumericGraph(graph)): what searches call.
+Evaluation evaluate_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan, const NumericGraph& ng);
 
 }  // namespace symtensor::compiler

@@ -175,7 +175,9 @@ class Search {
     plan.stage_of_node = split.stage_of_node;
   }
 
-  void consider(int pp, int m) {
+  // Prices the plans of one (pipeline depth, micro-batch count); returns the best step
+  // time among those that fit (infinity when none does).
+  double consider(int pp, int m) {
     Plan plan = skeleton_;
     plan.mesh_factors = search_mesh_factors(cluster_, pp);
     plan.pipeline_axis = pp > 1 ? pipeline_axis_id(plan.mesh_factors) : -1;
@@ -195,47 +197,45 @@ class Search {
     if (pp > 1 && m % pp == 0)
       for (int v : {2, 3, 4, 6, 8, 12, 16, 24, 32})
         if (pp * v <= stage_boundaries_ + 1) vps.push_back(v);
-    // Memory options, cheapest first. Once one fits, an option with no less recomputation
-    // and no less ZeRO sharding can only be slower and is skipped; the others (e.g. ZeRO-3
-    // without recomputation after selective recomputation with ZeRO-1 fits) are priced too.
-    std::vector<std::pair<RecomputePolicy, int>> memory_options{{RecomputePolicy::none, 0}};
-    if (train_) {
-      memory_options.clear();
-      for (RecomputePolicy r : {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full})
-        for (int zero : {0, 1, 2, 3}) memory_options.emplace_back(r, zero);
-    }
+    // Memory options: recomputation (none, selective, full) x ZeRO stage (0..3). Memory
+    // falls and time grows along both, so only the frontier of the cheapest fitting options
+    // matters; it is walked as a staircase: per recomputation level, ZeRO stages downwards
+    // from the highest one not yet beaten, until one does not fit. At most 7 evaluations.
+    const std::vector<RecomputePolicy> recomputes =
+        train_ ? std::vector<RecomputePolicy>{RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full}
+               : std::vector<RecomputePolicy>{RecomputePolicy::none};
+    const int top_zero = train_ ? 3 : 0;
     double best_of_previous_vp = std::numeric_limits<double>::infinity();
     for (int vp : vps) {
       double best_of_vp = std::numeric_limits<double>::infinity();
-      std::vector<std::pair<RecomputePolicy, int>> fitting;
-      for (const auto& [recompute, zero] : memory_options) {
-        const bool dominated = std::any_of(fitting.begin(), fitting.end(), [&](const auto& f) {
-          return static_cast<int>(f.first) <= static_cast<int>(recompute) && f.second <= zero;
-        });
-        if (dominated) continue;
-        Plan p = plan;
-        p.virtual_stages = vp;
-        p.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
-        p.recompute = recompute;
-        p.zero_stage = zero;
-        const Evaluation e = evaluate_plan(g_, cluster_, p);
-        ++evaluations_;
-        if (!e.valid) throw std::runtime_error(e.error);
-        if (e.better_than(best_)) {
-          best_ = e;
-          best_plan_ = p;
-          best_knobs_ = {pp, m, vp, recompute, zero};
-          best_levels_ = levels.heavy_cuts;
-          best_objective_ = levels.objective;
-        }
-        if (e.estimate.fits) {
-          fitting.emplace_back(recompute, zero);
+      int zero_limit = top_zero;  // options with a higher stage are beaten by a cheaper one that fits
+      for (RecomputePolicy recompute : recomputes) {
+        for (int zero = zero_limit; zero >= 0; --zero) {
+          Plan p = plan;
+          p.virtual_stages = vp;
+          p.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
+          p.recompute = recompute;
+          p.zero_stage = zero;
+          const Evaluation e = evaluate_plan(g_, cluster_, p, ng_);
+          ++evaluations_;
+          if (!e.valid) throw std::runtime_error(e.error);
+          if (e.better_than(best_)) {
+            best_ = e;
+            best_plan_ = p;
+            best_knobs_ = {pp, m, vp, recompute, zero};
+            best_levels_ = levels.heavy_cuts;
+            best_objective_ = levels.objective;
+          }
+          if (!e.estimate.fits) break;  // less sharding needs more memory still
           best_of_vp = std::min(best_of_vp, e.estimate.step_time_s);
+          zero_limit = zero - 1;
         }
+        if (zero_limit < 0) break;  // ZeRO-0 fits: more recomputation only costs time
       }
       if (vp > 1 && !(best_of_vp < best_of_previous_vp)) break;
       best_of_previous_vp = best_of_vp;
     }
+    return best_of_previous_vp;
   }
 
   // Pure data parallelism (with the least ZeRO stage that fits) is one point of the space
@@ -254,7 +254,7 @@ class Search {
         return;
       }
       p.strategy = name;
-      const Evaluation e = evaluate_plan(g_, cluster_, p);
+      const Evaluation e = evaluate_plan(g_, cluster_, p, ng_);
       ++evaluations_;
       if (e.valid && e.better_than(best_)) {
         best_ = e;
@@ -309,7 +309,7 @@ class Search {
         for (int h : members) levels[h] = moved;
         Plan p = best_plan_;
         complete_plan(p, levels, mesh, best_knobs_.pp);
-        const Evaluation e = evaluate_plan(g_, cluster_, p);
+        const Evaluation e = evaluate_plan(g_, cluster_, p, ng_);
         ++evaluations_;
         --budget;
         if (e.valid && e.estimate.fits && e.estimate.step_time_s < best_.estimate.step_time_s * (1 - 1e-6)) {
