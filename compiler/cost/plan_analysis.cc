@@ -391,7 +391,11 @@ class Analyzer {
       int to = from;
       for (NodeId c : tensor.consumers) to = std::max(to, plan_.stage_of_node[c]);
       if (to == from) continue;
-      const double bytes = local_elements(t, *produced_sharding(t)) * element_bytes(t);
+      // A value its producer's iteration space does not describe (an opaque operator's, a
+      // secondary output) crosses whole.
+      const auto layout = produced_sharding(t);
+      const double elements = layout ? local_elements(t, *layout) : ng_.tensor_elements(t).at(batch_);
+      const double bytes = elements * element_bytes(t);
       for (int s = from; s < to; ++s) a.p2p_bytes[s] += bytes;
     }
   }
