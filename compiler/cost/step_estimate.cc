@@ -55,10 +55,12 @@ StepEstimate estimate_step(const PlanAnalysis& a, const Plan& plan, const hardwa
   // per pipeline, and every data-parallel replica is inside the cut ways already.
 
   // Pipeline: the slowest stage sets the steady state; fill and drain pass through all.
+  // Interleaved, a micro-batch leaves each device once per chunk: v sends instead of one.
+  const double v = plan.schedule == Schedule::interleaved_1f1b ? std::max(plan.virtual_stages, 1) : 1;
   double slowest = 0, fill = 0, slowest_compute = 0, slowest_comm = 0;
   int slowest_stage = 0;
   for (int s = 0; s < stages; ++s) {
-    const double p2p = s + 1 < stages ? p2p_seconds(cluster, mesh, plan.pipeline_axis, a.p2p_bytes[s]) : 0;
+    const double p2p = s + 1 < stages || v > 1 ? v * p2p_seconds(cluster, mesh, plan.pipeline_axis, a.p2p_bytes[std::min(s, stages - 2)]) : 0;
     const double t = fwd_compute[s] + fwd_comm[s] + bwd_compute[s] + bwd_comm[s] + 2 * gather[s] + (train ? 2 : 1) * p2p;
     fill += t;
     if (t > slowest) {
@@ -69,7 +71,6 @@ StepEstimate estimate_step(const PlanAnalysis& a, const Plan& plan, const hardwa
       e.p2p_s = (train ? 2 : 1) * p2p * m;
     }
   }
-  const double v = plan.schedule == Schedule::interleaved_1f1b ? std::max(plan.virtual_stages, 1) : 1;
   const double pipeline = m * slowest + (fill - slowest) / v;
   e.compute_s = m * slowest_compute;
   e.exposed_comm_s = m * slowest_comm;
