@@ -7,13 +7,8 @@ set -euo pipefail
 symtensor="$1"
 root="$2"
 runner="$root/scripts/ort/run.js"
-if [ ! -d "$root/scripts/ort/node_modules/onnxruntime-node" ]; then
-  echo "onnxruntime-node is not installed: run scripts/install_deps.sh" >&2
-  exit 1
-fi
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=lib/ort_checks.sh
+source "$root/tests/scripts/lib/ort_checks.sh"
 
 count=0
 for name in $("$symtensor" models list --names | grep -- '-tiny$'); do

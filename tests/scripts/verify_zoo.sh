@@ -7,20 +7,8 @@
 set -euo pipefail
 symtensor="$1"
 root="$2"
-if [ ! -d "$root/scripts/ort/node_modules/onnxruntime-node" ]; then
-  echo "onnxruntime-node is not installed: run scripts/install_deps.sh" >&2
-  exit 1
-fi
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-model_file() {
-  case "$1" in
-    torch:*) echo "$root/tests/data/torch/${1#torch:}.onnx" ;;
-    *) [ -f "$work/$1.onnx" ] || "$symtensor" models "$1" -o "$work/$1.onnx" >/dev/null; echo "$work/$1.onnx" ;;
-  esac
-}
+# shellcheck source=lib/ort_checks.sh
+source "$root/tests/scripts/lib/ort_checks.sh"
 
 # model | shard flags (pp dp tp sp) | bindings
 cases=(
