@@ -43,11 +43,12 @@ std::vector<bool> activations(const Graph& g, const std::vector<NodeId>& order) 
 
 }  // namespace
 
-std::vector<int> stage_boundary_candidates(const NumericGraph& ng, double micro_batch) {
+namespace {
+
+std::vector<int> boundary_candidates(const NumericGraph& ng, double micro_batch, const std::vector<NodeId>& order,
+                                     const std::vector<bool>& activation) {
   const Graph& g = ng.graph();
-  const std::vector<NodeId> order = g.topological_order();
   const int n = static_cast<int>(order.size());
-  const std::vector<bool> activation = activations(g, order);
   std::vector<int> position(g.nodes().size());
   for (int i = 0; i < n; ++i) position[order[i]] = i;
   // live[k]: bytes produced before position k and consumed at or after it.
@@ -77,6 +78,13 @@ std::vector<int> stage_boundary_candidates(const NumericGraph& ng, double micro_
   return candidates;
 }
 
+}  // namespace
+
+std::vector<int> stage_boundary_candidates(const NumericGraph& ng, double micro_batch) {
+  const std::vector<NodeId> order = ng.graph().topological_order();
+  return boundary_candidates(ng, micro_batch, order, activations(ng.graph(), order));
+}
+
 StageSplit split_pipeline_stages(const NumericGraph& ng, const std::vector<double>& node_cost, double micro_batch,
                                  int stages) {
   const Graph& g = ng.graph();
@@ -89,7 +97,8 @@ StageSplit split_pipeline_stages(const NumericGraph& ng, const std::vector<doubl
     for (NodeId id = 0; id < static_cast<NodeId>(node_cost.size()); ++id) split.stage_cost[0] += node_cost[id];
     return split;
   }
-  const std::vector<int> candidates = stage_boundary_candidates(ng, micro_batch);
+  const std::vector<bool> activation = activations(g, order);
+  const std::vector<int> candidates = boundary_candidates(ng, micro_batch, order, activation);
   if (static_cast<int>(candidates.size()) < stages - 1)
     throw std::runtime_error("pipeline: the model has " + std::to_string(candidates.size() + 1) +
                              " segments between layer boundaries, fewer than " + std::to_string(stages) + " stages");
@@ -134,7 +143,6 @@ StageSplit split_pipeline_stages(const NumericGraph& ng, const std::vector<doubl
   }
   // Nodes without activation inputs (constants, shape arithmetic, embeddings, weight-like
   // values) go with their first consumer, so that nothing but activations crosses a boundary.
-  const std::vector<bool> activation = activations(g, order);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const Node& node = g.node(*it);
     bool fed = false;
