@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "compiler/analysis/model_stats.h"
+#include "compiler/cost/saved_activations.h"
 
 namespace symtensor::compiler {
 
@@ -26,8 +27,29 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
     if (has_batch_ && s == batch_) batch_binding_ = value;
     else others_[s] = GiNaC::numeric(static_cast<long>(value));
   }
-  tensor_elements_.reserve(graph.tensors().size());
-  for (const Tensor& t : graph.tensors()) tensor_elements_.push_back(compile(t.num_elements()));
+  const auto seq = graph.symbols.all().find("seq");
+  facts_.reserve(graph.tensors().size());
+  tensor_shapes_.reserve(graph.tensors().size());
+  quadratic_.reserve(graph.tensors().size());
+  for (const Tensor& t : graph.tensors()) {
+    TensorFacts f;
+    f.elements = compile(t.num_elements());
+    f.element_size = static_cast<int>(element_size(t.dtype));
+    f.floating = is_floating(t.dtype);
+    f.constant = t.is_constant;
+    f.parameter = t.is_parameter;
+    f.graph_output = t.is_graph_output;
+    f.needs_gradient = f.floating && (t.is_parameter || !t.is_constant) && !t.is_graph_input;
+    facts_.push_back(f);
+    std::vector<Affine> shape;
+    int seq_dims = 0;
+    for (const auto& d : t.shape) {
+      shape.push_back(compile(d));
+      if (seq != graph.symbols.all().end() && d.has(seq->second)) ++seq_dims;
+    }
+    tensor_shapes_.push_back(std::move(shape));
+    quadratic_.push_back(seq_dims >= 2);
+  }
   nodes_.reserve(graph.nodes().size());
   for (NodeId id = 0; id < static_cast<NodeId>(graph.nodes().size()); ++id) {
     NumericNode n;
@@ -38,6 +60,20 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
     n.bytes = compile(n.space.bytes);
     nodes_.push_back(std::move(n));
   }
+  for (TensorId t = 0; t < static_cast<TensorId>(graph.tensors().size()); ++t) {
+    const Tensor& tensor = graph.tensor(t);
+    if (!tensor.is_parameter || tensor.consumers.empty()) continue;
+    ParameterUses p{t, {}};
+    for (NodeId c : tensor.consumers) {
+      const Node& node = graph.node(c);
+      for (std::size_t i = 0; i < node.inputs.size() && i < nodes_[c].space.input_dims.size(); ++i)
+        if (node.inputs[i] == t) p.uses.emplace_back(c, static_cast<int>(i));
+    }
+    if (!p.uses.empty()) parameters_.push_back(std::move(p));
+  }
+  order_ = graph.topological_order();
+  saved_ = compiler::saved_tensors(*this);
+  checkpoints_ = compiler::layer_checkpoints(*this);
 }
 
 Affine NumericGraph::compile(const GiNaC::ex& e) const {

@@ -3,7 +3,8 @@
 // is a GiNaC expression in the model's dims; with every dim but the batch bound, each is
 // an affine function of the batch (a + b·batch: a tensor has at most one batch dim), so
 // it is compiled once to two numbers. Plans then evaluate with plain arithmetic at any
-// micro-batch size — no GiNaC in the search's inner loop.
+// micro-batch size — no GiNaC in the search's inner loop. The facts every plan of the
+// graph asks again (order, shapes, what backward keeps) are computed here once as well.
 #include <vector>
 
 #include "compiler/ir/graph.h"
@@ -28,6 +29,29 @@ struct NumericNode {
   IterationSpace space;  // symbolic original (maps, names), for shardings and formulas
 };
 
+// What pricing a plan reads of a tensor, kept apart from Tensor so that the cost model's
+// inner loop reads a few contiguous bytes.
+struct TensorFacts {
+  Affine elements;
+  int element_size = 0;  // bytes per element of its stored type
+  bool floating = false, constant = false, parameter = false, graph_output = false;
+  bool needs_gradient = false;  // a floating parameter or computed value (not a graph input)
+};
+
+// A parameter and every operand slot (node, input index) that reads it, in consumer order.
+struct ParameterUses {
+  TensorId tensor = kNone;
+  std::vector<std::pair<NodeId, int>> uses;
+};
+
+// A tensor the backward pass keeps (see saved_activations.h for which ones).
+struct SavedTensor {
+  TensorId tensor = kNone;
+  NodeId saved_by = kNone;             // the node (or first node of a region) that keeps it
+  bool mask = false;                   // a dropout mask: one byte per element, not the activation precision
+  bool quadratic_in_sequence = false;  // attention scores-sized: dropped by selective recompute
+};
+
 class NumericGraph {
  public:
   // Throws naming the dim when a shape holds a symbol that is neither bound nor the batch.
@@ -35,7 +59,16 @@ class NumericGraph {
 
   const Graph& graph() const { return graph_; }
   const NumericNode& node(NodeId id) const { return nodes_.at(id); }
-  Affine tensor_elements(TensorId id) const { return tensor_elements_.at(id); }
+  Affine tensor_elements(TensorId id) const { return facts_.at(id).elements; }
+  const TensorFacts& facts(TensorId id) const { return facts_[id]; }
+  const std::vector<ParameterUses>& parameters() const { return parameters_; }
+  const std::vector<Affine>& tensor_shape(TensorId id) const { return tensor_shapes_.at(id); }
+  // Two or more dims that grow with the sequence (attention scores).
+  bool quadratic_in_sequence(TensorId id) const { return quadratic_.at(id); }
+  const std::vector<NodeId>& topological_order() const { return order_; }
+  // What backward keeps without recompute, and the layer inputs full recompute keeps.
+  const std::vector<SavedTensor>& saved_tensors() const { return saved_; }
+  const std::vector<SavedTensor>& layer_checkpoints() const { return checkpoints_; }
   double batch_binding() const { return batch_binding_; }  // the bound batch (global), 0 if none
   const GiNaC::symbol* batch_symbol() const { return has_batch_ ? &batch_ : nullptr; }
 
@@ -49,7 +82,12 @@ class NumericGraph {
   bool has_batch_ = false;
   double batch_binding_ = 0;
   std::vector<NumericNode> nodes_;
-  std::vector<Affine> tensor_elements_;
+  std::vector<TensorFacts> facts_;
+  std::vector<ParameterUses> parameters_;
+  std::vector<std::vector<Affine>> tensor_shapes_;
+  std::vector<bool> quadratic_;
+  std::vector<NodeId> order_;
+  std::vector<SavedTensor> saved_, checkpoints_;
 };
 
 // The batch dim of a graph: the symbol named "batch", else the first symbolic dim of

@@ -1,9 +1,11 @@
 #include "compiler/cost/plan_analysis.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
-#include <set>
+#include <memory>
 #include <stdexcept>
+#include <tuple>
 
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/saved_activations.h"
@@ -35,11 +37,46 @@ StateBytes model_state_bytes(int zero_stage, double n, bool train) {
   }
 }
 
+// A redistribution question: a tensor of this element size and shape from one layout to
+// another. Looked up by reference (KeyView) so that a hit copies nothing.
+struct RedistributionKey {
+  double element_bytes = 0;
+  std::vector<long> shape;
+  TensorSharding from, to;
+};
+struct RedistributionKeyView {
+  double element_bytes;
+  const std::vector<long>& shape;
+  const TensorSharding &from, &to;
+};
+struct RedistributionKeyLess {
+  using is_transparent = void;
+  template <class A, class B>
+  bool operator()(const A& a, const B& b) const {
+    return std::tie(a.element_bytes, a.shape, a.from, a.to) < std::tie(b.element_bytes, b.shape, b.from, b.to);
+  }
+};
+using RedistributionCache = std::map<RedistributionKey, std::vector<CommOp>, RedistributionKeyLess>;
+
+}  // namespace
+
+// What plans of one graph share, kept between analyses: priced redistributions per mesh
+// (a search tries many plans on a few meshes) and per-tensor scratch reused for capacity.
+struct PlanAnalyzer::State {
+  std::map<std::vector<std::vector<int>>, RedistributionCache> redistributions;  // by mesh factors
+  std::vector<std::optional<OperandLayout>> produced;
+  std::vector<std::vector<OperandLayout>> delivered, delivered_gradients;  // per tensor: layouts already made
+  std::vector<long> shape;
+};
+
+namespace {
+
 class Analyzer {
  public:
-  Analyzer(Graph& graph, const hardware::Cluster& cluster, const Plan& plan, const NumericGraph& ng)
+  Analyzer(Graph& graph, const hardware::Cluster& cluster, const Plan& plan, const NumericGraph& ng, PlanAnalyzer::State& state)
       : graph_(graph), cluster_(cluster), plan_(plan), mesh_(plan_mesh(plan, cluster)), ng_(ng),
-        axis_sizes_(numeric_axis_sizes(mesh_)) {}
+        redistribution_cache_(state.redistributions[plan.mesh_factors]), produced_(state.produced),
+        delivered_(state.delivered), delivered_gradients_(state.delivered_gradients), shape_(state.shape) {}
 
   PlanAnalysis run() {
     check_plan();
@@ -57,11 +94,17 @@ class Analyzer {
     a.stage_memory.resize(stages);
     a.p2p_bytes.assign(std::max(stages - 1, 0), 0.0);
 
-    std::map<TensorId, std::set<std::string>> delivered;  // tensor -> shardings already made
-    for (NodeId id : graph_.topological_order()) {
-      OpWork w = op_work(id, train, delivered);
-      a.ops.push_back(std::move(w));
+    const std::size_t tensors = graph_.tensors().size();
+    produced_.resize(tensors);
+    delivered_.resize(tensors);
+    delivered_gradients_.resize(tensors);
+    for (std::size_t t = 0; t < tensors; ++t) {
+      produced_[t].reset();
+      delivered_[t].clear();
+      delivered_gradients_[t].clear();
     }
+    a.ops.reserve(graph_.nodes().size());
+    for (NodeId id : ng_.topological_order()) a.ops.push_back(op_work(id, train));
     if (train) add_parameters(a);
     add_activations(a, train);
     add_pipeline_transfers(a);
@@ -99,15 +142,16 @@ class Analyzer {
       if (cut.loop_axes.size() > nn.loops.size())
         throw std::runtime_error("plan: node '" + node.name + "' cuts " + std::to_string(cut.loop_axes.size()) +
                                  " loops, it has " + std::to_string(nn.loops.size()));
-      std::set<int> used;
+      std::vector<bool> used(mesh_.axes().size(), false);
       for (const auto& axes : cut.loop_axes)
         for (int axis : axes) {
           if (axis < 0 || axis >= static_cast<int>(mesh_.axes().size()))
             throw std::runtime_error("plan: node '" + node.name + "' uses mesh axis " + std::to_string(axis) + ", which does not exist");
           if (axis == plan_.pipeline_axis)
             throw std::runtime_error("plan: node '" + node.name + "' is cut over the pipeline axis");
-          if (!used.insert(axis).second)
+          if (used[axis])
             throw std::runtime_error("plan: node '" + node.name + "' uses mesh axis '" + mesh_.axes()[axis].name + "' twice");
+          used[axis] = true;
         }
     }
   }
@@ -133,33 +177,27 @@ class Analyzer {
   }
 
   double element_bytes(TensorId t) const {
-    const Tensor& tensor = graph_.tensor(t);
-    return is_floating(tensor.dtype) ? activation_bytes_ : static_cast<double>(element_size(tensor.dtype));
+    const TensorFacts& f = ng_.facts(t);
+    return f.floating ? activation_bytes_ : static_cast<double>(f.element_size);
   }
 
-  double local_elements(TensorId t, const TensorSharding& s) const {
-    double split = 1;
-    for (const auto& axes : s.dim_axes) split *= ways(axes);
-    return ng_.tensor_elements(t).at(batch_) / split;
+  double local_elements(TensorId t, const OperandLayout& layout) const {
+    return ng_.facts(t).elements.at(batch_) / layout.ways(mesh_);
   }
 
-  std::vector<GiNaC::ex> numeric_shape(TensorId t) const {
-    std::vector<GiNaC::ex> shape;
-    for (const auto& d : graph_.tensor(t).shape) shape.push_back(GiNaC::numeric(static_cast<long>(ng_.compile(d).at(batch_))));
-    return shape;
-  }
-
-  // Collectives turning `from` into `to` for tensor t, priced; cached by layout because
-  // repeated layers ask the same question.
+  // Collectives turning `from` into `to` for tensor t, priced; cached by layout and
+  // shape because repeated layers ask the same question.
   std::vector<CommOp> redistribute(TensorId t, const TensorSharding& from, const TensorSharding& to) {
     if (from == to) return {};
-    std::string key = std::to_string(element_bytes(t)) + "|" + to_string(from, mesh_) + ">" + to_string(to, mesh_) + "|";
-    std::vector<GiNaC::ex> shape = shape_cache(t);
-    for (const auto& d : shape) key += std::to_string(GiNaC::ex_to<GiNaC::numeric>(d).to_long()) + ",";
-    auto it = redistribution_cache_.find(key);
+    shape_.clear();
+    for (const Affine& d : ng_.tensor_shape(t)) shape_.push_back(static_cast<long>(d.at(batch_)));
+    const RedistributionKeyView view{element_bytes(t), shape_, from, to};
+    auto it = redistribution_cache_.find(view);
     if (it == redistribution_cache_.end()) {
       std::vector<CommOp> ops;
-      const Redistribution r = plan_redistribution(from, to, shape, GiNaC::numeric(static_cast<long>(element_bytes(t))), mesh_);
+      std::vector<GiNaC::ex> shape;
+      for (long d : shape_) shape.push_back(GiNaC::numeric(d));
+      const Redistribution r = plan_redistribution(from, to, shape, GiNaC::numeric(static_cast<long>(view.element_bytes)), mesh_);
       for (const auto& step : r.steps) {
         const auto kind = step.collective();
         if (!kind) continue;
@@ -171,42 +209,33 @@ class Analyzer {
         op.seconds = hardware::collective_time(cluster_, op.kind, op.group, op.bytes).seconds;
         ops.push_back(std::move(op));
       }
-      it = redistribution_cache_.emplace(key, std::move(ops)).first;
+      it = redistribution_cache_.emplace(RedistributionKey{view.element_bytes, shape_, from, to}, std::move(ops)).first;
     }
     std::vector<CommOp> ops = it->second;
-    for (auto& op : ops) op.tensor = graph_.tensor(t).name;
+    for (auto& op : ops) op.tensor = t;
     return ops;
   }
 
-  const std::vector<GiNaC::ex>& shape_cache(TensorId t) {
-    auto it = shapes_.find(t);
-    if (it == shapes_.end()) it = shapes_.emplace(t, numeric_shape(t)).first;
-    return it->second;
+  // Whether `layouts` already holds `layout`; records it if not.
+  static bool first_delivery(std::vector<OperandLayout>& layouts, const OperandLayout& layout) {
+    if (std::find(layouts.begin(), layouts.end(), layout) != layouts.end()) return false;
+    layouts.push_back(layout);
+    return true;
   }
 
-  // The sharding a tensor has where it is produced (graph inputs and parameters are
-  // supplied in whatever layout their consumer wants).
-  std::optional<TensorSharding> produced_sharding(TensorId t) const {
-    const Tensor& tensor = graph_.tensor(t);
-    if (tensor.producer == kNone || tensor.is_constant) return std::nullopt;
-    const Node& p = graph_.node(tensor.producer);
-    for (std::size_t o = 0; o < p.outputs.size(); ++o)
-      if (p.outputs[o] == t) return output_sharding(ng_.node(tensor.producer).space, plan_.node_cuts[tensor.producer], static_cast<int>(o));
-    return std::nullopt;
-  }
+  // The sharding a tensor has where it is produced, recorded by op_work in topological
+  // order (graph inputs and parameters are supplied in whatever layout their consumer
+  // wants; a value the producer's iteration space does not describe has none).
+  const std::optional<OperandLayout>& produced_sharding(TensorId t) const { return produced_[t]; }
 
   static TensorSharding without_partial(TensorSharding s) {
     s.partial_axes.clear();
     return s;
   }
 
-  bool needs_gradient(TensorId t) const {
-    if (t == kNone) return false;
-    const Tensor& tensor = graph_.tensor(t);
-    return is_floating(tensor.dtype) && (tensor.is_parameter || !tensor.is_constant) && !tensor.is_graph_input;
-  }
+  bool needs_gradient(TensorId t) const { return t != kNone && ng_.facts(t).needs_gradient; }
 
-  OpWork op_work(NodeId id, bool train, std::map<TensorId, std::set<std::string>>& delivered) {
+  OpWork op_work(NodeId id, bool train) {
     check_divisible(id);
     const Node& node = graph_.node(id);
     const NumericNode& nn = ng_.node(id);
@@ -221,18 +250,17 @@ class Analyzer {
     for (std::size_t i = 0; i < node.inputs.size(); ++i) {
       const TensorId t = node.inputs[i];
       if (t == kNone || i >= nn.space.input_dims.size()) continue;
-      const TensorSharding want = input_sharding(nn.space, cut, static_cast<int>(i));
+      const OperandLayout want = OperandLayout::input(nn.space, cut, static_cast<int>(i));
       local_bytes += local_elements(t, want) * element_bytes(t);
-      if (const auto have = produced_sharding(t)) {
-        if (delivered[t].insert(to_string(want, mesh_)).second) {
-          for (auto& op : redistribute(t, *have, want)) w.fwd_comm.push_back(std::move(op));
-        }
+      if (const auto& have = produced_sharding(t)) {
+        if (first_delivery(delivered_[t], want) && !(*have == want))
+          for (auto& op : redistribute(t, have->sharding(), want.sharding())) w.fwd_comm.push_back(std::move(op));
         // Gradients arriving in the same layout from several consumers are summed
         // locally first (Q, K and V share their input): one redistribution.
         if (train && needs_gradient(t)) {
-          const TensorSharding grad = input_gradient_sharding(nn.space, cut, static_cast<int>(i));
-          if (delivered[t].insert("grad:" + to_string(grad, mesh_)).second)
-            for (auto& op : redistribute(t, grad, without_partial(*have))) w.bwd_comm.push_back(std::move(op));
+          const OperandLayout grad = OperandLayout::input_gradient(nn.space, cut, static_cast<int>(i));
+          if (first_delivery(delivered_gradients_[t], grad) && !(grad.partial_axes() == 0 && grad.same_split(*have)))
+            for (auto& op : redistribute(t, grad.sharding(), without_partial(have->sharding()))) w.bwd_comm.push_back(std::move(op));
         }
       }
       if (train && needs_gradient(t)) ++gradient_inputs;
@@ -240,11 +268,12 @@ class Analyzer {
     for (std::size_t o = 0; o < node.outputs.size() && o < nn.space.output_dims.size(); ++o) {
       const TensorId t = node.outputs[o];
       if (t == kNone) continue;
-      const TensorSharding out = output_sharding(nn.space, cut, static_cast<int>(o));
+      const OperandLayout out = OperandLayout::output(nn.space, cut, static_cast<int>(o));
       local_bytes += local_elements(t, out) * element_bytes(t);
       // A partial graph output is summed where it is produced.
-      if (graph_.tensor(t).is_graph_output && !out.partial_axes.empty())
-        for (auto& op : redistribute(t, out, without_partial(out))) w.fwd_comm.push_back(std::move(op));
+      if (ng_.facts(t).graph_output && out.partial_axes() != 0)
+        for (auto& op : redistribute(t, out.sharding(), without_partial(out.sharding()))) w.fwd_comm.push_back(std::move(op));
+      if (!ng_.facts(t).constant) produced_[t] = out;
     }
     w.fwd_bytes = local_bytes;
     w.fwd_seconds = cluster_.device.kernel_seconds(plan_.precision, w.fwd_flops, w.fwd_bytes);
@@ -260,31 +289,21 @@ class Analyzer {
   void add_parameters(PlanAnalysis& a) {
     // Each parameter: its layout at its first consumer, and the union of the axes over
     // which its gradient is partial (the data-parallel group of that parameter).
-    for (TensorId t = 0; t < static_cast<TensorId>(graph_.tensors().size()); ++t) {
-      const Tensor& tensor = graph_.tensor(t);
-      if (!tensor.is_parameter || tensor.consumers.empty()) continue;
-      std::optional<TensorSharding> layout;
-      std::set<int> partial;
-      int stage = 0;
-      for (NodeId c : tensor.consumers) {
-        const Node& node = graph_.node(c);
-        const NumericNode& nn = ng_.node(c);
-        for (std::size_t i = 0; i < node.inputs.size() && i < nn.space.input_dims.size(); ++i) {
-          if (node.inputs[i] != t) continue;
-          if (!layout) {
-            layout = input_sharding(nn.space, plan_.node_cuts[c], static_cast<int>(i));
-            stage = plan_.stage_of_node[c];
-          }
-          const TensorSharding g = input_gradient_sharding(nn.space, plan_.node_cuts[c], static_cast<int>(i));
-          partial.insert(g.partial_axes.begin(), g.partial_axes.end());
-        }
-      }
-      if (!layout) continue;
+    for (const ParameterUses& uses : ng_.parameters()) {
+      const TensorId t = uses.tensor;
+      const auto [first, first_input] = uses.uses.front();
+      const OperandLayout layout = OperandLayout::input(ng_.node(first).space, plan_.node_cuts[first], first_input);
+      const int stage = plan_.stage_of_node[first];
+      std::uint64_t partial = 0;
+      for (const auto& [c, i] : uses.uses)
+        partial |= OperandLayout::input_gradient(ng_.node(c).space, plan_.node_cuts[c], i).partial_axes();
       ParamWork p;
       p.tensor = t;
       p.stage = stage;
-      p.local_elements = local_elements(t, *layout);
-      const std::vector<int> axes(partial.begin(), partial.end());
+      p.local_elements = local_elements(t, layout);
+      std::vector<int> axes;
+      for (int axis = 0; axis < 64; ++axis)
+        if (partial >> axis & 1) axes.push_back(axis);
       const double n = ways(axes);
       const int zero = plan_.distributed_optimizer ? std::max(plan_.zero_stage, 1) : plan_.zero_stage;
       if (!axes.empty()) {
@@ -297,7 +316,7 @@ class Analyzer {
           op.group = group;
           op.bytes = bytes;
           op.seconds = hardware::collective_time(cluster_, kind, group, bytes).seconds;
-          op.tensor = tensor.name;
+          op.tensor = t;
           return op;
         };
         if (zero >= 2) p.grad_sync.push_back(make(hardware::Collective::reduce_scatter, grad_bytes));
@@ -319,23 +338,16 @@ class Analyzer {
     const int stages = plan_.pipeline_stages();
     const int m = plan_.micro_batches;
     if (!train) {
-      // Inference keeps no activations; weights only (16-bit).
-      for (TensorId t = 0; t < static_cast<TensorId>(graph_.tensors().size()); ++t) {
-        const Tensor& tensor = graph_.tensor(t);
-        if (!tensor.is_parameter || tensor.consumers.empty()) continue;
-        const NodeId c = tensor.consumers[0];
-        const Node& node = graph_.node(c);
-        for (std::size_t i = 0; i < node.inputs.size() && i < ng_.node(c).space.input_dims.size(); ++i)
-          if (node.inputs[i] == t) {
-            a.stage_memory[plan_.stage_of_node[c]].parameters +=
-                local_elements(t, input_sharding(ng_.node(c).space, plan_.node_cuts[c], static_cast<int>(i))) * activation_bytes_;
-            break;
-          }
+      // Inference keeps no activations; weights only (16-bit), in their first consumer's layout.
+      for (const ParameterUses& uses : ng_.parameters()) {
+        const auto [c, i] = uses.uses.front();
+        a.stage_memory[plan_.stage_of_node[c]].parameters +=
+            local_elements(uses.tensor, OperandLayout::input(ng_.node(c).space, plan_.node_cuts[c], i)) * activation_bytes_;
       }
       return;
     }
-    std::vector<SavedTensor> saved = plan_.recompute == RecomputePolicy::full ? layer_checkpoints(ng_, activation_bytes_)
-                                                                             : saved_tensors(ng_, activation_bytes_);
+    const std::vector<SavedTensor>& saved =
+        plan_.recompute == RecomputePolicy::full ? ng_.layer_checkpoints() : ng_.saved_tensors();
     std::vector<OpWork*> by_node(graph_.nodes().size(), nullptr);
     for (auto& w : a.ops) by_node[w.node] = &w;
     for (const SavedTensor& s : saved) {
@@ -343,26 +355,19 @@ class Analyzer {
       const Tensor& t = graph_.tensor(s.tensor);
       NodeId holder = s.saved_by != kNone ? s.saved_by : (t.consumers.empty() ? kNone : t.consumers[0]);
       if (holder == kNone) continue;
-      const auto layout = produced_sharding(s.tensor);
+      const auto& layout = produced_sharding(s.tensor);
       const double elements = layout ? local_elements(s.tensor, *layout)
                                      : ng_.tensor_elements(s.tensor).at(batch_) / cut_ways(plan_.node_cuts[holder], mesh_);
       const int stage = plan_.stage_of_node[holder];
-      a.stage_memory[stage].activations_per_micro_batch += elements * s.bytes_per_element;
-      by_node[holder]->saved_bytes += elements * s.bytes_per_element;
+      const double bytes = elements * (s.mask ? 1.0 : activation_bytes_);
+      a.stage_memory[stage].activations_per_micro_batch += bytes;
+      by_node[holder]->saved_bytes += bytes;
     }
     // What is not kept is recomputed in the backward pass.
     for (auto& w : a.ops) {
-      const bool quadratic = [&] {
-        for (TensorId out : graph_.node(w.node).outputs)
-          if (out != kNone && graph_.tensor(out).shape.size() >= 2) {
-            const auto seq = graph_.symbols.all().find("seq");
-            if (seq == graph_.symbols.all().end()) return false;
-            int n = 0;
-            for (const auto& d : graph_.tensor(out).shape) n += d.has(seq->second) ? 1 : 0;
-            if (n >= 2) return true;
-          }
-        return false;
-      }();
+      const auto& outputs = graph_.node(w.node).outputs;
+      const bool quadratic =
+          std::any_of(outputs.begin(), outputs.end(), [&](TensorId out) { return out != kNone && ng_.quadratic_in_sequence(out); });
       w.recomputed = plan_.recompute == RecomputePolicy::full ||
                      (plan_.recompute == RecomputePolicy::selective && quadratic);
     }
@@ -393,7 +398,7 @@ class Analyzer {
       if (to == from) continue;
       // A value its producer's iteration space does not describe (an opaque operator's, a
       // secondary output) crosses whole.
-      const auto layout = produced_sharding(t);
+      const auto& layout = produced_sharding(t);
       const double elements = layout ? local_elements(t, *layout) : ng_.tensor_elements(t).at(batch_);
       const double bytes = elements * element_bytes(t);
       for (int s = from; s < to; ++s) a.p2p_bytes[s] += bytes;
@@ -405,14 +410,23 @@ class Analyzer {
   const Plan& plan_;
   hardware::DeviceMesh mesh_;
   const NumericGraph& ng_;
-  AxisSizes axis_sizes_;
   double batch_ = 0;
   double activation_bytes_ = 2;
-  std::map<std::string, std::vector<CommOp>> redistribution_cache_;
-  std::map<TensorId, std::vector<GiNaC::ex>> shapes_;
+  RedistributionCache& redistribution_cache_;
+  std::vector<std::optional<OperandLayout>>& produced_;
+  std::vector<std::vector<OperandLayout>>& delivered_;
+  std::vector<std::vector<OperandLayout>>& delivered_gradients_;
+  std::vector<long>& shape_;
 };
 
 }  // namespace
+
+PlanAnalyzer::PlanAnalyzer(Graph& graph, const hardware::Cluster& cluster, const NumericGraph& ng)
+    : graph_(graph), cluster_(cluster), ng_(ng), state_(std::make_unique<State>()) {}
+
+PlanAnalyzer::~PlanAnalyzer() = default;
+
+PlanAnalysis PlanAnalyzer::analyze(const Plan& plan) { return Analyzer(graph_, cluster_, plan, ng_, *state_).run(); }
 
 PlanAnalysis analyze_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {
   const NumericGraph ng(graph);
@@ -420,7 +434,7 @@ PlanAnalysis analyze_plan(Graph& graph, const hardware::Cluster& cluster, const 
 }
 
 PlanAnalysis analyze_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan, const NumericGraph& ng) {
-  return Analyzer(graph, cluster, plan, ng).run();
+  return PlanAnalyzer(graph, cluster, ng).analyze(plan);
 }
 
 }  // namespace symtensor::compiler

@@ -11,6 +11,7 @@
 // (a MatMul's activation gradient over a cut `n`, a weight's gradient over a cut batch
 // loop: the data-parallel all-reduce). Backward FLOPs are the forward FLOPs once per
 // operand that needs a gradient.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,7 @@ struct CommOp {
   hardware::GroupShape group;  // ranks per topology level
   double bytes = 0;            // S as nccl-tests defines it
   double seconds = 0;          // analytic (hardware::collective_time)
-  std::string tensor;          // the tensor moved
+  TensorId tensor = kNone;     // the tensor moved
 };
 
 struct OpWork {
@@ -63,6 +64,33 @@ struct PlanAnalysis {
   std::vector<double> p2p_bytes;  // per stage boundary (s -> s+1), per micro-batch
   double optimizer_seconds_per_stage = 0;
   double device_memory = 0;       // capacity, bytes
+};
+
+// Prices plans of one graph on one cluster. Keeps what the plans share between calls:
+// every redistribution priced once per mesh, layout and shape (repeated layers and
+// repeated plans never reach GiNaC again), and per-tensor scratch. Not thread-safe.
+class PlanAnalyzer {
+ public:
+  // `ng` must be NumericGraph(graph); all three must outlive the analyzer.
+  PlanAnalyzer(Graph& graph, const hardware::Cluster& cluster, const NumericGraph& ng);
+  ~PlanAnalyzer();
+  PlanAnalyzer(const PlanAnalyzer&) = delete;
+  PlanAnalyzer& operator=(const PlanAnalyzer&) = delete;
+
+  // Throws (one line) when the plan does not fit the graph, as analyze_plan.
+  PlanAnalysis analyze(const Plan& plan);
+
+  Graph& graph() const { return graph_; }
+  const hardware::Cluster& cluster() const { return cluster_; }
+  const NumericGraph& numeric() const { return ng_; }
+
+  struct State;
+
+ private:
+  Graph& graph_;
+  const hardware::Cluster& cluster_;
+  const NumericGraph& ng_;
+  std::unique_ptr<State> state_;
 };
 
 // Throws (one line) when the plan does not fit the graph (sizes, unknown axes, a cut of a

@@ -26,15 +26,6 @@ bool linear_in_inputs(const Graph& g, const Node& n) {
   return false;
 }
 
-bool quadratic_in_sequence(const NumericGraph& ng, TensorId id) {
-  const Graph& g = ng.graph();
-  const auto seq = g.symbols.all().find("seq");
-  if (seq == g.symbols.all().end()) return false;
-  int seq_dims = 0;
-  for (const auto& d : g.tensor(id).shape) seq_dims += d.has(seq->second) ? 1 : 0;
-  return seq_dims >= 2;
-}
-
 struct Regions {
   std::vector<int> parent;
   int find(int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); }
@@ -43,7 +34,7 @@ struct Regions {
 
 }  // namespace
 
-std::vector<SavedTensor> saved_tensors(const NumericGraph& ng, double activation_bytes) {
+std::vector<SavedTensor> saved_tensors(const NumericGraph& ng) {
   const Graph& g = ng.graph();
   const int n = static_cast<int>(g.nodes().size());
   auto elementwise = [&](NodeId id) { return ng.node(id).kind == OpKind::elementwise && g.node(id).op_type != "Dropout"; };
@@ -65,29 +56,29 @@ std::vector<SavedTensor> saved_tensors(const NumericGraph& ng, double activation
 
   std::vector<SavedTensor> saved;
   std::set<TensorId> seen;
-  auto keep = [&](TensorId t, NodeId by, double bytes) {
+  auto keep = [&](TensorId t, NodeId by) {
     if (!is_activation(g, t) || !seen.insert(t).second) return;
-    saved.push_back({t, by, bytes, quadratic_in_sequence(ng, t)});
+    saved.push_back({t, by, false, ng.quadratic_in_sequence(t)});
   };
   for (NodeId id = 0; id < n; ++id) {
     const Node& node = g.node(id);
     switch (ng.node(id).kind) {
       case OpKind::gemm:
       case OpKind::convolution:
-        for (TensorId in : node.inputs) keep(in, id, activation_bytes);
+        for (TensorId in : node.inputs) keep(in, id);
         break;
       case OpKind::softmax:
-        keep(node.outputs.at(0), id, activation_bytes);
+        keep(node.outputs.at(0), id);
         break;
       case OpKind::normalization:
-        if (!node.inputs.empty()) keep(node.inputs[0], id, activation_bytes);
+        if (!node.inputs.empty()) keep(node.inputs[0], id);
         break;
       case OpKind::elementwise:
         if (node.op_type == "Dropout") {
           // The mask, one byte per element, stands for the node's output.
           const TensorId mask_like = node.outputs.at(0);
           if (seen.insert(-1 - mask_like).second)
-            saved.push_back({mask_like, id, 1.0, quadratic_in_sequence(ng, mask_like)});
+            saved.push_back({mask_like, id, true, ng.quadratic_in_sequence(mask_like)});
           break;
         }
         if (!region_needs_inputs[regions.find(id)]) break;
@@ -95,7 +86,7 @@ std::vector<SavedTensor> saved_tensors(const NumericGraph& ng, double activation
           if (in == kNone) continue;
           const NodeId p = g.tensor(in).producer;
           const bool inside = p != kNone && elementwise(p) && regions.find(p) == regions.find(id);
-          if (!inside) keep(in, id, activation_bytes);
+          if (!inside) keep(in, id);
         }
         break;
       default:
@@ -105,18 +96,18 @@ std::vector<SavedTensor> saved_tensors(const NumericGraph& ng, double activation
   return saved;
 }
 
-std::vector<SavedTensor> layer_checkpoints(const NumericGraph& ng, double activation_bytes) {
+std::vector<SavedTensor> layer_checkpoints(const NumericGraph& ng) {
   const Graph& g = ng.graph();
   std::vector<SavedTensor> saved;
   int norms = 0;
-  for (NodeId id : g.topological_order()) {
+  for (NodeId id : ng.topological_order()) {
     if (ng.node(id).kind != OpKind::normalization) continue;
     if (norms++ % 2 == 0 && is_activation(g, g.node(id).inputs.at(0)))
-      saved.push_back({g.node(id).inputs[0], id, activation_bytes, false});
+      saved.push_back({g.node(id).inputs[0], id, false, false});
   }
   if (saved.empty())
     for (TensorId in : g.inputs)
-      if (is_activation(g, in)) saved.push_back({in, kNone, activation_bytes, false});
+      if (is_activation(g, in)) saved.push_back({in, kNone, false, false});
   return saved;
 }
 

@@ -14,19 +14,13 @@
 
 namespace symtensor::compiler {
 
-struct SavedTensor {
-  TensorId tensor = kNone;
-  NodeId saved_by = kNone;   // the node (or first node of a region) that keeps it
-  double bytes_per_element = 0;  // 1 for dropout masks; else the activation precision's size
-  bool quadratic_in_sequence = false;  // attention scores-sized: dropped by selective recompute
-};
+// NumericGraph computes both lists once (saved_tensors(), layer_checkpoints()); use those.
 
-// Every tensor kept for backward, each once. `activation_bytes` is the size of one element
-// of a floating activation (2 for fp16/bf16).
-std::vector<SavedTensor> saved_tensors(const NumericGraph& graph, double activation_bytes);
+// Every tensor kept for backward, each once.
+std::vector<SavedTensor> saved_tensors(const NumericGraph& graph);
 
 // Tensors kept under full recompute: the input of every layer (the input of every other
 // normalization in order: pre-norm transformer layers have two), or the graph inputs.
-std::vector<SavedTensor> layer_checkpoints(const NumericGraph& graph, double activation_bytes);
+std::vector<SavedTensor> layer_checkpoints(const NumericGraph& graph);
 
 }  // namespace symtensor::compiler

@@ -18,7 +18,7 @@ void merge_comm(std::vector<CommOp>& merged, const std::vector<CommOp>& ops) {
                              [&](const CommOp& m) { return m.kind == op.kind && m.axes == op.axes; });
     if (same == merged.end()) {
       merged.push_back(op);
-      merged.back().tensor.clear();
+      merged.back().tensor = kNone;
     } else {
       same->bytes += op.bytes;
       same->seconds += op.seconds;

@@ -63,9 +63,9 @@ class Lowerer {
     std::vector<std::string> names;
     for (int axis : op.axes) {
       if (axis < 0 || axis >= static_cast<int>(mesh_.axes().size()))
-        throw std::runtime_error(fmt::format("lowering: collective on tensor '{}' uses unknown mesh axis {}", op.tensor, axis));
+        throw std::runtime_error(fmt::format("lowering: a collective (tensor #{}) uses unknown mesh axis {}", op.tensor, axis));
       if (axis == plan_.pipeline_axis)
-        throw std::runtime_error(fmt::format("lowering: collective on tensor '{}' spans the pipeline axis '{}'", op.tensor,
+        throw std::runtime_error(fmt::format("lowering: a collective (tensor #{}) spans the pipeline axis '{}'", op.tensor,
                                              mesh_.axes()[axis].name));
       names.push_back(mesh_.axes()[axis].name);
     }

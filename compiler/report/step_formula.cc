@@ -79,8 +79,7 @@ class Builder {
         std::min(op.seconds, hardware::collective_time(cluster_, op.kind, op.group, 0).seconds);
     double share = parameter_sized ? 0 : 1;
     if (!parameter_sized) {
-      const TensorId t = ng_.graph().find_tensor(op.tensor);
-      if (t != kNone) share = batch_share(ng_.tensor_elements(t), b0_);
+      if (op.tensor != kNone) share = batch_share(ng_.tensor_elements(op.tensor), b0_);
     }
     const double rest = op.seconds - latency;
     return {latency + rest * (1 - share), rest * share};

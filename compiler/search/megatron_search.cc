@@ -33,6 +33,7 @@ MegatronSearchResult megatron_search(Graph& graph, const hardware::Cluster& clus
   const int devices = cluster.num_devices();
   const bool train = options.mode == ExecutionMode::train;
   const NumericGraph ng(graph);  // compiled once for every configuration priced below
+  PlanAnalyzer analyzer(graph, cluster, ng);
 
   MegatronSearchResult best;
   Evaluation best_eval;
@@ -73,7 +74,7 @@ MegatronSearchResult megatron_search(Graph& graph, const hardware::Cluster& clus
                 p.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
                 p.recompute = policies[r];
                 p.distributed_optimizer = d == 1;
-                const Evaluation e = evaluate_plan(graph, cluster, p, ng);
+                const Evaluation e = evaluate_plan(analyzer, p);
                 ++best.evaluations;
                 if (!e.valid) {
                   last_error = e.error;

@@ -57,14 +57,15 @@ bool Evaluation::better_than(const Evaluation& other) const {
 
 Evaluation evaluate_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {
   const NumericGraph ng(graph);
-  return evaluate_plan(graph, cluster, plan, ng);
+  PlanAnalyzer analyzer(graph, cluster, ng);
+  return evaluate_plan(analyzer, plan);
 }
 
-Evaluation evaluate_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan, const NumericGraph& ng) {
+Evaluation evaluate_plan(PlanAnalyzer& analyzer, const Plan& plan) {
   Evaluation e;
   try {
-    const PlanAnalysis a = analyze_plan(graph, cluster, plan, ng);
-    e.estimate = estimate_step(a, plan, cluster);
+    const PlanAnalysis a = analyzer.analyze(plan);
+    e.estimate = estimate_step(a, plan, analyzer.cluster());
     e.valid = true;
   } catch (const std::exception& ex) {
     e.error = ex.what();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compiler/cost/numeric_graph.h"
+#include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
 #include "compiler/ir/graph.h"
 #include "compiler/plan/plan.h"
@@ -30,7 +31,8 @@ struct Evaluation {
 };
 
 Evaluation evaluate_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan);
-// With the graph's numeric form made once (`ng` = NumericGraph(graph)): what searches call.
-Evaluation evaluate_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan, const NumericGraph& ng);
+// With one analyzer for every plan of the graph (what searches call: it keeps the graph's
+// numeric form and every priced redistribution between plans).
+Evaluation evaluate_plan(PlanAnalyzer& analyzer, const Plan& plan);
 
 }  // namespace symtensor::compiler

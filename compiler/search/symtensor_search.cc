@@ -54,7 +54,7 @@ std::string describe(const Knobs& k) {
 class Search {
  public:
   Search(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options, const SearchOptions& search)
-      : g_(graph), cluster_(cluster), options_(options), search_(search), ng_(graph), folded_(fold_graph(ng_)),
+      : g_(graph), cluster_(cluster), options_(options), search_(search), ng_(graph), analyzer_(graph, cluster, ng_), folded_(fold_graph(ng_)),
         spaces_(g_.nodes().size()) {
     for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes().size()); ++id) spaces_[id] = ng_.node(id).space;
   }
@@ -216,7 +216,7 @@ class Search {
           p.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
           p.recompute = recompute;
           p.zero_stage = zero;
-          const Evaluation e = evaluate_plan(g_, cluster_, p, ng_);
+          const Evaluation e = evaluate_plan(analyzer_, p);
           ++evaluations_;
           if (!e.valid) throw std::runtime_error(e.error);
           if (e.better_than(best_)) {
@@ -254,7 +254,7 @@ class Search {
         return;
       }
       p.strategy = name;
-      const Evaluation e = evaluate_plan(g_, cluster_, p, ng_);
+      const Evaluation e = evaluate_plan(analyzer_, p);
       ++evaluations_;
       if (e.valid && e.better_than(best_)) {
         best_ = e;
@@ -309,7 +309,7 @@ class Search {
         for (int h : members) levels[h] = moved;
         Plan p = best_plan_;
         complete_plan(p, levels, mesh, best_knobs_.pp);
-        const Evaluation e = evaluate_plan(g_, cluster_, p, ng_);
+        const Evaluation e = evaluate_plan(analyzer_, p);
         ++evaluations_;
         --budget;
         if (e.valid && e.estimate.fits && e.estimate.step_time_s < best_.estimate.step_time_s * (1 - 1e-6)) {
@@ -380,6 +380,7 @@ class Search {
   const StrategyOptions& options_;
   SearchOptions search_;
   NumericGraph ng_;
+  PlanAnalyzer analyzer_;
   FoldedGraph folded_;
   std::vector<IterationSpace> spaces_;
   Plan skeleton_;

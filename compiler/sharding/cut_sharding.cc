@@ -1,46 +1,82 @@
 #include "compiler/sharding/cut_sharding.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace symtensor::compiler {
 namespace {
 
-TensorSharding operand_sharding(const std::vector<int>& dims, const NodeCut& cut) {
-  TensorSharding s = TensorSharding::replicated(static_cast<int>(dims.size()));
-  for (std::size_t d = 0; d < dims.size(); ++d)
-    if (dims[d] >= 0 && dims[d] < static_cast<int>(cut.loop_axes.size())) s.dim_axes[d] = cut.loop_axes[dims[d]];
-  return s;
-}
-
-// Axes of cut loops that none of `dims` maps to.
-std::vector<int> axes_of_absent_loops(const std::vector<int>& dims, const NodeCut& cut, const IterationSpace& space,
-                                      bool reductions_only) {
-  std::vector<int> axes;
+// Bit set of the axes of cut loops that none of `dims` maps to.
+std::uint64_t axes_of_absent_loops(const std::vector<int>& dims, const NodeCut& cut, const IterationSpace& space,
+                                   bool reductions_only) {
+  std::uint64_t axes = 0;
   for (std::size_t l = 0; l < cut.loop_axes.size(); ++l) {
     if (reductions_only && !(l < space.loops.size() && space.loops[l].reduction)) continue;
     if (std::find(dims.begin(), dims.end(), static_cast<int>(l)) != dims.end()) continue;
-    axes.insert(axes.end(), cut.loop_axes[l].begin(), cut.loop_axes[l].end());
+    for (int a : cut.loop_axes[l]) {
+      if (a < 0 || a >= 64) throw std::runtime_error("sharding: mesh axis id " + std::to_string(a) + " is out of range");
+      axes |= std::uint64_t{1} << a;
+    }
   }
-  std::sort(axes.begin(), axes.end());
   return axes;
 }
 
+const std::vector<int> kNoAxes;
+
 }  // namespace
 
+OperandLayout OperandLayout::input(const IterationSpace& space, const NodeCut& cut, int input) {
+  return OperandLayout(space.input_dims.at(input), cut, 0);
+}
+
+OperandLayout OperandLayout::output(const IterationSpace& space, const NodeCut& cut, int output) {
+  const auto& dims = space.output_dims.at(output);
+  return OperandLayout(dims, cut, axes_of_absent_loops(dims, cut, space, true));
+}
+
+OperandLayout OperandLayout::input_gradient(const IterationSpace& space, const NodeCut& cut, int input) {
+  const auto& dims = space.input_dims.at(input);
+  return OperandLayout(dims, cut, axes_of_absent_loops(dims, cut, space, false));
+}
+
+const std::vector<int>& OperandLayout::dim_axes(int d) const {
+  const int loop = (*dims_)[d];
+  return loop >= 0 && loop < static_cast<int>(cut_->loop_axes.size()) ? cut_->loop_axes[loop] : kNoAxes;
+}
+
+bool OperandLayout::same_split(const OperandLayout& other) const {
+  if (rank() != other.rank()) return false;
+  for (int d = 0; d < rank(); ++d)
+    if (dim_axes(d) != other.dim_axes(d)) return false;
+  return true;
+}
+
+double OperandLayout::ways(const hardware::DeviceMesh& mesh) const {
+  double w = 1;
+  for (int d = 0; d < rank(); ++d)
+    for (int a : dim_axes(d)) w *= mesh.axes()[a].size;
+  return w;
+}
+
+TensorSharding OperandLayout::sharding() const {
+  TensorSharding s = TensorSharding::replicated(rank());
+  for (int d = 0; d < rank(); ++d) s.dim_axes[d] = dim_axes(d);
+  for (int a = 0; a < 64; ++a)
+    if (partial_ >> a & 1) s.partial_axes.push_back(a);
+  return s;
+}
+
 TensorSharding input_sharding(const IterationSpace& space, const NodeCut& cut, int input) {
-  return operand_sharding(space.input_dims.at(input), cut);
+  return OperandLayout::input(space, cut, input).sharding();
 }
 
 TensorSharding output_sharding(const IterationSpace& space, const NodeCut& cut, int output) {
-  TensorSharding s = operand_sharding(space.output_dims.at(output), cut);
-  s.partial_axes = axes_of_absent_loops(space.output_dims.at(output), cut, space, true);
-  return s;
+  return OperandLayout::output(space, cut, output).sharding();
 }
 
 TensorSharding input_gradient_sharding(const IterationSpace& space, const NodeCut& cut, int input) {
-  TensorSharding s = operand_sharding(space.input_dims.at(input), cut);
-  s.partial_axes = axes_of_absent_loops(space.input_dims.at(input), cut, space, false);
-  return s;
+  return OperandLayout::input_gradient(space, cut, input).sharding();
 }
 
 double cut_ways(const NodeCut& cut, const hardware::DeviceMesh& mesh) {

@@ -3,11 +3,41 @@
 // is split by that loop's axes; a cut reduction loop absent from an output leaves that
 // output partial over its axes; every other axis replicates. The gradient of an operand
 // is partial over the axes of every cut loop that does not index it.
+#include <cstdint>
+#include <vector>
+
 #include "compiler/ops/op_semantics.h"
 #include "compiler/plan/plan.h"
 #include "compiler/sharding/tensor_sharding.h"
 
 namespace symtensor::compiler {
+
+// The same layouts read in place from the cut, without allocating: what the cost model
+// compares and multiplies out for every operand of every plan. Holds pointers into the
+// space and the cut, which must outlive it. Partial axes are a bit set (axis ids < 64).
+class OperandLayout {
+ public:
+  static OperandLayout input(const IterationSpace& space, const NodeCut& cut, int input);
+  static OperandLayout output(const IterationSpace& space, const NodeCut& cut, int output);
+  static OperandLayout input_gradient(const IterationSpace& space, const NodeCut& cut, int input);
+
+  int rank() const { return static_cast<int>(dims_->size()); }
+  const std::vector<int>& dim_axes(int d) const;  // mesh axes splitting dim d, major to minor
+  std::uint64_t partial_axes() const { return partial_; }
+  bool same_split(const OperandLayout& other) const;  // every dim split alike (partial sums aside)
+  double ways(const hardware::DeviceMesh& mesh) const;  // pieces the tensor is split into
+  TensorSharding sharding() const;
+  friend bool operator==(const OperandLayout& a, const OperandLayout& b) {
+    return a.partial_ == b.partial_ && a.same_split(b);
+  }
+
+ private:
+  OperandLayout(const std::vector<int>& dims, const NodeCut& cut, std::uint64_t partial)
+      : dims_(&dims), cut_(&cut), partial_(partial) {}
+  const std::vector<int>* dims_;  // operand dim -> loop
+  const NodeCut* cut_;
+  std::uint64_t partial_;
+};
 
 TensorSharding input_sharding(const IterationSpace& space, const NodeCut& cut, int input);
 TensorSharding output_sharding(const IterationSpace& space, const NodeCut& cut, int output);

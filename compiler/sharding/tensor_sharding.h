@@ -34,6 +34,7 @@ struct TensorSharding {
   void validate(const hardware::DeviceMesh& mesh) const;
 
   friend bool operator==(const TensorSharding&, const TensorSharding&) = default;
+  friend auto operator<=>(const TensorSharding&, const TensorSharding&) = default;
 };
 
 std::string to_string(const TensorSharding& sharding, const hardware::DeviceMesh& mesh);

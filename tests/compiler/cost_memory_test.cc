@@ -109,8 +109,8 @@ TEST(TensorParallelVolume, MegatronLayerMovesFourAllReducesOfBshInTraining) {
     for (const OpWork& w : a.ops)
       for (const auto* comms : {&w.fwd_comm, &w.bwd_comm})
         for (const CommOp& op : *comms) {
-          EXPECT_EQ(op.kind, hardware::Collective::all_reduce) << op.tensor;
-          EXPECT_DOUBLE_EQ(op.bytes, 2.0 * c.b * c.s * c.h) << op.tensor;  // b·s·h fp16 elements
+          EXPECT_EQ(op.kind, hardware::Collective::all_reduce) << g.tensor(op.tensor).name;
+          EXPECT_DOUBLE_EQ(op.bytes, 2.0 * c.b * c.s * c.h) << g.tensor(op.tensor).name;  // b·s·h fp16 elements
           ++all_reduces;
         }
     EXPECT_EQ(all_reduces, mode == ExecutionMode::train ? 4 : 2);
@@ -131,7 +131,7 @@ TEST(TensorParallelVolume, SequenceParallelTurnsAllReducesIntoReduceScatterAndAl
     for (const auto* comms : {&w.fwd_comm, &w.bwd_comm})
       for (const CommOp& op : *comms) {
         ++count[op.kind];
-        EXPECT_DOUBLE_EQ(op.bytes, 2.0 * 2 * 512 * 1024) << op.tensor;  // same b·s·h volume
+        EXPECT_DOUBLE_EQ(op.bytes, 2.0 * 2 * 512 * 1024) << g.tensor(op.tensor).name;  // same b·s·h volume
       }
   // Forward: all-gather before Q/K/V and FC1, reduce-scatter after proj and FC2; backward the duals.
   EXPECT_EQ(count[hardware::Collective::all_gather], 4);
