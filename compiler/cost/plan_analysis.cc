@@ -11,6 +11,7 @@
 #include "compiler/cost/saved_activations.h"
 #include "compiler/sharding/cut_sharding.h"
 #include "compiler/sharding/redistribution.h"
+#include "compiler/sharding/redistribution_memo.h"
 
 namespace symtensor::compiler {
 
@@ -37,36 +38,23 @@ StateBytes model_state_bytes(int zero_stage, double n, bool train) {
   }
 }
 
-// A redistribution question: a tensor of this element size and shape from one layout to
-// another. Looked up by reference (KeyView) so that a hit copies nothing.
-struct RedistributionKey {
-  double element_bytes = 0;
-  std::vector<long> shape;
-  TensorSharding from, to;
-};
-struct RedistributionKeyView {
-  double element_bytes;
-  const std::vector<long>& shape;
-  const TensorSharding &from, &to;
-};
-struct RedistributionKeyLess {
-  using is_transparent = void;
-  template <class A, class B>
-  bool operator()(const A& a, const B& b) const {
-    return std::tie(a.element_bytes, a.shape, a.from, a.to) < std::tie(b.element_bytes, b.shape, b.from, b.to);
-  }
-};
-using RedistributionCache = std::map<RedistributionKey, std::vector<CommOp>, RedistributionKeyLess>;
 
 }  // namespace
 
-// What plans of one graph share, kept between analyses: priced redistributions per mesh
-// (a search tries many plans on a few meshes) and per-tensor scratch reused for capacity.
+// What plans of one graph share, kept between analyses: redistributions planned per mesh
+// (a search tries many plans on a few meshes) and priced, and per-tensor scratch reused
+// for its capacity.
 struct PlanAnalyzer::State {
-  std::map<std::vector<std::vector<int>>, RedistributionCache> redistributions;  // by mesh factors
+  RedistributionMemos redistributions;
+  std::map<const NumericRedistribution*, std::vector<CommOp>> priced;
   std::vector<std::optional<OperandLayout>> produced;
   std::vector<std::vector<OperandLayout>> delivered, delivered_gradients;  // per tensor: layouts already made
   std::vector<long> shape;
+  // The operator work of the last plan analysed and that plan: a plan differing only in
+  // what op_work does not read (ZeRO, recomputation, schedule, interleaving: a search's
+  // memory staircase) reuses it.
+  std::optional<Plan> ops_plan;
+  std::vector<OpWork> ops;
 };
 
 namespace {
@@ -75,7 +63,7 @@ class Analyzer {
  public:
   Analyzer(Graph& graph, const hardware::Cluster& cluster, const Plan& plan, const NumericGraph& ng, PlanAnalyzer::State& state)
       : graph_(graph), cluster_(cluster), plan_(plan), mesh_(plan_mesh(plan, cluster)), ng_(ng),
-        redistribution_cache_(state.redistributions[plan.mesh_factors]), produced_(state.produced),
+        state_(state), memo_(state.redistributions.for_mesh(mesh_)), priced_(state.priced), produced_(state.produced),
         delivered_(state.delivered), delivered_gradients_(state.delivered_gradients), shape_(state.shape) {}
 
   PlanAnalysis run() {
@@ -103,8 +91,16 @@ class Analyzer {
       delivered_[t].clear();
       delivered_gradients_[t].clear();
     }
-    a.ops.reserve(graph_.nodes().size());
-    for (NodeId id : ng_.topological_order()) a.ops.push_back(op_work(id, train));
+    if (state_.ops_plan && same_operator_work(*state_.ops_plan, plan_)) {
+      a.ops = state_.ops;
+      for (NodeId id = 0; id < static_cast<NodeId>(graph_.nodes().size()); ++id) record_outputs(id);
+    } else {
+      state_.ops_plan.reset();
+      a.ops.reserve(graph_.nodes().size());
+      for (NodeId id : ng_.topological_order()) a.ops.push_back(op_work(id, train));
+      state_.ops = a.ops;
+      state_.ops_plan = plan_;
+    }
     if (train) add_parameters(a);
     add_activations(a, train);
     add_pipeline_transfers(a);
@@ -124,6 +120,13 @@ class Analyzer {
       case hardware::Precision::fp8: return 1;
       default: return 2;
     }
+  }
+
+  // Everything op_work reads of a plan.
+  static bool same_operator_work(const Plan& a, const Plan& b) {
+    return a.mode == b.mode && a.precision == b.precision && a.global_batch == b.global_batch &&
+           a.micro_batches == b.micro_batches && a.pipeline_axis == b.pipeline_axis && a.mesh_factors == b.mesh_factors &&
+           a.stage_of_node == b.stage_of_node && a.node_cuts == b.node_cuts;
   }
 
   void check_plan() const {
@@ -191,25 +194,21 @@ class Analyzer {
     if (from == to) return {};
     shape_.clear();
     for (const Affine& d : ng_.tensor_shape(t)) shape_.push_back(static_cast<long>(d.at(batch_)));
-    const RedistributionKeyView view{element_bytes(t), shape_, from, to};
-    auto it = redistribution_cache_.find(view);
-    if (it == redistribution_cache_.end()) {
+    const NumericRedistribution& r = memo_.plan(from, to, shape_, element_bytes(t));
+    if (!r.error.empty()) throw std::runtime_error(r.error);
+    auto it = priced_.find(&r);
+    if (it == priced_.end()) {
       std::vector<CommOp> ops;
-      std::vector<GiNaC::ex> shape;
-      for (long d : shape_) shape.push_back(GiNaC::numeric(d));
-      const Redistribution r = plan_redistribution(from, to, shape, GiNaC::numeric(static_cast<long>(view.element_bytes)), mesh_);
-      for (const auto& step : r.steps) {
-        const auto kind = step.collective();
-        if (!kind) continue;
+      for (const NumericCollective& c : r.collectives) {
         CommOp op;
-        op.kind = *kind;
-        op.axes = step.axes;
-        op.group = step.group;
-        op.bytes = GiNaC::ex_to<GiNaC::numeric>(GiNaC::evalf(step.bytes)).to_double();
+        op.kind = c.kind;
+        op.axes = c.axes;
+        op.group = c.group;
+        op.bytes = c.bytes;
         op.seconds = hardware::collective_time(cluster_, op.kind, op.group, op.bytes).seconds;
         ops.push_back(std::move(op));
       }
-      it = redistribution_cache_.emplace(RedistributionKey{view.element_bytes, shape_, from, to}, std::move(ops)).first;
+      it = priced_.emplace(&r, std::move(ops)).first;
     }
     std::vector<CommOp> ops = it->second;
     for (auto& op : ops) op.tensor = t;
@@ -234,6 +233,16 @@ class Analyzer {
   }
 
   bool needs_gradient(TensorId t) const { return t != kNone && ng_.facts(t).needs_gradient; }
+
+  void record_outputs(NodeId id) {
+    const Node& node = graph_.node(id);
+    const NumericNode& nn = ng_.node(id);
+    for (std::size_t o = 0; o < node.outputs.size() && o < nn.space.output_dims.size(); ++o) {
+      const TensorId t = node.outputs[o];
+      if (t != kNone && !ng_.facts(t).constant)
+        produced_[t] = OperandLayout::output(nn.space, plan_.node_cuts[id], static_cast<int>(o));
+    }
+  }
 
   OpWork op_work(NodeId id, bool train) {
     check_divisible(id);
@@ -273,8 +282,8 @@ class Analyzer {
       // A partial graph output is summed where it is produced.
       if (ng_.facts(t).graph_output && out.partial_axes() != 0)
         for (auto& op : redistribute(t, out.sharding(), without_partial(out.sharding()))) w.fwd_comm.push_back(std::move(op));
-      if (!ng_.facts(t).constant) produced_[t] = out;
     }
+    record_outputs(id);
     w.fwd_bytes = local_bytes;
     w.fwd_seconds = cluster_.device.kernel_seconds(plan_.precision, w.fwd_flops, w.fwd_bytes);
     if (train) {
@@ -322,7 +331,7 @@ class Analyzer {
         if (zero >= 2) p.grad_sync.push_back(make(hardware::Collective::reduce_scatter, grad_bytes));
         else p.grad_sync.push_back(make(hardware::Collective::all_reduce, grad_bytes));
         // ZeRO-1/2 and the distributed optimizer gather the updated weights once per step.
-        if (zero == 1 || zero == 2) p.grad_sync.push_back(make(hardware::Collective::all_gather, p.local_elements * 2));
+        if (zero == 1 || zero == 2) p.regather.push_back(make(hardware::Collective::all_gather, p.local_elements * 2));
         if (zero >= 3) p.gather.push_back(make(hardware::Collective::all_gather, p.local_elements * 2));
       }
       const StateBytes b = model_state_bytes(zero, n, true);
@@ -412,7 +421,9 @@ class Analyzer {
   const NumericGraph& ng_;
   double batch_ = 0;
   double activation_bytes_ = 2;
-  RedistributionCache& redistribution_cache_;
+  PlanAnalyzer::State& state_;
+  RedistributionMemo& memo_;
+  std::map<const NumericRedistribution*, std::vector<CommOp>>& priced_;
   std::vector<std::optional<OperandLayout>>& produced_;
   std::vector<std::vector<OperandLayout>>& delivered_;
   std::vector<std::vector<OperandLayout>>& delivered_gradients_;

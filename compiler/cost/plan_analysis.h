@@ -46,7 +46,8 @@ struct ParamWork {
   TensorId tensor = kNone;
   int stage = 0;
   double local_elements = 0;      // this device's shard of the parameter
-  std::vector<CommOp> grad_sync;  // after backward: all-reduce, or reduce-scatter under ZeRO
+  std::vector<CommOp> grad_sync;  // during backward: all-reduce, or reduce-scatter under ZeRO-2/3
+  std::vector<CommOp> regather;   // ZeRO-1/2, distributed optimizer: all-gather of the updated weights after the step
   std::vector<CommOp> gather;     // ZeRO-3: all-gather before use (forward and backward)
 };
 

@@ -15,7 +15,7 @@ struct StepEstimate {
   double exposed_comm_s = 0;    // tensor-parallel and redistribution collectives on the critical path
   double bubble_s = 0;          // pipeline fill and drain
   double dp_exposed_s = 0;      // gradient synchronisation not hidden behind backward
-  double optimizer_s = 0;
+  double optimizer_s = 0;       // the step, and under ZeRO-1/2 or the distributed optimizer the weights' all-gather after it
   double p2p_s = 0;             // pipeline sends on the critical path
   std::vector<double> stage_peak_memory;  // bytes per device
   double peak_memory = 0;

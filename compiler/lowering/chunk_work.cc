@@ -203,7 +203,7 @@ StageLayout build_stage_layout(const PlanAnalysis& a, const Plan& plan, const Lo
           rec.add_comm(Segment::Kind::collective, op.fwd_comm, label(i));
           w.recompute_flops += op.fwd_flops;
         }
-        for (int k : params_at[i]) merge_comm(w.param_syncs, a.params[k].grad_sync);
+        for (int k : params_at[i]) merge_comm(w.param_syncs, a.params[k].regather);
       }
       fwd.flush();
       rec.flush();

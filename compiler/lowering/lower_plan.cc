@@ -196,15 +196,12 @@ class Lowerer {
     opt.kind = sim::TaskKind::optimizer;
     if (a_.optimizer_seconds_per_stage > 0) opt.duration_s = a_.optimizer_seconds_per_stage;
     rc.tasks.push_back(std::move(opt));
-    const bool regather = plan_.zero_stage == 1 || plan_.zero_stage == 2 || plan_.distributed_optimizer;
-    if (!regather) return;
     for (int c = 0; c < V; ++c) {
       const auto& syncs = layout_.work[s][c].param_syncs;
       for (size_t j = 0; j < syncs.size(); ++j) {
-        if (syncs[j].kind != hardware::Collective::reduce_scatter || trivial(syncs[j])) continue;
-        rc.tasks.push_back(sim::collective_task(fmt::format("param_gather.{}.{}", c, j), "comm_dp",
-                                                hardware::Collective::all_gather, syncs[j].bytes, group_names(syncs[j]),
-                                                {"optimizer"}));
+        if (trivial(syncs[j])) continue;
+        rc.tasks.push_back(sim::collective_task(fmt::format("param_gather.{}.{}", c, j), "comm_dp", syncs[j].kind,
+                                                syncs[j].bytes, group_names(syncs[j]), {"optimizer"}));
       }
     }
   }

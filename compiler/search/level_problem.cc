@@ -35,6 +35,12 @@ class LevelBuilder {
   CutProblem run() {
     CutProblem p;
     const auto& heavy = c_.folded->heavy;
+    // Every heavy operator's cut with this level's axis on each loop (index loop + 1; 0: not cut).
+    cut_with_.resize(heavy.size());
+    for (std::size_t h = 0; h < heavy.size(); ++h) {
+      const int loops = static_cast<int>(c_.ng->node(heavy[h]).loops.size());
+      for (int l = -1; l < loops; ++l) cut_with_[h].push_back(make_cut_with_axis(static_cast<int>(h), l));
+    }
     p.nodes.resize(heavy.size());
     for (std::size_t h = 0; h < heavy.size(); ++h) {
       CutProblemNode& node = p.nodes[h];
@@ -65,7 +71,9 @@ class LevelBuilder {
     return w;
   }
 
-  NodeCut with_axis(int h, int loop) const {
+  const NodeCut& with_axis(int h, int loop) const { return cut_with_[h][loop + 1]; }
+
+  NodeCut make_cut_with_axis(int h, int loop) const {
     NodeCut cut = cuts_[h];
     cut.loop_axes.resize(c_.ng->node(c_.folded->heavy[h]).loops.size());
     if (loop >= 0) cut.loop_axes[loop].push_back(axis_);
@@ -84,20 +92,17 @@ class LevelBuilder {
   }
 
   double element_bytes(TensorId t) const {
-    const Tensor& tensor = g_.tensor(t);
-    return is_floating(tensor.dtype) ? act_bytes_ : static_cast<double>(element_size(tensor.dtype));
+    const TensorFacts& f = c_.ng->facts(t);
+    return f.floating ? act_bytes_ : static_cast<double>(f.element_size);
   }
 
-  double local_bytes(TensorId t, const TensorSharding& s) const {
-    double split = 1;
-    for (const auto& axes : s.dim_axes) split *= ways(axes);
-    return c_.ng->tensor_elements(t).at(c_.micro_batch) / split * element_bytes(t);
+  double local_bytes(TensorId t, const OperandLayout& s) const {
+    return c_.ng->facts(t).elements.at(c_.micro_batch) / s.ways(*c_.mesh) * element_bytes(t);
   }
 
   // Bytes of t with this level's axis removed from its sharding (the collective's S).
-  double bytes_without_axis(TensorId t, TensorSharding s) const {
-    for (auto& axes : s.dim_axes) axes.erase(std::remove(axes.begin(), axes.end(), axis_), axes.end());
-    return local_bytes(t, s);
+  double bytes_without_axis(TensorId t, const OperandLayout& s) const {
+    return local_bytes(t, s) * (s.dim_of(axis_) >= 0 ? n_ : 1);
   }
 
   double coll(Collective kind, double bytes) const {
@@ -105,16 +110,13 @@ class LevelBuilder {
     return hardware::collective_time(*c_.cluster, kind, group_, bytes).seconds;
   }
 
-  bool needs_gradient(TensorId t) const {
-    const Tensor& tensor = g_.tensor(t);
-    return is_floating(tensor.dtype) && (tensor.is_parameter || !tensor.is_constant) && !tensor.is_graph_input;
-  }
+  bool needs_gradient(TensorId t) const { return c_.ng->facts(t).needs_gradient; }
 
   CutChoice choice(int h, int loop) const {
     const NodeId id = c_.folded->heavy[h];
     const Node& node = g_.node(id);
     const NumericNode& nn = c_.ng->node(id);
-    const NodeCut cut = with_axis(h, loop);
+    const NodeCut& cut = with_axis(h, loop);
     CutChoice ch;
     ch.loop = loop;
     ch.label = loop < 0 ? "-" : nn.space.loops[loop].name;
@@ -125,13 +127,13 @@ class LevelBuilder {
     for (std::size_t i = 0; i < node.inputs.size() && i < nn.space.input_dims.size(); ++i) {
       const TensorId t = node.inputs[i];
       if (t == kNone) continue;
-      const TensorSharding s = input_sharding(nn.space, cut, static_cast<int>(i));
+      const OperandLayout s = OperandLayout::input(nn.space, cut, static_cast<int>(i));
       const double b = local_bytes(t, s);
       bytes += b;
       if (!c_.train || !needs_gradient(t)) continue;
       ++gradient_inputs;
-      const bool partial = input_gradient_sharding(nn.space, cut, static_cast<int>(i)).is_partial(axis_);
-      if (g_.tensor(t).is_parameter) {
+      const bool partial = OperandLayout::input_gradient(nn.space, cut, static_cast<int>(i)).is_partial(axis_);
+      if (c_.ng->facts(t).parameter) {
         state += b / element_bytes(t) * kStateBytesPerParameter;
         if (partial) param_sync += coll(Collective::all_reduce, b / element_bytes(t) * 2);
       } else if (partial) {
@@ -141,11 +143,11 @@ class LevelBuilder {
     for (std::size_t o = 0; o < node.outputs.size() && o < nn.space.output_dims.size(); ++o) {
       const TensorId t = node.outputs[o];
       if (t == kNone) continue;
-      const TensorSharding s = output_sharding(nn.space, cut, static_cast<int>(o));
+      const OperandLayout s = OperandLayout::output(nn.space, cut, static_cast<int>(o));
       const double b = local_bytes(t, s);
       bytes += b;
       state += b * std::min<double>(m, 1);
-      if (g_.tensor(t).is_graph_output && s.is_partial(axis_)) activation_comm += coll(Collective::all_reduce, b);
+      if (c_.ng->facts(t).graph_output && s.is_partial(axis_)) activation_comm += coll(Collective::all_reduce, b);
     }
     const hardware::Device& dev = c_.cluster->device;
     double compute = dev.kernel_seconds(c_.precision, flops, bytes);
@@ -157,8 +159,8 @@ class LevelBuilder {
 
   double edge_cost(const FoldedEdge& e, int from_loop, int to_loop) const {
     const NodeId p = c_.folded->heavy[e.from], q = c_.folded->heavy[e.to];
-    const TensorSharding out = output_sharding(c_.ng->node(p).space, with_axis(e.from, from_loop), e.from_output);
-    const TensorSharding want = input_sharding(c_.ng->node(q).space, with_axis(e.to, to_loop), e.to_input);
+    const OperandLayout out = OperandLayout::output(c_.ng->node(p).space, with_axis(e.from, from_loop), e.from_output);
+    const OperandLayout want = OperandLayout::input(c_.ng->node(q).space, with_axis(e.to, to_loop), e.to_input);
     const TensorId t = g_.node(q).inputs[e.to_input];
     const double full = bytes_without_axis(t, want);
     const int have_dim = out.dim_of(axis_);
@@ -188,6 +190,7 @@ class LevelBuilder {
   int n_;
   const std::vector<NodeCut>& cuts_;
   hardware::GroupShape group_;
+  std::vector<std::vector<NodeCut>> cut_with_;
   double act_bytes_ = 2;
 };
 

@@ -150,7 +150,7 @@ class Search {
       plan.node_cuts[folded_.heavy[h]] = heavy_cuts[h];
       fixed[folded_.heavy[h]] = true;
     }
-    propagate_cuts(g_, mesh, plan, fixed, spaces_);
+    propagate_cuts(g_, mesh, plan, fixed, spaces_, &propagation_);
     const double b = plan.global_batch / plan.micro_batches;
     std::vector<double> cost(n, 0.0);
     for (NodeId id = 0; id < static_cast<NodeId>(n); ++id) {
@@ -383,6 +383,7 @@ class Search {
   PlanAnalyzer analyzer_;
   FoldedGraph folded_;
   std::vector<IterationSpace> spaces_;
+  mutable PropagationCache propagation_;  // complete_plan's, kept between the plans it completes
   Plan skeleton_;
   bool train_ = true;
   int stage_boundaries_ = 0;  // places a pipeline stage may end

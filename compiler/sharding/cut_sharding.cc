@@ -45,6 +45,14 @@ const std::vector<int>& OperandLayout::dim_axes(int d) const {
   return loop >= 0 && loop < static_cast<int>(cut_->loop_axes.size()) ? cut_->loop_axes[loop] : kNoAxes;
 }
 
+int OperandLayout::dim_of(int axis) const {
+  for (int d = 0; d < rank(); ++d) {
+    const auto& axes = dim_axes(d);
+    if (std::find(axes.begin(), axes.end(), axis) != axes.end()) return d;
+  }
+  return -1;
+}
+
 bool OperandLayout::same_split(const OperandLayout& other) const {
   if (rank() != other.rank()) return false;
   for (int d = 0; d < rank(); ++d)

@@ -24,6 +24,8 @@ class OperandLayout {
   int rank() const { return static_cast<int>(dims_->size()); }
   const std::vector<int>& dim_axes(int d) const;  // mesh axes splitting dim d, major to minor
   std::uint64_t partial_axes() const { return partial_; }
+  bool is_partial(int axis) const { return axis >= 0 && axis < 64 && (partial_ >> axis & 1); }
+  int dim_of(int axis) const;  // the dim `axis` splits, or -1
   bool same_split(const OperandLayout& other) const;  // every dim split alike (partial sums aside)
   double ways(const hardware::DeviceMesh& mesh) const;  // pieces the tensor is split into
   TensorSharding sharding() const;

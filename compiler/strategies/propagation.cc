@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
+#include <cstdint>
 
 #include "compiler/analysis/model_stats.h"
 #include "compiler/ir/element_type.h"
@@ -22,28 +22,43 @@ bool loop_in_outputs(const IterationSpace& space, int loop) {
   return false;
 }
 
-void append_key(std::string& key, const TensorSharding& s) {
-  for (const auto& axes : s.dim_axes) {
-    key += '[';
-    for (int a : axes) key += std::to_string(a) + ',';
+// An operand's layout under its node's cut, read in place; replicated where the node's
+// iteration space does not describe the operand.
+struct EdgeLayout {
+  std::optional<OperandLayout> cut;
+  int rank = 0;
+
+  const std::vector<int>& dim_axes(int d) const {
+    static const std::vector<int> none;
+    return cut ? cut->dim_axes(d) : none;
   }
-  key += 'p';
-  for (int a : s.partial_axes) key += std::to_string(a) + ',';
-  key += '|';
-}
+  std::uint64_t partial_axes() const { return cut ? cut->partial_axes() : 0; }
+  TensorSharding sharding() const { return cut ? cut->sharding() : TensorSharding::replicated(rank); }
+  friend bool operator==(const EdgeLayout& a, const EdgeLayout& b) {
+    if (a.rank != b.rank || a.partial_axes() != b.partial_axes()) return false;
+    for (int d = 0; d < a.rank; ++d)
+      if (a.dim_axes(d) != b.dim_axes(d)) return false;
+    return true;
+  }
+};
 
 class Propagator {
  public:
   Propagator(Graph& graph, const hardware::DeviceMesh& mesh, Plan& plan, const std::vector<bool>& fixed,
-             const std::vector<IterationSpace>& spaces)
-      : g_(graph), mesh_(mesh), plan_(plan), fixed_(fixed), spaces_(spaces) {
+             const std::vector<IterationSpace>& spaces, PropagationCache& cache)
+      : g_(graph), mesh_(mesh), plan_(plan), fixed_(fixed), spaces_(spaces), cache_(cache),
+        memo_(cache.redistributions.for_mesh(mesh)) {
     const std::size_t n = g_.nodes().size();
     if (plan_.node_cuts.size() != n) plan_.node_cuts.assign(n, NodeCut{});
     if (fixed_.size() != n || spaces_.size() != n)
       throw std::runtime_error("propagate_cuts: " + std::to_string(n) + " nodes but " + std::to_string(fixed_.size()) +
                                " fixed flags and " + std::to_string(spaces_.size()) + " iteration spaces");
     decided_ = fixed_;
-    shapes_.resize(g_.tensors().size());
+    changed_at_.assign(n, 0);
+    visited_at_.assign(n, -1);
+    cache_.shapes.resize(g_.tensors().size());
+    cache_.extents.resize(n);
+    cache_.extents_known.resize(n, false);
   }
 
   void run() {
@@ -57,8 +72,23 @@ class Propagator {
   }
 
  private:
+  // A node's choice depends only on its neighbours' cuts and its own: when none changed
+  // since its last visit, visiting again would choose the same cut, and is skipped.
+  bool neighbours_changed_since(NodeId n, long tick) const {
+    const Node& node = g_.node(n);
+    for (TensorId t : node.inputs)
+      if (t != kNone && g_.tensor(t).producer != kNone && changed_at_[g_.tensor(t).producer] > tick) return true;
+    for (TensorId t : node.outputs)
+      if (t != kNone)
+        for (NodeId c : g_.tensor(t).consumers)
+          if (changed_at_[c] > tick) return true;
+    return false;
+  }
+
   bool visit(NodeId n) {
     if (fixed_[n]) return false;
+    if (decided_[n] && !neighbours_changed_since(n, visited_at_[n])) return false;
+    visited_at_[n] = tick_;
     const std::vector<NodeCut> cands = candidates(n);
     const NodeCut* best = nullptr;
     double best_bytes = 0, best_ways = 0;
@@ -72,6 +102,7 @@ class Propagator {
     const bool changed = !decided_[n] || !(plan_.node_cuts[n] == *best);
     plan_.node_cuts[n] = *best;
     decided_[n] = true;
+    if (changed) visited_at_[n] = changed_at_[n] = ++tick_;
     return changed;
   }
 
@@ -91,7 +122,7 @@ class Propagator {
         if (a < 0 || a >= static_cast<int>(used.size()) || used[a] || a == plan_.pipeline_axis) break;
         axes.push_back(a);
       }
-      while (!axes.empty() && !cut_allowed(g_, g_.node(n), spaces_[n], static_cast<int>(l), axes, mesh_)) axes.pop_back();
+      while (!axes.empty() && !cut_allowed(g_.node(n), spaces_[n], static_cast<int>(l), extent(n, l), axes, mesh_)) axes.pop_back();
       for (int a : axes) used[a] = true;
       c.loop_axes[l] = axes;
     }
@@ -99,10 +130,10 @@ class Propagator {
   }
 
   // Proposal: loops that `dims` map to take the axes of the matching dims of `sharding`.
-  NodeCut from_operand(NodeId n, const std::vector<int>& dims, const TensorSharding& sharding) const {
+  NodeCut from_operand(NodeId n, const std::vector<int>& dims, const EdgeLayout& layout) const {
     NodeCut c = empty_cut(n);
-    for (std::size_t d = 0; d < dims.size() && d < sharding.dim_axes.size(); ++d)
-      if (dims[d] >= 0 && c.loop_axes[dims[d]].empty()) c.loop_axes[dims[d]] = sharding.dim_axes[d];
+    for (std::size_t d = 0; d < dims.size() && static_cast<int>(d) < layout.rank; ++d)
+      if (dims[d] >= 0 && c.loop_axes[dims[d]].empty()) c.loop_axes[dims[d]] = layout.dim_axes(static_cast<int>(d));
     return c;
   }
 
@@ -146,22 +177,20 @@ class Propagator {
     return static_cast<int>(std::find(outs.begin(), outs.end(), t) - outs.begin());
   }
 
-  TensorSharding producer_sharding(NodeId p, TensorId t, const NodeCut* cut = nullptr) const {
+  EdgeLayout producer_sharding(NodeId p, TensorId t, const NodeCut* cut = nullptr) const {
     const IterationSpace& s = spaces_[p];
     const int o = output_index(p, t);
     const int rank = static_cast<int>(g_.tensor(t).shape.size());
-    if (o >= static_cast<int>(s.output_dims.size()) || static_cast<int>(s.output_dims[o].size()) != rank)
-      return TensorSharding::replicated(rank);
-    return output_sharding(s, cut ? *cut : plan_.node_cuts[p], o);
+    if (o >= static_cast<int>(s.output_dims.size()) || static_cast<int>(s.output_dims[o].size()) != rank) return {std::nullopt, rank};
+    return {OperandLayout::output(s, cut ? *cut : plan_.node_cuts[p], o), rank};
   }
 
-  TensorSharding consumer_sharding(NodeId c, std::size_t j, const NodeCut* cut = nullptr) const {
+  EdgeLayout consumer_sharding(NodeId c, std::size_t j, const NodeCut* cut = nullptr) const {
     const IterationSpace& s = spaces_[c];
     const TensorId t = g_.node(c).inputs[j];
     const int rank = static_cast<int>(g_.tensor(t).shape.size());
-    if (j >= s.input_dims.size() || static_cast<int>(s.input_dims[j].size()) != rank)
-      return TensorSharding::replicated(rank);
-    return input_sharding(s, cut ? *cut : plan_.node_cuts[c], static_cast<int>(j));
+    if (j >= s.input_dims.size() || static_cast<int>(s.input_dims[j].size()) != rank) return {std::nullopt, rank};
+    return {OperandLayout::input(s, cut ? *cut : plan_.node_cuts[c], static_cast<int>(j)), rank};
   }
 
   double neighbour_bytes(NodeId n, const NodeCut& cut) {
@@ -184,35 +213,43 @@ class Propagator {
     return total;
   }
 
-  const std::vector<GiNaC::ex>& numeric_shape(TensorId t) {
-    auto& shape = shapes_[t];
-    if (shape) return *shape;
-    shape.emplace();
+  std::optional<double> extent(NodeId n, std::size_t loop) const {
+    if (!cache_.extents_known[n]) {
+      auto& extents = cache_.extents[n];
+      for (const auto& l : spaces_[n].loops) extents.push_back(numeric_extent(g_, l.extent));
+      cache_.extents_known[n] = true;
+    }
+    return cache_.extents[n][loop];
+  }
+
+  // The tensor's shape after the graph's bindings, free dims at kUnboundDimValue; nullopt
+  // when a dim is still not a whole number.
+  const std::optional<std::vector<long>>& numeric_shape(TensorId t) {
+    auto& shape = cache_.shapes[t];
+    if (shape) return shape;
     GiNaC::exmap unbound;
     for (const auto& [name, sym] : g_.symbols.all())
       if (!g_.symbols.bindings().count(name)) unbound[sym] = kUnboundDimValue;
-    for (const GiNaC::ex& d : g_.tensor(t).shape) shape->push_back(GiNaC::evalf(g_.symbols.substitute(d).subs(unbound)));
-    return *shape;
+    std::vector<long> dims;
+    for (const GiNaC::ex& d : g_.tensor(t).shape) {
+      const GiNaC::ex v = GiNaC::evalf(g_.symbols.substitute(d).subs(unbound));
+      if (!GiNaC::is_a<GiNaC::numeric>(v)) return shape;
+      const double x = GiNaC::ex_to<GiNaC::numeric>(v).to_double();
+      if (x != std::floor(x)) return shape;
+      dims.push_back(static_cast<long>(x));
+    }
+    shape = std::move(dims);
+    return shape;
   }
 
-  double edge_bytes(TensorId t, const TensorSharding& from, const TensorSharding& to) {
+  // Unreachable shardings cost kImpossible: never chosen while any other candidate exists.
+  double edge_bytes(TensorId t, const EdgeLayout& from, const EdgeLayout& to) {
     if (from == to) return 0;
-    std::string key = std::to_string(t) + ':';
-    append_key(key, from);
-    append_key(key, to);
-    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-    double bytes = kImpossible;
-    const Tensor& tensor = g_.tensor(t);
-    const double element = std::max<std::size_t>(1, element_size(tensor.dtype));
-    try {
-      const Redistribution r = plan_redistribution(from, to, numeric_shape(t), element, mesh_);
-      const GiNaC::ex total = GiNaC::evalf(r.total_bytes());
-      if (GiNaC::is_a<GiNaC::numeric>(total)) bytes = GiNaC::ex_to<GiNaC::numeric>(total).to_double();
-    } catch (const std::exception&) {
-      // unreachable sharding: never chosen while any other candidate exists
-    }
-    cache_.emplace(std::move(key), bytes);
-    return bytes;
+    const auto& shape = numeric_shape(t);
+    if (!shape) return kImpossible;
+    const double element = std::max<std::size_t>(1, element_size(g_.tensor(t).dtype));
+    const NumericRedistribution& r = memo_.plan(from.sharding(), to.sharding(), *shape, element);
+    return r.error.empty() ? r.total_bytes : kImpossible;
   }
 
   Graph& g_;
@@ -220,9 +257,11 @@ class Propagator {
   Plan& plan_;
   const std::vector<bool>& fixed_;
   const std::vector<IterationSpace>& spaces_;
+  PropagationCache& cache_;
+  RedistributionMemo& memo_;
   std::vector<bool> decided_;
-  std::vector<std::optional<std::vector<GiNaC::ex>>> shapes_;
-  std::unordered_map<std::string, double> cache_;
+  std::vector<long> changed_at_, visited_at_;  // ticks of the last change of a node's cut, of its last visit
+  long tick_ = 0;
 };
 
 }  // namespace
@@ -235,8 +274,9 @@ std::vector<IterationSpace> node_iteration_spaces(Graph& graph) {
 }
 
 void propagate_cuts(Graph& graph, const hardware::DeviceMesh& mesh, Plan& plan, const std::vector<bool>& fixed,
-                    const std::vector<IterationSpace>& spaces) {
-  Propagator(graph, mesh, plan, fixed, spaces).run();
+                    const std::vector<IterationSpace>& spaces, PropagationCache* cache) {
+  PropagationCache own;
+  Propagator(graph, mesh, plan, fixed, spaces, cache ? *cache : own).run();
 }
 
 void propagate_cuts(Graph& graph, const hardware::DeviceMesh& mesh, Plan& plan, const std::vector<bool>& fixed) {
@@ -262,6 +302,13 @@ bool cut_allowed(const Graph& graph, const Node& node, const IterationSpace& spa
                  const hardware::DeviceMesh& mesh) {
   if (loop < 0 || loop >= static_cast<int>(space.loops.size())) return false;
   if (axes.empty()) return true;
+  return cut_allowed(node, space, loop, numeric_extent(graph, space.loops[loop].extent), axes, mesh);
+}
+
+bool cut_allowed(const Node& node, const IterationSpace& space, int loop, std::optional<double> extent,
+                 const std::vector<int>& axes, const hardware::DeviceMesh& mesh) {
+  if (loop < 0 || loop >= static_cast<int>(space.loops.size())) return false;
+  if (axes.empty()) return true;
   const LoopDim& dim = space.loops[loop];
   if (dim.reduction && (space.kind == OpKind::softmax || space.kind == OpKind::normalization)) return false;
   if (!dim.reduction && !loop_in_outputs(space, loop) && node.op_type != "Split") return false;
@@ -270,9 +317,7 @@ bool cut_allowed(const Graph& graph, const Node& node, const IterationSpace& spa
     if (a < 0 || a >= static_cast<int>(mesh.axes().size())) return false;
     ways *= mesh.axes()[a].size;
   }
-  if (auto extent = numeric_extent(graph, dim.extent)) {
-    if (*extent < ways || std::fmod(*extent, ways) != 0) return false;
-  }
+  if (extent && (*extent < ways || std::fmod(*extent, ways) != 0)) return false;
   return true;
 }
 

@@ -24,6 +24,7 @@
 #include "compiler/ir/graph.h"
 #include "compiler/ops/op_semantics.h"
 #include "compiler/plan/plan.h"
+#include "compiler/sharding/redistribution_memo.h"
 #include "hardware/device_mesh.h"
 
 namespace symtensor::compiler {
@@ -34,11 +35,21 @@ inline constexpr int kMaxPropagationPasses = 8;
 // generators share them).
 std::vector<IterationSpace> node_iteration_spaces(Graph& graph);
 
+// What propagation derives from the graph alone (numeric shapes and loop extents) and the
+// redistributions it prices, kept between calls by a caller that propagates many plans of
+// one graph (the search). Belongs to one graph; not thread-safe.
+struct PropagationCache {
+  std::vector<std::optional<std::vector<long>>> shapes;        // per tensor, free dims at kUnboundDimValue
+  std::vector<std::vector<std::optional<double>>> extents;    // per node and loop; nullopt while symbolic
+  std::vector<bool> extents_known;                             // per node
+  RedistributionMemos redistributions;
+};
+
 // `plan.node_cuts` and `fixed` are sized to the node count (node_cuts is resized when
 // empty). Nodes with `fixed[n]` keep their cut; every other node's cut is replaced.
 void propagate_cuts(Graph& graph, const hardware::DeviceMesh& mesh, Plan& plan, const std::vector<bool>& fixed);
 void propagate_cuts(Graph& graph, const hardware::DeviceMesh& mesh, Plan& plan, const std::vector<bool>& fixed,
-                    const std::vector<IterationSpace>& spaces);
+                    const std::vector<IterationSpace>& spaces, PropagationCache* cache = nullptr);
 
 // The loop of `space` whose extent has the dim symbol `symbol` as a factor (`batch`
 // finds `batch` and a flattened `batch*seq`), preferring a loop whose extent is exactly
@@ -50,6 +61,9 @@ std::optional<double> numeric_extent(const Graph& graph, const GiNaC::ex& extent
 
 // True when cutting loop `loop` of `space` over `axes` is allowed by the rules above.
 bool cut_allowed(const Graph& graph, const Node& node, const IterationSpace& space, int loop,
+                 const std::vector<int>& axes, const hardware::DeviceMesh& mesh);
+// The same with the loop's extent already evaluated (numeric_extent).
+bool cut_allowed(const Node& node, const IterationSpace& space, int loop, std::optional<double> extent,
                  const std::vector<int>& axes, const hardware::DeviceMesh& mesh);
 
 }  // namespace symtensor::compiler
