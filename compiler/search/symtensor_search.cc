@@ -142,7 +142,9 @@ class Search {
   }
 
   // Fills cuts (heavy fixed, the rest propagated and kept divisible) and stages.
-  void complete_plan(Plan& plan, const std::vector<NodeCut>& heavy_cuts, const hardware::DeviceMesh& mesh, int pp) const {
+  // With `previous` (a completed plan's cuts), propagation repairs them locally.
+  void complete_plan(Plan& plan, const std::vector<NodeCut>& heavy_cuts, const hardware::DeviceMesh& mesh, int pp,
+                     const std::vector<NodeCut>* previous = nullptr) const {
     const std::size_t n = g_.nodes().size();
     plan.node_cuts.assign(n, NodeCut{});
     std::vector<bool> fixed(n, false);
@@ -150,7 +152,7 @@ class Search {
       plan.node_cuts[folded_.heavy[h]] = heavy_cuts[h];
       fixed[folded_.heavy[h]] = true;
     }
-    propagate_cuts(g_, mesh, plan, fixed, spaces_, &propagation_);
+    propagate_cuts(g_, mesh, plan, fixed, spaces_, &propagation_, previous);
     const double b = plan.global_batch / plan.micro_batches;
     std::vector<double> cost(n, 0.0);
     for (NodeId id = 0; id < static_cast<NodeId>(n); ++id) {
@@ -308,7 +310,7 @@ class Search {
         std::vector<NodeCut> levels = best_levels_;
         for (int h : members) levels[h] = moved;
         Plan p = best_plan_;
-        complete_plan(p, levels, mesh, best_knobs_.pp);
+        complete_plan(p, levels, mesh, best_knobs_.pp, &best_plan_.node_cuts);
         const Evaluation e = evaluate_plan(analyzer_, p);
         ++evaluations_;
         --budget;

@@ -45,7 +45,7 @@ struct EdgeLayout {
 class Propagator {
  public:
   Propagator(Graph& graph, const hardware::DeviceMesh& mesh, Plan& plan, const std::vector<bool>& fixed,
-             const std::vector<IterationSpace>& spaces, PropagationCache& cache)
+             const std::vector<IterationSpace>& spaces, PropagationCache& cache, const std::vector<NodeCut>* previous)
       : g_(graph), mesh_(mesh), plan_(plan), fixed_(fixed), spaces_(spaces), cache_(cache),
         memo_(cache.redistributions.for_mesh(mesh)) {
     const std::size_t n = g_.nodes().size();
@@ -56,6 +56,18 @@ class Propagator {
     decided_ = fixed_;
     changed_at_.assign(n, 0);
     visited_at_.assign(n, -1);
+    if (previous && previous->size() == n) {
+      tick_ = 1;
+      for (std::size_t id = 0; id < n; ++id) {
+        if (fixed_[id]) {
+          if (!(plan_.node_cuts[id] == (*previous)[id])) changed_at_[id] = tick_;
+        } else {
+          plan_.node_cuts[id] = (*previous)[id];
+          decided_[id] = true;
+          visited_at_[id] = 0;
+        }
+      }
+    }
     cache_.shapes.resize(g_.tensors().size());
     cache_.extents.resize(n);
     cache_.extents_known.resize(n, false);
@@ -274,9 +286,9 @@ std::vector<IterationSpace> node_iteration_spaces(Graph& graph) {
 }
 
 void propagate_cuts(Graph& graph, const hardware::DeviceMesh& mesh, Plan& plan, const std::vector<bool>& fixed,
-                    const std::vector<IterationSpace>& spaces, PropagationCache* cache) {
+                    const std::vector<IterationSpace>& spaces, PropagationCache* cache, const std::vector<NodeCut>* previous) {
   PropagationCache own;
-  Propagator(graph, mesh, plan, fixed, spaces, cache ? *cache : own).run();
+  Propagator(graph, mesh, plan, fixed, spaces, cache ? *cache : own, previous).run();
 }
 
 void propagate_cuts(Graph& graph, const hardware::DeviceMesh& mesh, Plan& plan, const std::vector<bool>& fixed) {

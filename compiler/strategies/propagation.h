@@ -48,8 +48,14 @@ struct PropagationCache {
 // `plan.node_cuts` and `fixed` are sized to the node count (node_cuts is resized when
 // empty). Nodes with `fixed[n]` keep their cut; every other node's cut is replaced.
 void propagate_cuts(Graph& graph, const hardware::DeviceMesh& mesh, Plan& plan, const std::vector<bool>& fixed);
+//
+// With `previous` (the cuts of an earlier propagated plan of the same graph and mesh), the
+// undecided nodes start from their previous cuts and only the neighbourhoods of fixed
+// nodes whose cut differs from `previous` are revisited: a local repair, as a search's
+// refinement step needs, which may settle on another fixed point than a fresh run.
 void propagate_cuts(Graph& graph, const hardware::DeviceMesh& mesh, Plan& plan, const std::vector<bool>& fixed,
-                    const std::vector<IterationSpace>& spaces, PropagationCache* cache = nullptr);
+                    const std::vector<IterationSpace>& spaces, PropagationCache* cache = nullptr,
+                    const std::vector<NodeCut>* previous = nullptr);
 
 // The loop of `space` whose extent has the dim symbol `symbol` as a factor (`batch`
 // finds `batch` and a flattened `batch*seq`), preferring a loop whose extent is exactly
