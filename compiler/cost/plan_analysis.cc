@@ -386,10 +386,11 @@ class Analyzer {
         case Schedule::gpipe: mem.micro_batches_in_flight = m; break;
         case Schedule::one_f_one_b: mem.micro_batches_in_flight = std::min(m, stages - s); break;
         case Schedule::interleaved_1f1b: {
-          // Korthikanti et al.: interleaving keeps (1 + (p-1)/(p·m)) times 1F1B's p.
-          const double factor = 1 + static_cast<double>(stages - 1) / (static_cast<double>(stages) * m);
-          mem.micro_batches_in_flight = std::min(m, stages - s);
-          mem.activations_per_micro_batch *= factor;
+          // Megatron-LM's interleaved schedule warms up with 2(p-s-1) + (v-1)p chunk
+          // forwards before its first backward, and holds one more chunk in steady state.
+          const int v = std::max(plan_.virtual_stages, 1);
+          const int chunks = std::min(m * v, 2 * (stages - s - 1) + (v - 1) * stages + 1);
+          mem.micro_batches_in_flight = static_cast<double>(chunks) / v;
           break;
         }
       }

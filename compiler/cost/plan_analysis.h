@@ -54,7 +54,9 @@ struct ParamWork {
 struct StageMemory {
   double parameters = 0, gradients = 0, optimizer = 0;  // bytes per device
   double activations_per_micro_batch = 0;
-  int micro_batches_in_flight = 1;  // by schedule: GPipe m, 1F1B p - s, interleaved more
+  // Micro-batches' worth of activations held at the peak, by schedule: GPipe m, 1F1B
+  // p - s, interleaved 1F1B its warm-up chunks (each 1/v of a micro-batch) plus one.
+  double micro_batches_in_flight = 1;
   double peak() const;
 };
 
