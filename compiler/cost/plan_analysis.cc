@@ -5,12 +5,9 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
-#include <tuple>
 
 #include "compiler/cost/numeric_graph.h"
-#include "compiler/cost/saved_activations.h"
 #include "compiler/sharding/cut_sharding.h"
-#include "compiler/sharding/redistribution.h"
 #include "compiler/sharding/redistribution_memo.h"
 
 namespace symtensor::compiler {
@@ -38,7 +35,6 @@ StateBytes model_state_bytes(int zero_stage, double n, bool train) {
   }
 }
 
-
 }  // namespace
 
 // What plans of one graph share, kept between analyses: redistributions planned per mesh
@@ -63,8 +59,7 @@ class Analyzer {
  public:
   Analyzer(Graph& graph, const hardware::Cluster& cluster, const Plan& plan, const NumericGraph& ng, PlanAnalyzer::State& state)
       : graph_(graph), cluster_(cluster), plan_(plan), mesh_(plan_mesh(plan, cluster)), ng_(ng),
-        state_(state), memo_(state.redistributions.for_mesh(mesh_)), priced_(state.priced), produced_(state.produced),
-        delivered_(state.delivered), delivered_gradients_(state.delivered_gradients), shape_(state.shape) {}
+        state_(state), memo_(state.redistributions.for_mesh(mesh_)) {}
 
   PlanAnalysis run() {
     check_plan();
@@ -83,13 +78,13 @@ class Analyzer {
     a.p2p_bytes.assign(std::max(stages - 1, 0), 0.0);
 
     const std::size_t tensors = graph_.tensors().size();
-    produced_.resize(tensors);
-    delivered_.resize(tensors);
-    delivered_gradients_.resize(tensors);
+    state_.produced.resize(tensors);
+    state_.delivered.resize(tensors);
+    state_.delivered_gradients.resize(tensors);
     for (std::size_t t = 0; t < tensors; ++t) {
-      produced_[t].reset();
-      delivered_[t].clear();
-      delivered_gradients_[t].clear();
+      state_.produced[t].reset();
+      state_.delivered[t].clear();
+      state_.delivered_gradients[t].clear();
     }
     if (state_.ops_plan && same_operator_work(*state_.ops_plan, plan_)) {
       a.ops = state_.ops;
@@ -192,12 +187,12 @@ class Analyzer {
   // shape because repeated layers ask the same question.
   std::vector<CommOp> redistribute(TensorId t, const TensorSharding& from, const TensorSharding& to) {
     if (from == to) return {};
-    shape_.clear();
-    for (const Affine& d : ng_.tensor_shape(t)) shape_.push_back(static_cast<long>(d.at(batch_)));
-    const NumericRedistribution& r = memo_.plan(from, to, shape_, element_bytes(t));
+    state_.shape.clear();
+    for (const Affine& d : ng_.tensor_shape(t)) state_.shape.push_back(static_cast<long>(d.at(batch_)));
+    const NumericRedistribution& r = memo_.plan(from, to, state_.shape, element_bytes(t));
     if (!r.error.empty()) throw std::runtime_error(r.error);
-    auto it = priced_.find(&r);
-    if (it == priced_.end()) {
+    auto it = state_.priced.find(&r);
+    if (it == state_.priced.end()) {
       std::vector<CommOp> ops;
       for (const NumericCollective& c : r.collectives) {
         CommOp op;
@@ -208,7 +203,7 @@ class Analyzer {
         op.seconds = hardware::collective_time(cluster_, op.kind, op.group, op.bytes).seconds;
         ops.push_back(std::move(op));
       }
-      it = priced_.emplace(&r, std::move(ops)).first;
+      it = state_.priced.emplace(&r, std::move(ops)).first;
     }
     std::vector<CommOp> ops = it->second;
     for (auto& op : ops) op.tensor = t;
@@ -225,7 +220,7 @@ class Analyzer {
   // The sharding a tensor has where it is produced, recorded by op_work in topological
   // order (graph inputs and parameters are supplied in whatever layout their consumer
   // wants; a value the producer's iteration space does not describe has none).
-  const std::optional<OperandLayout>& produced_sharding(TensorId t) const { return produced_[t]; }
+  const std::optional<OperandLayout>& produced_sharding(TensorId t) const { return state_.produced[t]; }
 
   static TensorSharding without_partial(TensorSharding s) {
     s.partial_axes.clear();
@@ -240,7 +235,7 @@ class Analyzer {
     for (std::size_t o = 0; o < node.outputs.size() && o < nn.space.output_dims.size(); ++o) {
       const TensorId t = node.outputs[o];
       if (t != kNone && !ng_.facts(t).constant)
-        produced_[t] = OperandLayout::output(nn.space, plan_.node_cuts[id], static_cast<int>(o));
+        state_.produced[t] = OperandLayout::output(nn.space, plan_.node_cuts[id], static_cast<int>(o));
     }
   }
 
@@ -262,13 +257,13 @@ class Analyzer {
       const OperandLayout want = OperandLayout::input(nn.space, cut, static_cast<int>(i));
       local_bytes += local_elements(t, want) * element_bytes(t);
       if (const auto& have = produced_sharding(t)) {
-        if (first_delivery(delivered_[t], want) && !(*have == want))
+        if (first_delivery(state_.delivered[t], want) && !(*have == want))
           for (auto& op : redistribute(t, have->sharding(), want.sharding())) w.fwd_comm.push_back(std::move(op));
         // Gradients arriving in the same layout from several consumers are summed
         // locally first (Q, K and V share their input): one redistribution.
         if (train && needs_gradient(t)) {
           const OperandLayout grad = OperandLayout::input_gradient(nn.space, cut, static_cast<int>(i));
-          if (first_delivery(delivered_gradients_[t], grad) && !(grad.partial_axes() == 0 && grad.same_split(*have)))
+          if (first_delivery(state_.delivered_gradients[t], grad) && !(grad.partial_axes() == 0 && grad.same_split(*have)))
             for (auto& op : redistribute(t, grad.sharding(), without_partial(have->sharding()))) w.bwd_comm.push_back(std::move(op));
         }
       }
@@ -310,9 +305,7 @@ class Analyzer {
       p.tensor = t;
       p.stage = stage;
       p.local_elements = local_elements(t, layout);
-      std::vector<int> axes;
-      for (int axis = 0; axis < 64; ++axis)
-        if (partial >> axis & 1) axes.push_back(axis);
+      const std::vector<int> axes = axes_in(partial);
       const double n = ways(axes);
       const int zero = plan_.distributed_optimizer ? std::max(plan_.zero_stage, 1) : plan_.zero_stage;
       if (!axes.empty()) {
@@ -423,15 +416,17 @@ class Analyzer {
   double batch_ = 0;
   double activation_bytes_ = 2;
   PlanAnalyzer::State& state_;
-  RedistributionMemo& memo_;
-  std::map<const NumericRedistribution*, std::vector<CommOp>>& priced_;
-  std::vector<std::optional<OperandLayout>>& produced_;
-  std::vector<std::vector<OperandLayout>>& delivered_;
-  std::vector<std::vector<OperandLayout>>& delivered_gradients_;
-  std::vector<long>& shape_;
+  RedistributionMemo& memo_;  // state_'s memo for this plan's mesh
 };
 
 }  // namespace
+
+double after_step_seconds(const PlanAnalysis& analysis) {
+  std::vector<double> regather(analysis.stage_memory.size(), 0.0);
+  for (const ParamWork& p : analysis.params)
+    for (const CommOp& op : p.regather) regather.at(p.stage) += op.seconds;
+  return analysis.optimizer_seconds_per_stage + (regather.empty() ? 0.0 : *std::max_element(regather.begin(), regather.end()));
+}
 
 PlanAnalyzer::PlanAnalyzer(Graph& graph, const hardware::Cluster& cluster, const NumericGraph& ng)
     : graph_(graph), cluster_(cluster), ng_(ng), state_(std::make_unique<State>()) {}

@@ -69,6 +69,11 @@ struct PlanAnalysis {
   double device_memory = 0;       // capacity, bytes
 };
 
+// The optimizer step and, under ZeRO-1/2 or the distributed optimizer, the all-gather of
+// the updated weights after it (ParamWork::regather), on the slowest stage: nothing is
+// left to hide either behind.
+double after_step_seconds(const PlanAnalysis& analysis);
+
 // Prices plans of one graph on one cluster. Keeps what the plans share between calls:
 // every redistribution priced once per mesh, layout and shape (repeated layers and
 // repeated plans never reach GiNaC again), and per-tensor scratch. Not thread-safe.

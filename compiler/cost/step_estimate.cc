@@ -30,7 +30,7 @@ StepEstimate estimate_step(const PlanAnalysis& a, const Plan& plan, const hardwa
 
   // Per stage, one micro-batch: forward and backward compute and blocking communication.
   std::vector<double> fwd_compute(stages), fwd_comm(stages), bwd_compute(stages), bwd_comm(stages), dp(stages),
-      gather(stages), regather(stages);
+      gather(stages);
   StepEstimate e;
   for (const OpWork& w : a.ops) {
     fwd_compute[w.stage] += w.fwd_seconds;
@@ -50,7 +50,6 @@ StepEstimate estimate_step(const PlanAnalysis& a, const Plan& plan, const hardwa
   for (const ParamWork& p : a.params) {
     dp[p.stage] += sum_seconds(p.grad_sync);
     gather[p.stage] += sum_seconds(p.gather);
-    regather[p.stage] += sum_seconds(p.regather);
   }
   // A model cut over the pipeline counts each device once per stage: the FLOPs above are
   // per pipeline, and every data-parallel replica is inside the cut ways already.
@@ -80,8 +79,7 @@ StepEstimate estimate_step(const PlanAnalysis& a, const Plan& plan, const hardwa
   e.dp_exposed_s = train ? std::max(0.0, dp[slowest_stage] - bwd_compute[slowest_stage]) : 0;
   for (int s = 0; s < stages; ++s)
     e.dp_exposed_s = std::max(e.dp_exposed_s, train ? std::max(0.0, dp[s] - bwd_compute[s]) : 0.0);
-  // The updated weights are gathered after the step: nothing left to hide them behind.
-  e.optimizer_s = a.optimizer_seconds_per_stage + (regather.empty() ? 0.0 : *std::max_element(regather.begin(), regather.end()));
+  e.optimizer_s = after_step_seconds(a);
   e.step_time_s = pipeline + e.dp_exposed_s + e.optimizer_s;
 
   e.memory_capacity = a.device_memory;

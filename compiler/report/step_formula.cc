@@ -102,7 +102,7 @@ class Builder {
     const int m = plan_.micro_batches;
     const bool train = plan_.mode == ExecutionMode::train;
     std::vector<Lin> fwdc(stages), fwdm(stages), bwdc(stages), bwdm(stages);
-    std::vector<double> dp(stages), gather(stages), regather(stages);
+    std::vector<double> dp(stages), gather(stages);
     for (const OpWork& w : a_.ops) {
       if (w.stage < 0 || w.stage >= stages) throw std::runtime_error("step formula: operator stage out of range");
       const Lin f = op_time(w, w.fwd_flops, w.fwd_bytes, w.fwd_seconds);
@@ -115,7 +115,6 @@ class Builder {
     for (const ParamWork& p : a_.params) {
       for (const auto& op : p.grad_sync) dp.at(p.stage) += op.seconds;
       for (const auto& op : p.gather) gather.at(p.stage) += op.seconds;
-      for (const auto& op : p.regather) regather.at(p.stage) += op.seconds;
     }
     std::vector<Lin> t(stages), p2ps(stages);
     Lin fill;
@@ -165,7 +164,7 @@ class Builder {
     f.p2p = mm * ex(p2ps[slow]);
     f.bubble = bubble_factor * ex(other);
     f.dp_exposed = ex(exposed);
-    f.optimizer = GiNaC::ex(a_.optimizer_seconds_per_stage + (regather.empty() ? 0.0 : *std::max_element(regather.begin(), regather.end())));
+    f.optimizer = GiNaC::ex(after_step_seconds(a_));
     f.step_time = (f.compute + f.comm + f.p2p + f.bubble + f.dp_exposed + f.optimizer).expand();
     const GiNaC::ex c0 = GiNaC::evalf(f.step_time.subs(B == 0));
     const GiNaC::ex c1 = GiNaC::evalf(f.step_time.coeff(B, 1));

@@ -81,14 +81,14 @@ std::vector<int> boundary_candidates(const NumericGraph& ng, double micro_batch,
 }  // namespace
 
 std::vector<int> stage_boundary_candidates(const NumericGraph& ng, double micro_batch) {
-  const std::vector<NodeId> order = ng.graph().topological_order();
+  const std::vector<NodeId>& order = ng.topological_order();
   return boundary_candidates(ng, micro_batch, order, activations(ng.graph(), order));
 }
 
 StageSplit split_pipeline_stages(const NumericGraph& ng, const std::vector<double>& node_cost, double micro_batch,
                                  int stages) {
   const Graph& g = ng.graph();
-  const std::vector<NodeId> order = g.topological_order();
+  const std::vector<NodeId>& order = ng.topological_order();
   const int n = static_cast<int>(order.size());
   StageSplit split;
   split.stage_of_node.assign(g.nodes().size(), 0);

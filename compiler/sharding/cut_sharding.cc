@@ -70,9 +70,15 @@ double OperandLayout::ways(const hardware::DeviceMesh& mesh) const {
 TensorSharding OperandLayout::sharding() const {
   TensorSharding s = TensorSharding::replicated(rank());
   for (int d = 0; d < rank(); ++d) s.dim_axes[d] = dim_axes(d);
-  for (int a = 0; a < 64; ++a)
-    if (partial_ >> a & 1) s.partial_axes.push_back(a);
+  s.partial_axes = axes_in(partial_);
   return s;
+}
+
+std::vector<int> axes_in(std::uint64_t axes) {
+  std::vector<int> out;
+  for (int a = 0; a < 64; ++a)
+    if (axes >> a & 1) out.push_back(a);
+  return out;
 }
 
 TensorSharding input_sharding(const IterationSpace& space, const NodeCut& cut, int input) {

@@ -41,6 +41,9 @@ class OperandLayout {
   std::uint64_t partial_;
 };
 
+// The axis ids of a bit set (OperandLayout::partial_axes), ascending.
+std::vector<int> axes_in(std::uint64_t axes);
+
 TensorSharding input_sharding(const IterationSpace& space, const NodeCut& cut, int input);
 TensorSharding output_sharding(const IterationSpace& space, const NodeCut& cut, int output);
 // The sharding in which the gradient of input `input` is produced by the backward pass.
