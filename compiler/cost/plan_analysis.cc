@@ -48,7 +48,7 @@ struct PlanAnalyzer::State {
   std::vector<long> shape;
   // The operator work of the last plan analysed and that plan: a plan differing only in
   // what op_work does not read (ZeRO, recomputation, schedule, interleaving: a search's
-  // memory staircase) reuses it.
+  // memory staircase) reuses it, and `produced` (which points into ops_plan's cuts).
   std::optional<Plan> ops_plan;
   std::vector<OpWork> ops;
 };
@@ -62,7 +62,9 @@ class Analyzer {
         state_(state), memo_(state.redistributions.for_mesh(mesh_)) {}
 
   PlanAnalysis run() {
-    check_plan();
+    // A plan with the last one's operator work passed the same checks then.
+    const bool reuse = state_.ops_plan && same_operator_work(*state_.ops_plan, plan_);
+    if (!reuse) check_plan();
     const bool train = plan_.mode == ExecutionMode::train;
     const double global_batch = plan_.global_batch > 0 ? plan_.global_batch : ng_.batch_binding();
     if (ng_.batch_symbol() && global_batch <= 0)
@@ -77,24 +79,29 @@ class Analyzer {
     a.stage_memory.resize(stages);
     a.p2p_bytes.assign(std::max(stages - 1, 0), 0.0);
 
-    const std::size_t tensors = graph_.tensors().size();
-    state_.produced.resize(tensors);
-    state_.delivered.resize(tensors);
-    state_.delivered_gradients.resize(tensors);
-    for (std::size_t t = 0; t < tensors; ++t) {
-      state_.produced[t].reset();
-      state_.delivered[t].clear();
-      state_.delivered_gradients[t].clear();
-    }
-    if (state_.ops_plan && same_operator_work(*state_.ops_plan, plan_)) {
-      a.ops = state_.ops;
-      for (NodeId id = 0; id < static_cast<NodeId>(graph_.nodes().size()); ++id) record_outputs(id);
+    if (reuse) {
+      a.ops = state_.ops;  // and the produced layouts are still those of its cuts
     } else {
-      state_.ops_plan.reset();
-      a.ops.reserve(graph_.nodes().size());
-      for (NodeId id : ng_.topological_order()) a.ops.push_back(op_work(id, train));
-      state_.ops = a.ops;
+      const std::size_t tensors = graph_.tensors().size();
+      state_.produced.resize(tensors);
+      state_.delivered.resize(tensors);
+      state_.delivered_gradients.resize(tensors);
+      for (std::size_t t = 0; t < tensors; ++t) {
+        state_.produced[t].reset();
+        state_.delivered[t].clear();
+        state_.delivered_gradients[t].clear();
+      }
+      // The kept copy of the plan is what the produced layouts point into: they stay
+      // valid for the plans that reuse this one's operator work.
       state_.ops_plan = plan_;
+      a.ops.reserve(graph_.nodes().size());
+      try {
+        for (NodeId id : ng_.topological_order()) a.ops.push_back(op_work(id, train));
+      } catch (...) {
+        state_.ops_plan.reset();
+        throw;
+      }
+      state_.ops = a.ops;
     }
     if (train) add_parameters(a);
     add_activations(a, train);
@@ -235,7 +242,7 @@ class Analyzer {
     for (std::size_t o = 0; o < node.outputs.size() && o < nn.space.output_dims.size(); ++o) {
       const TensorId t = node.outputs[o];
       if (t != kNone && !ng_.facts(t).constant)
-        state_.produced[t] = OperandLayout::output(nn.space, plan_.node_cuts[id], static_cast<int>(o));
+        state_.produced[t] = OperandLayout::output(nn.space, state_.ops_plan->node_cuts[id], static_cast<int>(o));
     }
   }
 

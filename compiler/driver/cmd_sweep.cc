@@ -1,5 +1,5 @@
 // symtensor sweep MODEL.onnx --clusters dgx-a100,dgx-h100 [--gpus 8..1024] [--bind ...]
-//                 [--tokens 1e12] [--strategies ...] -o DIR
+//                 [--tokens 1e12] [--strategies ...] [--jobs N] -o DIR
 #include <unistd.h>
 
 #include <iostream>
@@ -7,6 +7,7 @@
 
 #include "compiler/driver/cli_lists.h"
 #include "compiler/driver/commands.h"
+#include "compiler/report/process_pool.h"
 #include "compiler/report/report_files.h"
 #include "compiler/report/sweep.h"
 #include "compiler/report/units.h"
@@ -20,7 +21,8 @@ struct SweepCli {
   compiler::SweepOptions options;
   std::string clusters;
   std::string gpus = "8..256";
-  std::string strategies = "symtensor,megatron,dp,zero3";
+  std::string strategies = "symtensor";
+  int jobs = compiler::default_jobs();
   std::string out;
 };
 
@@ -31,6 +33,8 @@ void run(SweepCli& cli) {
   sim::check_output_dir(cli.out, "-o");
   cli.options.gpus = compiler::parse_gpu_counts(cli.gpus);
   if (!(cli.options.tokens > 0)) throw std::runtime_error("--tokens: expected a positive number");
+  if (cli.jobs < 1) throw std::runtime_error("--jobs: expected a positive number of worker processes");
+  cli.options.jobs = cli.jobs;
   // Progress always goes to stderr: a sweep is long enough to want it even when logged.
   cli.options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   const compiler::SweepResults r = compiler::run_sweep(cli.options);
@@ -49,7 +53,10 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--gpus", cli->gpus, "GPU counts: 8,16,64 or 8..1024 (powers of two)");
   cmd->add_option("--bind", cli->options.bind, "dim values, e.g. batch=1024,seq=4096");
   cmd->add_option("--tokens", cli->options.tokens, "tokens to train (default 1e12)");
-  cmd->add_option("--strategies", cli->strategies, "comma-separated: symtensor,megatron,dp,zero3");
+  cmd->add_option("--strategies", cli->strategies,
+                  "comma-separated: symtensor,megatron,dp,zero3 (default symtensor, whose search starts from "
+                  "Megatron-LM's and data-parallel layouts)");
+  cmd->add_option("--jobs", cli->jobs, "worker processes (default: one per processor)");
   cmd->add_option("-o,--output", cli->out, "report folder")->required();
   cmd->callback([cli] { run(*cli); });
 }

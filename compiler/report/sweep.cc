@@ -1,11 +1,16 @@
 #include "compiler/report/sweep.h"
 
+#include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <optional>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 #include "compiler/onnx_import/import.h"
 #include "compiler/report/evaluate.h"
+#include "compiler/report/process_pool.h"
 #include "compiler/report/units.h"
 
 namespace symtensor::compiler {
@@ -54,6 +59,96 @@ hardware::Cluster cluster_of_size(const std::string& name, int gpus) {
   return hardware::scale_cluster(base, gpus / per_node, std::nullopt);
 }
 
+namespace {
+
+// The best plan of one cluster and size.
+SweepPoint sweep_point(Graph& graph, const SweepOptions& options, const std::string& name, int gpus,
+                       double tokens_per_sample) {
+  SweepPoint p;
+  p.cluster = name;
+  p.gpus = gpus;
+  std::optional<EvaluatedPlan> best;
+  try {
+    const hardware::Cluster cluster = cluster_of_size(name, gpus);
+    p.memory_capacity_bytes = cluster.device.memory_bytes;
+    p.price_per_gpu_hour = cluster.price_per_gpu_hour.value_or(0);
+    for (const std::string& strategy : options.strategies) {
+      try {
+        EvaluatedPlan e = evaluate_strategy(strategy, graph, cluster, StrategyOptions{});
+        if (!e.estimate.fits) {
+          p.rejected.push_back(e.label + ": needs " + format_bytes(e.estimate.peak_memory) + " of " +
+                               format_bytes(e.estimate.memory_capacity));
+          continue;
+        }
+        if (!best || e.estimate.step_time_s < best->estimate.step_time_s) {
+          if (best) p.rejected.push_back(best->label + ": slower");
+          best = std::move(e);
+        } else {
+          p.rejected.push_back(e.label + ": slower");
+        }
+      } catch (const std::exception& ex) {
+        p.rejected.push_back(ex.what());
+      }
+    }
+  } catch (const std::exception& ex) {
+    p.error = ex.what();
+  }
+  if (best) {
+    const StepEstimate& e = best->estimate;
+    p.ok = true;
+    p.strategy = best->label;
+    p.step_time_s = e.step_time_s;
+    p.samples_per_s = e.samples_per_s;
+    p.tokens_per_s = e.samples_per_s * tokens_per_sample;
+    p.mfu = e.mfu;
+    p.peak_memory_bytes = e.peak_memory;
+    if (p.tokens_per_s > 0) {
+      p.time_to_train_s = options.tokens / p.tokens_per_s;
+      p.cost_usd = gpus * p.time_to_train_s / 3600.0 * p.price_per_gpu_hour;
+      p.cost_per_million_tokens = p.cost_usd / options.tokens * 1e6;
+    }
+  } else if (p.error.empty()) {
+    p.error = "no strategy gives a plan that fits";
+  }
+  return p;
+}
+
+// A point as one line of JSON between worker processes; numbers round-trip exactly.
+std::string point_text(const SweepPoint& p) {
+  return nlohmann::json{{"cluster", p.cluster},
+                        {"gpus", p.gpus},
+                        {"ok", p.ok},
+                        {"error", p.error},
+                        {"strategy", p.strategy},
+                        {"evaluator", p.evaluator},
+                        {"numbers",
+                         {p.step_time_s, p.samples_per_s, p.tokens_per_s, p.mfu, p.peak_memory_bytes,
+                          p.memory_capacity_bytes, p.price_per_gpu_hour, p.time_to_train_s, p.cost_usd,
+                          p.cost_per_million_tokens}},
+                        {"rejected", p.rejected}}
+      .dump();
+}
+
+SweepPoint point_from_text(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text);
+  SweepPoint p;
+  p.cluster = j.at("cluster");
+  p.gpus = j.at("gpus");
+  p.ok = j.at("ok");
+  p.error = j.at("error");
+  p.strategy = j.at("strategy");
+  p.evaluator = j.at("evaluator");
+  double* numbers[] = {&p.step_time_s,  &p.samples_per_s,      &p.tokens_per_s,    &p.mfu,      &p.peak_memory_bytes,
+                       &p.memory_capacity_bytes, &p.price_per_gpu_hour, &p.time_to_train_s, &p.cost_usd,
+                       &p.cost_per_million_tokens};
+  const auto& values = j.at("numbers");
+  for (std::size_t k = 0; k < std::size(numbers); ++k) *numbers[k] = values.at(k).get<double>();
+  p.rejected = j.at("rejected").get<std::vector<std::string>>();
+  return p;
+}
+
+}  // namespace
+
 SweepResults run_sweep(const SweepOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   ImportOptions io;
@@ -68,66 +163,37 @@ SweepResults run_sweep(const SweepOptions& options) {
   r.tokens = options.tokens;
   r.clusters = options.clusters;
   r.gpus = options.gpus;
-  const std::size_t total = options.clusters.size() * options.gpus.size();
-  for (const std::string& name : options.clusters) {
-    for (int gpus : options.gpus) {
-      SweepPoint p;
-      p.cluster = name;
-      p.gpus = gpus;
-      std::optional<EvaluatedPlan> best;
-      try {
-        const hardware::Cluster cluster = cluster_of_size(name, gpus);
-        p.memory_capacity_bytes = cluster.device.memory_bytes;
-        p.price_per_gpu_hour = cluster.price_per_gpu_hour.value_or(0);
-        for (const std::string& strategy : options.strategies) {
-          try {
-            EvaluatedPlan e = evaluate_strategy(strategy, graph, cluster, StrategyOptions{});
-            if (!e.estimate.fits) {
-              p.rejected.push_back(e.label + ": needs " + format_bytes(e.estimate.peak_memory) + " of " +
-                                   format_bytes(e.estimate.memory_capacity));
-              continue;
-            }
-            if (!best || e.estimate.step_time_s < best->estimate.step_time_s) {
-              if (best) p.rejected.push_back(best->label + ": slower");
-              best = std::move(e);
-            } else {
-              p.rejected.push_back(e.label + ": slower");
-            }
-          } catch (const std::exception& ex) {
-            p.rejected.push_back(ex.what());
-          }
-        }
-      } catch (const std::exception& ex) {
-        p.error = ex.what();
-      }
-      if (best) {
-        const StepEstimate& e = best->estimate;
-        p.ok = true;
-        p.strategy = best->label;
-        p.step_time_s = e.step_time_s;
-        p.samples_per_s = e.samples_per_s;
-        p.tokens_per_s = e.samples_per_s * r.tokens_per_sample;
-        p.mfu = e.mfu;
-        p.peak_memory_bytes = e.peak_memory;
-        if (p.tokens_per_s > 0) {
-          p.time_to_train_s = r.tokens / p.tokens_per_s;
-          p.cost_usd = gpus * p.time_to_train_s / 3600.0 * p.price_per_gpu_hour;
-          p.cost_per_million_tokens = p.cost_usd / r.tokens * 1e6;
-        }
-      } else if (p.error.empty()) {
-        p.error = "no strategy gives a plan that fits";
-      }
-      r.points.push_back(p);
-      if (options.progress) {
-        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        options.progress("sweep [" + std::to_string(r.points.size()) + "/" + std::to_string(total) + "] " + name +
-                         " x" + std::to_string(gpus) + ": " +
-                         (p.ok ? p.strategy + ", " + format_seconds(p.step_time_s) + " per step"
-                               : "no plan (" + p.error + ")") +
-                         " (" + format_seconds(elapsed) + " elapsed)");
-      }
-    }
-  }
+  std::vector<std::pair<std::string, int>> where;
+  for (const std::string& name : options.clusters)
+    for (int gpus : options.gpus) where.emplace_back(name, gpus);
+  r.points.resize(where.size());
+  // Larger clusters take longer to search: they go out first.
+  std::vector<std::size_t> order(where.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return where[a].second > where[b].second; });
+  std::size_t finished = 0;
+  auto record = [&](std::size_t i, SweepPoint p) {
+    r.points[i] = std::move(p);
+    ++finished;
+    if (!options.progress) return;
+    const SweepPoint& q = r.points[i];
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    options.progress("sweep [" + std::to_string(finished) + "/" + std::to_string(where.size()) + "] " + q.cluster + " x" +
+                     std::to_string(q.gpus) + ": " +
+                     (q.ok ? q.strategy + ", " + format_seconds(q.step_time_s) + " per step" : "no plan (" + q.error + ")") +
+                     " (" + format_seconds(elapsed) + " elapsed)");
+  };
+  run_in_workers(
+      order, options.jobs,
+      [&](std::size_t i) { return point_text(sweep_point(graph, options, where[i].first, where[i].second, r.tokens_per_sample)); },
+      [&](std::size_t i, const std::string& text) { record(i, point_from_text(text)); },
+      [&](std::size_t i, const std::string& error) {
+        SweepPoint p;
+        p.cluster = where[i].first;
+        p.gpus = where[i].second;
+        p.error = error;
+        record(i, std::move(p));
+      });
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

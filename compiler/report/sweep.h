@@ -15,8 +15,11 @@ struct SweepOptions {
   std::string bind;
   std::vector<std::string> clusters;  // profile names (or paths)
   std::vector<int> gpus{8, 16, 32, 64, 128, 256};
-  std::vector<std::string> strategies{"symtensor", "megatron", "dp", "zero3"};
+  // The SymTensor search alone by default: it prices Megatron-LM's and data-parallel
+  // layouts as its seeds. Baselines are `compare`'s job; add them here to see them win.
+  std::vector<std::string> strategies{"symtensor"};
   double tokens = 1e12;
+  int jobs = 1;  // worker processes (compiler/report/process_pool.h); results do not depend on it
   std::function<void(const std::string&)> progress;
 };
 

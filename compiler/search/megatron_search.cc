@@ -1,6 +1,7 @@
 #include "compiler/search/megatron_search.h"
 
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "compiler/search/search_common.h"
@@ -21,83 +22,142 @@ long long attention_heads(Graph& graph, const std::vector<IterationSpace>& space
   return 0;
 }
 
-}  // namespace
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+// Tensor-parallel layouts run best with small micro-batches (Narayanan et al. 2021: 1 or 2).
+constexpr int kSeedMicroBatchSize = 2;
 
-MegatronSearchResult megatron_search(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options) {
-  const std::vector<IterationSpace> spaces = node_iteration_spaces(graph);
-  const TransformerStructure structure = find_transformer_structure(graph, spaces);
-  const int layers = structure.layers();
-  const long long heads = attention_heads(graph, spaces, structure);
-  const Plan skeleton = plan_skeleton("megatron", graph, cluster, options);
-  const long long B = static_cast<long long>(skeleton.global_batch);
-  const int devices = cluster.num_devices();
-  const bool train = options.mode == ExecutionMode::train;
-  const NumericGraph ng(graph);  // compiled once for every configuration priced below
-  PlanAnalyzer analyzer(graph, cluster, ng);
+class MegatronSearch {
+ public:
+  MegatronSearch(PlanAnalyzer& analyzer, const StrategyOptions& options, MegatronSpace space)
+      : analyzer_(analyzer), graph_(analyzer.graph()), cluster_(analyzer.cluster()), options_(options), space_(space) {}
 
-  MegatronSearchResult best;
-  Evaluation best_eval;
-  std::string last_error = "no configuration";
-  for (int tp : divisors(cluster.devices_per_node())) {
-    if (heads > 0 && heads % tp != 0) continue;
-    for (int pp : divisors(std::max(layers, 1))) {
-      if (devices % (tp * pp) != 0 || (!train && pp > 1)) continue;
-      const int dp = devices / (tp * pp);
-      if (B % dp != 0) continue;
-      for (int sp : tp > 1 ? std::vector<int>{0, 1} : std::vector<int>{0}) {
-        MegatronKnobs base;
-        base.tp = tp, base.pp = pp, base.sp = sp == 1;
-        Plan plan;
-        try {
-          plan = make_megatron_plan(graph, cluster, base, options);
-        } catch (const std::exception& e) {
-          last_error = e.what();
-          continue;
-        }
-        for (int vp : divisors(std::max(layers / pp, 1))) {
-          if (vp > 1 && pp == 1) continue;
-          for (int mb : divisors(B / dp)) {
-            const int m = static_cast<int>(B / dp / mb);
-            if (vp > 1 && m % pp != 0) continue;
-            bool any_fit = false;
-            std::vector<std::pair<int, int>> fitted;  // (recompute rank, distopt) that fit
-            const RecomputePolicy policies[] = {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
-            for (int r = 0; r < (train ? 3 : 1); ++r)
-              for (int d = 0; d < (train ? 2 : 1); ++d) {
-                ++best.configurations;
-                bool dominated = false;
-                for (auto [fr, fd] : fitted) dominated |= fr <= r && fd <= d;
-                if (dominated) continue;
-                Plan p = plan;
-                p.micro_batches = m;
-                p.virtual_stages = vp;
-                p.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
-                p.recompute = policies[r];
-                p.distributed_optimizer = d == 1;
-                const Evaluation e = evaluate_plan(analyzer, p);
-                ++best.evaluations;
-                if (!e.valid) {
-                  last_error = e.error;
-                  continue;
-                }
-                if (e.estimate.fits) fitted.emplace_back(r, d), any_fit = true;
-                if (e.better_than(best_eval)) {
-                  best_eval = e;
-                  best.plan = p;
-                  best.estimate = e.estimate;
-                  best.knobs = base;
-                  best.knobs.mb = mb, best.knobs.vp = vp, best.knobs.recompute = policies[r], best.knobs.distopt = d == 1;
-                  best.knobs.dp = dp;
-                }
-              }
-            if (!any_fit) break;
+  MegatronSearchResult run() {
+    const std::vector<IterationSpace> spaces = node_iteration_spaces(graph_);
+    const TransformerStructure structure = find_transformer_structure(graph_, spaces);
+    const int layers = structure.layers();
+    const long long heads = attention_heads(graph_, spaces, structure);
+    const Plan skeleton = plan_skeleton("megatron", graph_, cluster_, options_);
+    B_ = static_cast<long long>(skeleton.global_batch);
+    const int devices = cluster_.num_devices();
+    train_ = options_.mode == ExecutionMode::train;
+    const bool seed = space_ == MegatronSpace::seed;
+
+    for (int tp : divisors(cluster_.devices_per_node())) {
+      if ((heads > 0 && heads % tp != 0) || (seed && tp == 1)) continue;
+      double best_of_previous_pp = kInfinity;
+      for (int pp : divisors(std::max(layers, 1))) {
+        if (devices % (tp * pp) != 0 || (!train_ && pp > 1)) continue;
+        const int dp = devices / (tp * pp);
+        if (B_ % dp != 0) continue;
+        double best_of_pp = kInfinity;
+        // Sequence parallelism has tensor parallelism's communication volume and less
+        // memory; the seed takes it whenever tp > 1.
+        const std::vector<int> sps = tp == 1 ? std::vector<int>{0} : seed ? std::vector<int>{1} : std::vector<int>{0, 1};
+        for (int sp : sps) {
+          MegatronKnobs base;
+          base.tp = tp, base.pp = pp, base.sp = sp == 1, base.dp = dp;
+          Plan plan;
+          try {
+            plan = make_megatron_plan(graph_, cluster_, base, options_);
+          } catch (const std::exception& e) {
+            last_error_ = e.what();
+            continue;
+          }
+          double best_of_previous_vp = kInfinity;
+          for (int vp : divisors(std::max(layers / pp, 1))) {
+            if (vp > 1 && pp == 1) continue;
+            double best_of_vp = kInfinity;
+            double best_of_previous_mb = kInfinity;
+            for (int mb : divisors(B_ / dp)) {
+              if (seed && mb > kSeedMicroBatchSize) break;
+              const int m = static_cast<int>(B_ / dp / mb);
+              if (vp > 1 && m % pp != 0) continue;
+              bool any_fit = false;
+              const double t = price_memory_options(plan, base, m, mb, vp, any_fit);
+              best_of_vp = std::min(best_of_vp, t);
+              if (!any_fit) break;
+              // The seed walks micro-batch sizes up only while the step time drops.
+              if (seed && !(t < best_of_previous_mb)) break;
+              best_of_previous_mb = t;
+            }
+            best_of_pp = std::min(best_of_pp, best_of_vp);
+            // ... and interleaving depths up only while they help.
+            if (seed && vp > 1 && !(best_of_vp < best_of_previous_vp)) break;
+            if (seed && best_of_vp < kInfinity) best_of_previous_vp = std::min(best_of_previous_vp, best_of_vp);
           }
         }
+        // ... and pipeline depths up only while they help (once one fits).
+        if (seed && best_of_previous_pp < kInfinity && !(best_of_pp < best_of_previous_pp)) break;
+        best_of_previous_pp = std::min(best_of_previous_pp, best_of_pp);
       }
     }
+    if (!best_eval_.valid) throw std::runtime_error("megatron search: no valid configuration (" + last_error_ + ")");
+    return best_;
   }
-  if (!best_eval.valid) throw std::runtime_error("megatron search: no valid configuration (" + last_error + ")");
-  return best;
+
+ private:
+  // The (recompute, distopt) options of one configuration; returns the best step time
+  // among those that fit (infinity when none does).
+  double price_memory_options(const Plan& plan, const MegatronKnobs& base, int m, int mb, int vp, bool& any_fit) {
+    double best = kInfinity;
+    std::vector<std::pair<int, int>> fitted;  // (recompute rank, distopt) that fit
+    const RecomputePolicy policies[] = {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
+    const bool seed = space_ == MegatronSpace::seed;
+    for (int r = 0; r < (train_ ? 3 : 1); ++r)
+      for (int d = seed && train_ ? 1 : 0; d < (train_ ? 2 : 1); ++d) {
+        ++best_.configurations;
+        bool dominated = false;
+        for (auto [fr, fd] : fitted) dominated |= fr <= r && fd <= d;
+        if (dominated) continue;
+        Plan p = plan;
+        p.micro_batches = m;
+        p.virtual_stages = vp;
+        p.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
+        p.recompute = policies[r];
+        p.distributed_optimizer = d == 1;
+        const Evaluation e = evaluate_plan(analyzer_, p);
+        ++best_.evaluations;
+        if (!e.valid) {
+          last_error_ = e.error;
+          continue;
+        }
+        if (e.estimate.fits) {
+          fitted.emplace_back(r, d), any_fit = true;
+          best = std::min(best, e.estimate.step_time_s);
+        }
+        if (e.better_than(best_eval_)) {
+          best_eval_ = e;
+          best_.plan = p;
+          best_.estimate = e.estimate;
+          best_.knobs = base;
+          best_.knobs.mb = mb, best_.knobs.vp = vp, best_.knobs.recompute = policies[r], best_.knobs.distopt = d == 1;
+        }
+      }
+    return best;
+  }
+
+  PlanAnalyzer& analyzer_;
+  Graph& graph_;
+  const hardware::Cluster& cluster_;
+  const StrategyOptions& options_;
+  MegatronSpace space_;
+  long long B_ = 0;
+  bool train_ = true;
+  MegatronSearchResult best_;
+  Evaluation best_eval_;
+  std::string last_error_ = "no configuration";
+};
+
+}  // namespace
+
+MegatronSearchResult megatron_search(PlanAnalyzer& analyzer, const StrategyOptions& options, MegatronSpace space) {
+  return MegatronSearch(analyzer, options, space).run();
+}
+
+MegatronSearchResult megatron_search(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options) {
+  const NumericGraph ng(graph);  // compiled once for every configuration priced
+  PlanAnalyzer analyzer(graph, cluster, ng);
+  return megatron_search(analyzer, options, MegatronSpace::exhaustive);
 }
 
 Plan make_megatron_best_plan(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options) {

@@ -11,8 +11,16 @@
 // sizes go up until none of the memory options fits (a larger one only needs more
 // memory), and a (recompute, distopt) pair is skipped when a pair with no more
 // recomputation and no more sharding already fits (it can only be slower).
+//
+// MegatronSpace::seed is the cheap part of that space the SymTensor search starts from:
+// tensor parallelism (tp > 1; tp = 1 is data and pipeline parallelism, which the
+// SymTensor search covers itself) with sequence parallelism and the distributed
+// optimizer, micro-batches of 1 or 2 samples, and interleaving and pipeline depths walked
+// upwards only while the step time drops (about a hundred evaluations instead of
+// thousands; not exhaustive, so never the baseline).
 #include <string>
 
+#include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
 #include "compiler/strategies/megatron.h"
 
@@ -26,8 +34,12 @@ struct MegatronSearchResult {
   int evaluations = 0;     // analyze_plan + estimate_step calls
 };
 
+enum class MegatronSpace { exhaustive, seed };
+
 // Throws when no configuration is valid (naming the last reason).
 MegatronSearchResult megatron_search(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options);
+// With the caller's analyzer (its graph and cluster), e.g. a search pricing other plans too.
+MegatronSearchResult megatron_search(PlanAnalyzer& analyzer, const StrategyOptions& options, MegatronSpace space);
 
 // make_plan's entry: the knobs in options.megatron when given, else the search.
 Plan make_megatron_best_plan(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options);

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "compiler/search/ilp_solver.h"
+#include "compiler/search/megatron_search.h"
 #include "compiler/search/pipeline_stages.h"
 #include "compiler/search/search_common.h"
 #include "compiler/sharding/cut_sharding.h"
@@ -40,6 +41,8 @@ LevelSearchResult search_levels(const LevelContext& ctx, const std::vector<int>&
 
 namespace {
 
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
 struct Knobs {
   int pp = 1, m = 1, vp = 1;
   RecomputePolicy recompute = RecomputePolicy::none;
@@ -71,18 +74,36 @@ class Search {
     std::string last_error;
     for (double memory_weight : {0.0, -1.0}) {
       memory_weight_ = memory_weight < 0 ? escalated_memory_weight() : memory_weight;
+      // Step time is close to unimodal in the micro-batch count (the bubble shrinks, the
+      // per-micro-batch kernels and collectives get less efficient) and in the pipeline
+      // depth: the counts go up until one is worse than the best before it, the depths
+      // until two in a row are (deeper pipelines need fewer ZeRO and recompute options,
+      // which makes the depth curve bumpier). Both only once something fits.
+      double best_of_depths = kInfinity;
+      int worse_depths = 0;
       for (int pp : pipeline_candidates()) {
+        double best_of_depth = kInfinity;
         for (int m : micro_batch_candidates(B, pp)) {
+          double t = kInfinity;
           try {
-            consider(pp, m);
+            t = consider(pp, m);
           } catch (const std::exception& e) {
             last_error = e.what();
           }
+          if (best_of_depth < kInfinity && !(t < best_of_depth)) break;
+          best_of_depth = std::min(best_of_depth, t);
         }
+        if (best_of_depths < kInfinity && !(best_of_depth < best_of_depths)) {
+          if (++worse_depths == 2) break;
+        } else {
+          worse_depths = 0;
+        }
+        best_of_depths = std::min(best_of_depths, best_of_depth);
       }
       if (best_.valid && best_.estimate.fits) break;
     }
     consider_data_parallel_seed(name);
+    consider_megatron_seed(name);
     if (!best_.valid) throw std::runtime_error(name + ": no plan found: " + last_error);
     if (search_.refine) refine();
     SearchResult r;
@@ -90,7 +111,8 @@ class Search {
     r.estimate = best_.estimate;
     r.evaluations = evaluations_;
     r.level_objective = best_objective_;
-    r.summary = describe(best_knobs_) + (best_.estimate.fits ? "" : " (does not fit memory)");
+    r.summary = describe(best_knobs_) + (best_seed_.empty() ? "" : " (from the Megatron-layout seed " + best_seed_ + ")") +
+                (best_.estimate.fits ? "" : " (does not fit memory)");
     return r;
   }
 
@@ -207,9 +229,9 @@ class Search {
         train_ ? std::vector<RecomputePolicy>{RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full}
                : std::vector<RecomputePolicy>{RecomputePolicy::none};
     const int top_zero = train_ ? 3 : 0;
-    double best_of_previous_vp = std::numeric_limits<double>::infinity();
+    double best_of_previous_vp = kInfinity;
     for (int vp : vps) {
-      double best_of_vp = std::numeric_limits<double>::infinity();
+      double best_of_vp = kInfinity;
       int zero_limit = top_zero;  // options with a higher stage are beaten by a cheaper one that fits
       for (RecomputePolicy recompute : recomputes) {
         for (int zero = zero_limit; zero >= 0; --zero) {
@@ -240,33 +262,78 @@ class Search {
     return best_of_previous_vp;
   }
 
-  // Pure data parallelism (with the least ZeRO stage that fits) is one point of the space
-  // the level step can miss: a myopic choice on one axis (a projection cut on its output
-  // features) is paid for by the redistributions it forces later. It is priced like any
-  // candidate and, when better, becomes the start of the refinement. No seed when the
-  // batch does not divide.
+  // Pure data parallelism (with the least ZeRO stage that fits, at each micro-batch count
+  // while that helps) is one point of the space the level step can miss: a myopic choice
+  // on one axis (a projection cut on its output features) is paid for by the
+  // redistributions it forces later. It is priced like any candidate and, when better,
+  // becomes the start of the refinement. No seed when the batch does not divide.
   void consider_data_parallel_seed(const std::string& name) {
     if (search_.solver == LevelSolver::ilp) return;  // the ILP check judges the level step alone
-    for (int zero : {0, 1, 2, 3}) {
-      if (!train_ && zero > 0) break;
-      Plan p;
-      try {
-        p = make_data_parallel_plan(g_, cluster_, options_, zero);
-      } catch (const std::exception&) {
-        return;
-      }
-      p.strategy = name;
-      const Evaluation e = evaluate_plan(analyzer_, p);
-      ++evaluations_;
-      if (e.valid && e.better_than(best_)) {
-        best_ = e;
-        best_plan_ = p;
-        best_knobs_ = {1, p.micro_batches, 1, p.recompute, p.zero_stage};
-        best_levels_.assign(folded_.heavy.size(), NodeCut{});
-        for (std::size_t h = 0; h < folded_.heavy.size(); ++h) best_levels_[h] = p.node_cuts[folded_.heavy[h]];
-      }
-      if (e.valid && e.estimate.fits) break;  // more sharding only adds communication
+    Plan dp;
+    try {
+      dp = make_data_parallel_plan(g_, cluster_, options_, 0);
+    } catch (const std::exception&) {
+      return;
     }
+    dp.strategy = name;
+    const long long per_device = static_cast<long long>(dp.global_batch) / cluster_.num_devices();
+    double best_of_previous = kInfinity;
+    for (int m : micro_batch_candidates(per_device, 1)) {
+      double best_of_m = kInfinity;
+      for (int zero : {0, 1, 2, 3}) {
+        if (!train_ && zero > 0) break;
+        Plan p = dp;
+        p.micro_batches = m;
+        p.zero_stage = zero;
+        const Evaluation e = evaluate_plan(analyzer_, p);
+        ++evaluations_;
+        if (!e.valid) break;
+        if (e.better_than(best_)) {
+          best_ = e;
+          best_plan_ = p;
+          best_knobs_ = {1, m, 1, p.recompute, zero};
+          take_heavy_cuts(p);
+        }
+        if (e.estimate.fits) {
+          best_of_m = e.estimate.step_time_s;
+          break;  // more sharding only adds communication
+        }
+      }
+      if (best_of_previous < kInfinity && !(best_of_m < best_of_previous)) break;
+      best_of_previous = std::min(best_of_previous, best_of_m);
+    }
+  }
+
+  // Megatron-LM's layout (tensor parallelism inside a node, layers split evenly over
+  // stages) is another point the level step misses: cutting one axis at a time, it prices
+  // a weight replicated on that axis by the gradient reduction alone, not by the ZeRO
+  // traffic or the memory that replication costs once every axis replicates it. The cheap
+  // part of Megatron's space (MegatronSpace::seed) is priced; when better, it becomes the
+  // start of the refinement. Models without transformer layers have no such seed.
+  void consider_megatron_seed(const std::string& name) {
+    if (search_.solver == LevelSolver::ilp) return;
+    MegatronSearchResult r;
+    try {
+      r = megatron_search(analyzer_, options_, MegatronSpace::seed);
+    } catch (const std::exception&) {
+      return;
+    }
+    evaluations_ += r.evaluations;
+    Evaluation e;
+    e.valid = true;
+    e.estimate = r.estimate;
+    if (!e.better_than(best_)) return;
+    best_ = e;
+    best_plan_ = r.plan;
+    best_plan_.strategy = name;
+    best_knobs_ = {r.knobs.pp, r.plan.micro_batches, r.knobs.vp, r.plan.recompute, r.plan.zero_stage};
+    take_heavy_cuts(best_plan_);
+    best_seed_ = to_string(r.knobs);
+  }
+
+  void take_heavy_cuts(const Plan& p) {
+    best_levels_.assign(folded_.heavy.size(), NodeCut{});
+    for (std::size_t h = 0; h < folded_.heavy.size(); ++h) best_levels_[h] = p.node_cuts[folded_.heavy[h]];
   }
 
   static int pipeline_axis_id(const std::vector<std::vector<int>>& factors) {
@@ -395,6 +462,7 @@ class Search {
   Knobs best_knobs_;
   std::vector<NodeCut> best_levels_;
   double best_objective_ = 0;
+  std::string best_seed_;  // the Megatron knobs of the seed the best plan came from, if it did
   int evaluations_ = 0;
 };
 
