@@ -50,7 +50,7 @@ struct PlanAnalyzer::State {
   // what op_work does not read (ZeRO, recomputation, schedule, interleaving: a search's
   // memory staircase) reuses it, and `produced` (which points into ops_plan's cuts).
   std::optional<Plan> ops_plan;
-  std::vector<OpWork> ops;
+  PlanAnalysis analysis;  // of the last plan; its ops are ops_plan's operator work
 };
 
 namespace {
@@ -61,7 +61,8 @@ class Analyzer {
       : graph_(graph), cluster_(cluster), plan_(plan), mesh_(plan_mesh(plan, cluster)), ng_(ng),
         state_(state), memo_(state.redistributions.for_mesh(mesh_)) {}
 
-  PlanAnalysis run() {
+  // Fills state_.analysis (its ops are the kept operator work).
+  const PlanAnalysis& run() {
     // A plan with the last one's operator work passed the same checks then.
     const bool reuse = state_.ops_plan && same_operator_work(*state_.ops_plan, plan_);
     if (!reuse) check_plan();
@@ -74,13 +75,17 @@ class Analyzer {
     activation_bytes_ = bytes_of(plan_.precision);
 
     const int stages = plan_.pipeline_stages();
-    PlanAnalysis a;
-    a.device_memory = cluster_.device.memory_bytes;
-    a.stage_memory.resize(stages);
+    PlanAnalysis& a = state_.analysis;
+    a.params.clear();
+    a.stage_memory.assign(stages, StageMemory{});
     a.p2p_bytes.assign(std::max(stages - 1, 0), 0.0);
+    a.optimizer_seconds_per_stage = 0;
+    a.device_memory = cluster_.device.memory_bytes;
 
     if (reuse) {
-      a.ops = state_.ops;  // and the produced layouts are still those of its cuts
+      // The operator work stands (and the produced layouts are still those of its cuts);
+      // what add_activations adds to it is redone.
+      for (OpWork& w : a.ops) w.saved_bytes = 0, w.recomputed = false;
     } else {
       const std::size_t tensors = graph_.tensors().size();
       state_.produced.resize(tensors);
@@ -94,14 +99,15 @@ class Analyzer {
       // The kept copy of the plan is what the produced layouts point into: they stay
       // valid for the plans that reuse this one's operator work.
       state_.ops_plan = plan_;
+      a.ops.clear();
       a.ops.reserve(graph_.nodes().size());
       try {
         for (NodeId id : ng_.topological_order()) a.ops.push_back(op_work(id, train));
       } catch (...) {
         state_.ops_plan.reset();
+        a.ops.clear();
         throw;
       }
-      state_.ops = a.ops;
     }
     if (train) add_parameters(a);
     add_activations(a, train);
@@ -147,16 +153,16 @@ class Analyzer {
       if (cut.loop_axes.size() > nn.loops.size())
         throw std::runtime_error("plan: node '" + node.name + "' cuts " + std::to_string(cut.loop_axes.size()) +
                                  " loops, it has " + std::to_string(nn.loops.size()));
-      std::vector<bool> used(mesh_.axes().size(), false);
+      std::uint64_t used = 0;  // a mesh has fewer than 64 axes (one per prime factor of a level)
       for (const auto& axes : cut.loop_axes)
         for (int axis : axes) {
-          if (axis < 0 || axis >= static_cast<int>(mesh_.axes().size()))
+          if (axis < 0 || axis >= static_cast<int>(mesh_.axes().size()) || axis >= 64)
             throw std::runtime_error("plan: node '" + node.name + "' uses mesh axis " + std::to_string(axis) + ", which does not exist");
           if (axis == plan_.pipeline_axis)
             throw std::runtime_error("plan: node '" + node.name + "' is cut over the pipeline axis");
-          if (used[axis])
+          if (used >> axis & 1)
             throw std::runtime_error("plan: node '" + node.name + "' uses mesh axis '" + mesh_.axes()[axis].name + "' twice");
-          used[axis] = true;
+          used |= std::uint64_t{1} << axis;
         }
     }
   }
@@ -440,7 +446,11 @@ PlanAnalyzer::PlanAnalyzer(Graph& graph, const hardware::Cluster& cluster, const
 
 PlanAnalyzer::~PlanAnalyzer() = default;
 
-PlanAnalysis PlanAnalyzer::analyze(const Plan& plan) { return Analyzer(graph_, cluster_, plan, ng_, *state_).run(); }
+const PlanAnalysis& PlanAnalyzer::analyze_in_place(const Plan& plan) {
+  return Analyzer(graph_, cluster_, plan, ng_, *state_).run();
+}
+
+PlanAnalysis PlanAnalyzer::analyze(const Plan& plan) { return analyze_in_place(plan); }
 
 PlanAnalysis analyze_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {
   const NumericGraph ng(graph);

@@ -87,6 +87,9 @@ class PlanAnalyzer {
 
   // Throws (one line) when the plan does not fit the graph, as analyze_plan.
   PlanAnalysis analyze(const Plan& plan);
+  // The same without a copy: valid until the next call (a search that only wants the
+  // estimate). After a throw the analyzer holds no analysis.
+  const PlanAnalysis& analyze_in_place(const Plan& plan);
 
   Graph& graph() const { return graph_; }
   const hardware::Cluster& cluster() const { return cluster_; }

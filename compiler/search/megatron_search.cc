@@ -32,8 +32,12 @@ class MegatronSearch {
       : analyzer_(analyzer), graph_(analyzer.graph()), cluster_(analyzer.cluster()), options_(options), space_(space) {}
 
   MegatronSearchResult run() {
-    const std::vector<IterationSpace> spaces = node_iteration_spaces(graph_);
-    const TransformerStructure structure = find_transformer_structure(graph_, spaces);
+    std::vector<IterationSpace> numeric_spaces;
+    for (NodeId id = 0; id < static_cast<NodeId>(graph_.nodes().size()); ++id)
+      numeric_spaces.push_back(analyzer_.numeric().node(id).space);
+    MegatronLayouts layouts(graph_, std::move(numeric_spaces));
+    const std::vector<IterationSpace>& spaces = layouts.spaces();
+    const TransformerStructure& structure = layouts.structure();
     const int layers = structure.layers();
     const long long heads = attention_heads(graph_, spaces, structure);
     const Plan skeleton = plan_skeleton("megatron", graph_, cluster_, options_);
@@ -58,7 +62,7 @@ class MegatronSearch {
           base.tp = tp, base.pp = pp, base.sp = sp == 1, base.dp = dp;
           Plan plan;
           try {
-            plan = make_megatron_plan(graph_, cluster_, base, options_);
+            plan = layouts.make(cluster_, base, options_);
           } catch (const std::exception& e) {
             last_error_ = e.what();
             continue;

@@ -20,13 +20,14 @@ std::string extent_text(const Graph& g, const GiNaC::ex& e) {
 
 class MegatronBuilder {
  public:
-  MegatronBuilder(Graph& g, const hardware::Cluster& cluster, const MegatronKnobs& k, Plan& plan)
-      : g_(g), k_(k), plan_(plan), layout_(megatron_mesh(cluster, k)) {
+  MegatronBuilder(Graph& g, const hardware::Cluster& cluster, const MegatronKnobs& k, Plan& plan,
+                  const std::vector<IterationSpace>& spaces, const TransformerStructure& structure,
+                  const std::vector<NodeId>& order, PropagationCache& propagation)
+      : g_(g), k_(k), plan_(plan), layout_(megatron_mesh(cluster, k)), spaces_(spaces), s_(structure), order_(order),
+        propagation_(propagation) {
     plan_.mesh_factors = layout_.factors;
     plan_.pipeline_axis = layout_.pipeline_axis;
     mesh_ = plan_mesh(plan_, cluster);
-    spaces_ = node_iteration_spaces(g_);
-    s_ = find_transformer_structure(g_, spaces_);
     const std::size_t n = g_.nodes().size();
     plan_.node_cuts.assign(n, NodeCut{});
     for (std::size_t i = 0; i < n; ++i) plan_.node_cuts[i].loop_axes.assign(spaces_[i].loops.size(), {});
@@ -71,7 +72,7 @@ class MegatronBuilder {
         if (seq >= 0 && seq != batch_loop(n)) set(n, seq, tp, "the sequence (sequence parallelism)");
       }
     }
-    propagate_cuts(g_, mesh_, plan_, fixed_, spaces_);
+    propagate_cuts(g_, mesh_, plan_, fixed_, spaces_, &propagation_);
     assign_stages();
   }
 
@@ -112,7 +113,7 @@ class MegatronBuilder {
                                " layers per stage");
     const std::size_t n = g_.nodes().size();
     std::vector<int> stage(n, -1);
-    const std::vector<NodeId> order = g_.topological_order();
+    const std::vector<NodeId>& order = order_;
     for (NodeId id : order) {
       int s = -1;
       for (TensorId t : g_.node(id).inputs)
@@ -137,15 +138,43 @@ class MegatronBuilder {
   Plan& plan_;
   MegatronMesh layout_;
   hardware::DeviceMesh mesh_;
-  std::vector<IterationSpace> spaces_;
-  TransformerStructure s_;
+  const std::vector<IterationSpace>& spaces_;
+  const TransformerStructure& s_;
+  const std::vector<NodeId>& order_;
+  PropagationCache& propagation_;
   std::vector<bool> fixed_;
 };
 
 }  // namespace
 
+struct MegatronLayouts::Facts {
+  std::vector<IterationSpace> spaces;
+  TransformerStructure structure;
+  std::vector<NodeId> order;
+  PropagationCache propagation;
+};
+
+MegatronLayouts::MegatronLayouts(Graph& graph) : MegatronLayouts(graph, node_iteration_spaces(graph)) {}
+
+MegatronLayouts::MegatronLayouts(Graph& graph, std::vector<IterationSpace> spaces)
+    : graph_(graph), facts_(std::make_unique<Facts>()) {
+  facts_->spaces = std::move(spaces);
+  facts_->structure = find_transformer_structure(graph, facts_->spaces);
+  facts_->order = graph.topological_order();
+}
+
+MegatronLayouts::~MegatronLayouts() = default;
+
+const std::vector<IterationSpace>& MegatronLayouts::spaces() const { return facts_->spaces; }
+const TransformerStructure& MegatronLayouts::structure() const { return facts_->structure; }
+
 Plan make_megatron_plan(Graph& graph, const hardware::Cluster& cluster, const MegatronKnobs& knobs,
                         const StrategyOptions& options) {
+  return MegatronLayouts(graph).make(cluster, knobs, options);
+}
+
+Plan MegatronLayouts::make(const hardware::Cluster& cluster, const MegatronKnobs& knobs, const StrategyOptions& options) {
+  Graph& graph = graph_;
   Plan plan = plan_skeleton("megatron", graph, cluster, options);
   const int dp = cluster.num_devices() / (knobs.tp * knobs.pp);
   plan.virtual_stages = knobs.vp;
@@ -153,7 +182,7 @@ Plan make_megatron_plan(Graph& graph, const hardware::Cluster& cluster, const Me
   plan.recompute = knobs.recompute;
   plan.distributed_optimizer = knobs.distopt;
   plan.sequence_parallel = knobs.sp && knobs.tp > 1;
-  MegatronBuilder(graph, cluster, knobs, plan).build();
+  MegatronBuilder(graph, cluster, knobs, plan, facts_->spaces, facts_->structure, facts_->order, facts_->propagation).build();
   const double per_step = static_cast<double>(dp) * knobs.mb;
   if (std::fmod(plan.global_batch, per_step) != 0)
     throw std::runtime_error("megatron: batch " + std::to_string(static_cast<long long>(plan.global_batch)) +

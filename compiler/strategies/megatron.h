@@ -8,8 +8,11 @@
 // propagation. Sequence parallelism cuts the normalization regions and residual adds on
 // the sequence loop over the tensor-parallel axis. Layers are split evenly over stages.
 // See compiler/strategies/transformer_structure.h for how the structure is found.
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "compiler/ops/op_semantics.h"
 #include "compiler/strategies/strategy.h"
 
 namespace symtensor::compiler {
@@ -43,5 +46,29 @@ MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs
 
 Plan make_megatron_plan(Graph& graph, const hardware::Cluster& cluster, const MegatronKnobs& knobs,
                         const StrategyOptions& options);
+
+struct TransformerStructure;
+
+// The same for many knob settings of one graph (a search builds dozens): what the layout
+// derives from the graph alone (iteration spaces, transformer structure, topological
+// order, propagation's numeric shapes and priced redistributions) is found once.
+class MegatronLayouts {
+ public:
+  explicit MegatronLayouts(Graph& graph);
+  MegatronLayouts(Graph& graph, std::vector<IterationSpace> spaces);  // node_iteration_spaces(graph)
+  ~MegatronLayouts();
+  MegatronLayouts(const MegatronLayouts&) = delete;
+  MegatronLayouts& operator=(const MegatronLayouts&) = delete;
+
+  Plan make(const hardware::Cluster& cluster, const MegatronKnobs& knobs, const StrategyOptions& options);
+
+  const std::vector<IterationSpace>& spaces() const;
+  const TransformerStructure& structure() const;
+
+ private:
+  struct Facts;
+  Graph& graph_;
+  std::unique_ptr<Facts> facts_;
+};
 
 }  // namespace symtensor::compiler

@@ -74,7 +74,8 @@ class Propagator {
   }
 
   void run() {
-    const std::vector<NodeId> order = g_.topological_order();
+    if (cache_.order.empty()) cache_.order = g_.topological_order();
+    const std::vector<NodeId>& order = cache_.order;
     for (int pass = 0; pass < kMaxPropagationPasses; ++pass) {
       bool changed = false;
       for (NodeId n : order) changed |= visit(n);

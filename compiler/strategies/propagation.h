@@ -42,6 +42,7 @@ struct PropagationCache {
   std::vector<std::optional<std::vector<long>>> shapes;        // per tensor, free dims at kUnboundDimValue
   std::vector<std::vector<std::optional<double>>> extents;    // per node and loop; nullopt while symbolic
   std::vector<bool> extents_known;                             // per node
+  std::vector<NodeId> order;                                   // topological; empty until the first call
   RedistributionMemos redistributions;
 };
 
