@@ -58,6 +58,7 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
     for (const auto& loop : n.space.loops) n.loops.push_back({compile(loop.extent), loop.reduction});
     n.flops = compile(n.space.flops);
     n.bytes = compile(n.space.bytes);
+    for (TensorId out : graph.node(id).outputs) n.quadratic_output |= out != kNone && quadratic_[out];
     nodes_.push_back(std::move(n));
   }
   for (TensorId t = 0; t < static_cast<TensorId>(graph.tensors().size()); ++t) {

@@ -26,6 +26,7 @@ struct NumericNode {
   OpKind kind = OpKind::opaque;
   std::vector<NumericLoop> loops;
   Affine flops, bytes;
+  bool quadratic_output = false;  // an output is quadratic_in_sequence (selective recompute redoes the node)
   IterationSpace space;  // symbolic original (maps, names), for shardings and formulas
 };
 

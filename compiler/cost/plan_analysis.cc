@@ -44,6 +44,7 @@ struct PlanAnalyzer::State {
   RedistributionMemos redistributions;
   std::map<const NumericRedistribution*, std::vector<CommOp>> priced;
   std::vector<std::optional<OperandLayout>> produced;
+  std::vector<double> produced_elements;  // local elements of `produced`, at the plan's micro-batch
   std::vector<std::vector<OperandLayout>> delivered, delivered_gradients;  // per tensor: layouts already made
   std::vector<long> shape;
   // The operator work of the last plan analysed and that plan: a plan differing only in
@@ -89,6 +90,7 @@ class Analyzer {
     } else {
       const std::size_t tensors = graph_.tensors().size();
       state_.produced.resize(tensors);
+      state_.produced_elements.resize(tensors);
       state_.delivered.resize(tensors);
       state_.delivered_gradients.resize(tensors);
       for (std::size_t t = 0; t < tensors; ++t) {
@@ -247,8 +249,10 @@ class Analyzer {
     const NumericNode& nn = ng_.node(id);
     for (std::size_t o = 0; o < node.outputs.size() && o < nn.space.output_dims.size(); ++o) {
       const TensorId t = node.outputs[o];
-      if (t != kNone && !ng_.facts(t).constant)
+      if (t != kNone && !ng_.facts(t).constant) {
         state_.produced[t] = OperandLayout::output(nn.space, state_.ops_plan->node_cuts[id], static_cast<int>(o));
+        state_.produced_elements[t] = local_elements(t, *state_.produced[t]);
+      }
     }
   }
 
@@ -370,22 +374,18 @@ class Analyzer {
       const Tensor& t = graph_.tensor(s.tensor);
       NodeId holder = s.saved_by != kNone ? s.saved_by : (t.consumers.empty() ? kNone : t.consumers[0]);
       if (holder == kNone) continue;
-      const auto& layout = produced_sharding(s.tensor);
-      const double elements = layout ? local_elements(s.tensor, *layout)
-                                     : ng_.tensor_elements(s.tensor).at(batch_) / cut_ways(plan_.node_cuts[holder], mesh_);
+      const double elements = produced_sharding(s.tensor)
+                                  ? state_.produced_elements[s.tensor]
+                                  : ng_.tensor_elements(s.tensor).at(batch_) / cut_ways(plan_.node_cuts[holder], mesh_);
       const int stage = plan_.stage_of_node[holder];
       const double bytes = elements * (s.mask ? 1.0 : activation_bytes_);
       a.stage_memory[stage].activations_per_micro_batch += bytes;
       by_node[holder]->saved_bytes += bytes;
     }
     // What is not kept is recomputed in the backward pass.
-    for (auto& w : a.ops) {
-      const auto& outputs = graph_.node(w.node).outputs;
-      const bool quadratic =
-          std::any_of(outputs.begin(), outputs.end(), [&](TensorId out) { return out != kNone && ng_.quadratic_in_sequence(out); });
+    for (auto& w : a.ops)
       w.recomputed = plan_.recompute == RecomputePolicy::full ||
-                     (plan_.recompute == RecomputePolicy::selective && quadratic);
-    }
+                     (plan_.recompute == RecomputePolicy::selective && ng_.node(w.node).quadratic_output);
     for (int s = 0; s < stages; ++s) {
       StageMemory& mem = a.stage_memory[s];
       switch (plan_.schedule) {
@@ -414,8 +414,8 @@ class Analyzer {
       if (to == from) continue;
       // A value its producer's iteration space does not describe (an opaque operator's, a
       // secondary output) crosses whole.
-      const auto& layout = produced_sharding(t);
-      const double elements = layout ? local_elements(t, *layout) : ng_.tensor_elements(t).at(batch_);
+      const bool produced = produced_sharding(t).has_value();
+      const double elements = produced ? state_.produced_elements[t] : ng_.tensor_elements(t).at(batch_);
       const double bytes = elements * element_bytes(t);
       for (int s = from; s < to; ++s) a.p2p_bytes[s] += bytes;
     }

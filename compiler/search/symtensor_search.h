@@ -38,7 +38,7 @@ enum class LevelSolver { greedy, ilp };
 struct SearchOptions {
   LevelSolver solver = LevelSolver::greedy;
   int micro_batch_candidates = 5;  // per pipeline depth
-  int refine_budget = 96;          // whole-plan evaluations spent on refinement moves (about
+  int refine_budget = 48;          // whole-plan evaluations spent on refinement moves (about
                                    // 15 per class of operators for a 3-axis mesh)
   bool refine = true;
 };
