@@ -147,17 +147,16 @@ void BM_Compile_Hidden(benchmark::State& state) {
 }
 BENCHMARK(BM_Compile_Hidden)->Arg(2048)->Arg(4096)->Arg(8192)->Arg(12288)->Arg(25600)->Unit(benchmark::kMillisecond);
 
-void BM_Search_Layers(benchmark::State& state) {
-  compiler::Graph& graph = cached_graph(state.range(0), 2048);
-  const hardware::Cluster& cluster = a100_nodes(8);
+// The SymTensor search, timed; n is the series' size.
+void time_search(benchmark::State& state, compiler::Graph& graph, const hardware::Cluster& cluster) {
   compiler::SearchResult r;
-  for (auto _ : state) {
-    r = compiler::symtensor_search(graph, cluster, compiler::StrategyOptions{});  // read below: kept
-  }
+  for (auto _ : state) r = compiler::symtensor_search(graph, cluster, compiler::StrategyOptions{});  // read below: kept
   set_n(state, static_cast<double>(state.range(0)));
   state.counters["step_s"] = r.estimate.step_time_s;
   state.counters["evaluations"] = r.evaluations;
 }
+
+void BM_Search_Layers(benchmark::State& state) { time_search(state, cached_graph(state.range(0), 2048), a100_nodes(8)); }
 BENCHMARK(BM_Search_Layers)->Arg(12)->Arg(24)->Arg(48)->Arg(96)->Arg(128)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 void BM_Simulate_Layers(benchmark::State& state) {
@@ -204,15 +203,8 @@ BENCHMARK(BM_Evaluate_Gpus)->RangeMultiplier(8)->Range(8, 4096)->Unit(benchmark:
 
 void BM_Search_Gpus(benchmark::State& state) {
   compiler::Graph& graph = cluster_series_graph();
-  const hardware::Cluster& cluster = a100_nodes(static_cast<int>(state.range(0) / 8));
-  graph.symbols.bind("batch", static_cast<double>(state.range(0)));
-  compiler::SearchResult r;
-  for (auto _ : state) {
-    r = compiler::symtensor_search(graph, cluster, compiler::StrategyOptions{});  // read below: kept
-  }
-  set_n(state, static_cast<double>(state.range(0)));
-  state.counters["step_s"] = r.estimate.step_time_s;
-  state.counters["evaluations"] = r.evaluations;
+  graph.symbols.bind("batch", static_cast<double>(state.range(0)));  // 8 samples per 8 GPUs
+  time_search(state, graph, a100_nodes(static_cast<int>(state.range(0) / 8)));
 }
 BENCHMARK(BM_Search_Gpus)->RangeMultiplier(8)->Range(8, 4096)->Iterations(1)->Unit(benchmark::kMillisecond);
 
