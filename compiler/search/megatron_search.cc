@@ -48,7 +48,7 @@ class MegatronSearch {
 
     for (int tp : divisors(cluster_.devices_per_node())) {
       if ((heads > 0 && heads % tp != 0) || (seed && tp == 1)) continue;
-      double best_of_previous_pp = kInfinity;
+      UpwardWalk depths;
       for (int pp : divisors(std::max(layers, 1))) {
         if (devices % (tp * pp) != 0 || (!train_ && pp > 1)) continue;
         const int dp = devices / (tp * pp);
@@ -71,7 +71,7 @@ class MegatronSearch {
           for (int vp : divisors(std::max(layers / pp, 1))) {
             if (vp > 1 && pp == 1) continue;
             double best_of_vp = kInfinity;
-            double best_of_previous_mb = kInfinity;
+            UpwardWalk sizes;
             for (int mb : divisors(B_ / dp)) {
               if (seed && mb > kSeedMicroBatchSize) break;
               const int m = static_cast<int>(B_ / dp / mb);
@@ -81,8 +81,7 @@ class MegatronSearch {
               best_of_vp = std::min(best_of_vp, t);
               if (!any_fit) break;
               // The seed walks micro-batch sizes up only while the step time drops.
-              if (seed && !(t < best_of_previous_mb)) break;
-              best_of_previous_mb = t;
+              if (seed && sizes.stop(t)) break;
             }
             best_of_pp = std::min(best_of_pp, best_of_vp);
             // ... and interleaving depths up only while they help.
@@ -91,8 +90,7 @@ class MegatronSearch {
           }
         }
         // ... and pipeline depths up only while they help (once one fits).
-        if (seed && best_of_previous_pp < kInfinity && !(best_of_pp < best_of_previous_pp)) break;
-        best_of_previous_pp = std::min(best_of_previous_pp, best_of_pp);
+        if (seed && depths.stop(best_of_pp)) break;
       }
     }
     if (!best_eval_.valid) throw std::runtime_error("megatron search: no valid configuration (" + last_error_ + ")");

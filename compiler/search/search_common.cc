@@ -1,6 +1,7 @@
 #include "compiler/search/search_common.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 #include "compiler/cost/plan_analysis.h"
@@ -53,6 +54,15 @@ bool Evaluation::better_than(const Evaluation& other) const {
   if (estimate.fits != other.estimate.fits) return estimate.fits;
   if (!estimate.fits) return estimate.peak_memory < other.estimate.peak_memory;
   return estimate.step_time_s < other.estimate.step_time_s;
+}
+
+UpwardWalk::UpwardWalk(int patience) : patience_(patience), best_(std::numeric_limits<double>::infinity()) {}
+
+bool UpwardWalk::stop(double step_time) {
+  if (best_ < std::numeric_limits<double>::infinity() && !(step_time < best_)) return ++worse_ >= patience_;
+  worse_ = 0;
+  best_ = std::min(best_, step_time);
+  return false;
 }
 
 Evaluation evaluate_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {

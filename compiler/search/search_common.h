@@ -30,6 +30,22 @@ struct Evaluation {
   bool better_than(const Evaluation& other) const;
 };
 
+// A knob walked upwards (micro-batch counts, pipeline depths) while the step time drops.
+// After each value, stop(t) with its best step time (infinity when none of its plans
+// fits) says whether to stop: once something has fit, after `patience` values in a row
+// that are no better than the best so far.
+class UpwardWalk {
+ public:
+  explicit UpwardWalk(int patience = 1);
+  bool stop(double step_time);
+  double best() const { return best_; }  // infinity until something fits
+
+ private:
+  int patience_;
+  int worse_ = 0;
+  double best_;
+};
+
 Evaluation evaluate_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan);
 // With one analyzer for every plan of the graph (what searches call: it keeps the graph's
 // numeric form and every priced redistribution between plans).

@@ -79,10 +79,9 @@ class Search {
       // depth: the counts go up until one is worse than the best before it, the depths
       // until two in a row are (deeper pipelines need fewer ZeRO and recompute options,
       // which makes the depth curve bumpier). Both only once something fits.
-      double best_of_depths = kInfinity;
-      int worse_depths = 0;
+      UpwardWalk depths(2);
       for (int pp : pipeline_candidates()) {
-        double best_of_depth = kInfinity;
+        UpwardWalk counts;
         for (int m : micro_batch_candidates(B, pp)) {
           double t = kInfinity;
           try {
@@ -90,15 +89,9 @@ class Search {
           } catch (const std::exception& e) {
             last_error = e.what();
           }
-          if (best_of_depth < kInfinity && !(t < best_of_depth)) break;
-          best_of_depth = std::min(best_of_depth, t);
+          if (counts.stop(t)) break;
         }
-        if (best_of_depths < kInfinity && !(best_of_depth < best_of_depths)) {
-          if (++worse_depths == 2) break;
-        } else {
-          worse_depths = 0;
-        }
-        best_of_depths = std::min(best_of_depths, best_of_depth);
+        if (depths.stop(counts.best())) break;
       }
       if (best_.valid && best_.estimate.fits) break;
     }
@@ -277,7 +270,7 @@ class Search {
     }
     dp.strategy = name;
     const long long per_device = static_cast<long long>(dp.global_batch) / cluster_.num_devices();
-    double best_of_previous = kInfinity;
+    UpwardWalk counts;
     for (int m : micro_batch_candidates(per_device, 1)) {
       double best_of_m = kInfinity;
       for (int zero : {0, 1, 2, 3}) {
@@ -299,8 +292,7 @@ class Search {
           break;  // more sharding only adds communication
         }
       }
-      if (best_of_previous < kInfinity && !(best_of_m < best_of_previous)) break;
-      best_of_previous = std::min(best_of_previous, best_of_m);
+      if (counts.stop(best_of_m)) break;
     }
   }
 
