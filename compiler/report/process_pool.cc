@@ -86,6 +86,22 @@ struct Worker {
   long long busy_with = -1;      // index, or -1 when idle
 };
 
+// The workers, stopped however run_in_workers ends (a throw included): their pipes
+// closed, which ends their loop, and the processes reaped.
+struct Workers {
+  explicit Workers(std::size_t n) : all(n) {}
+  ~Workers() {
+    for (Worker& w : all) {
+      if (w.tasks >= 0) ::close(w.tasks);
+      if (w.answers >= 0) ::close(w.answers);
+      if (w.pid > 0) ::waitpid(w.pid, nullptr, 0);
+    }
+  }
+  Workers(const Workers&) = delete;
+  Workers& operator=(const Workers&) = delete;
+  std::vector<Worker> all;
+};
+
 }  // namespace
 
 int default_jobs() {
@@ -110,20 +126,13 @@ void run_in_workers(const std::vector<std::size_t>& order, int jobs, const std::
     return;
   }
   const IgnoreBrokenPipes guard;
-  std::vector<Worker> workers(std::min<std::size_t>(static_cast<std::size_t>(jobs), order.size()));
-  auto stop_all = [&] {
-    for (Worker& w : workers) {
-      if (w.tasks >= 0) ::close(w.tasks);
-      if (w.answers >= 0) ::close(w.answers);
-      if (w.pid > 0) ::waitpid(w.pid, nullptr, 0);
-    }
-  };
+  Workers pool(std::min<std::size_t>(static_cast<std::size_t>(jobs), order.size()));
+  std::vector<Worker>& workers = pool.all;
   for (std::size_t k = 0; k < workers.size(); ++k) {
     int to_worker[2], from_worker[2];
     if (::pipe(to_worker) != 0) throw std::runtime_error(std::string("workers: pipe: ") + std::strerror(errno));
     if (::pipe(from_worker) != 0) {
       ::close(to_worker[0]), ::close(to_worker[1]);
-      stop_all();
       throw std::runtime_error(std::string("workers: pipe: ") + std::strerror(errno));
     }
     const pid_t pid = ::fork();
@@ -135,7 +144,6 @@ void run_in_workers(const std::vector<std::size_t>& order, int jobs, const std::
     ::close(to_worker[0]), ::close(from_worker[1]);
     if (pid < 0) {
       ::close(to_worker[1]), ::close(from_worker[0]);
-      stop_all();
       throw std::runtime_error(std::string("workers: fork: ") + std::strerror(errno));
     }
     workers[k] = Worker{pid, to_worker[1], from_worker[0], {}, -1};
@@ -144,10 +152,8 @@ void run_in_workers(const std::vector<std::size_t>& order, int jobs, const std::
   auto hand_out = [&](Worker& w) {
     if (next >= order.size()) return;
     w.busy_with = static_cast<long long>(order[next++]);
-    if (!write_all(w.tasks, std::to_string(w.busy_with) + "\n")) {
-      stop_all();
+    if (!write_all(w.tasks, std::to_string(w.busy_with) + "\n"))
       throw std::runtime_error("workers: a worker stopped taking work");
-    }
   };
   for (Worker& w : workers) hand_out(w);
   while (answered < order.size()) {
@@ -155,7 +161,6 @@ void run_in_workers(const std::vector<std::size_t>& order, int jobs, const std::
     for (const Worker& w : workers) fds.push_back({w.answers, POLLIN, 0});
     if (::poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;
-      stop_all();
       throw std::runtime_error(std::string("workers: poll: ") + std::strerror(errno));
     }
     for (std::size_t k = 0; k < workers.size(); ++k) {
@@ -163,9 +168,7 @@ void run_in_workers(const std::vector<std::size_t>& order, int jobs, const std::
       if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR)) || w.busy_with < 0) continue;
       std::string line;
       if (!read_line(w.answers, w.buffer, line)) {
-        const long long lost = w.busy_with;
-        stop_all();
-        throw std::runtime_error("workers: the worker on piece " + std::to_string(lost) + " died without answering");
+        throw std::runtime_error("workers: the worker on piece " + std::to_string(w.busy_with) + " died without answering");
       }
       const auto i = static_cast<std::size_t>(w.busy_with);
       w.busy_with = -1;
@@ -174,7 +177,6 @@ void run_in_workers(const std::vector<std::size_t>& order, int jobs, const std::
       hand_out(w);
     }
   }
-  stop_all();
 }
 
 }  // namespace symtensor::compiler
