@@ -122,6 +122,27 @@ void BM_EvaluateAlternatingPlansGpt3_175B_1024(benchmark::State& state) {
 }
 BENCHMARK(BM_EvaluateAlternatingPlansGpt3_175B_1024)->Unit(benchmark::kMillisecond);
 
+// A search's memory staircase: the same cuts under other ZeRO stages and recomputation
+// (the operator work is reused; parameters, activations and the estimate are redone).
+void BM_EvaluateStaircaseGpt3_175B_1024(benchmark::State& state) {
+  Workload& w = gpt3_on_1024();
+  const compiler::NumericGraph numeric(w.graph);
+  compiler::PlanAnalyzer analyzer(w.graph, w.cluster, numeric);
+  compiler::Plan p = w.plan;
+  analyzer.analyze_in_place(p);  // the first, not measured
+  const compiler::RecomputePolicy policies[] = {compiler::RecomputePolicy::none, compiler::RecomputePolicy::selective,
+                                                compiler::RecomputePolicy::full};
+  int i = 0;
+  for (auto _ : state) {
+    p.zero_stage = i % 4;
+    p.recompute = policies[i / 4 % 3];
+    ++i;
+    const compiler::StepEstimate e = compiler::estimate_step(analyzer.analyze_in_place(p), p, w.cluster);
+    benchmark::DoNotOptimize(e.step_time_s);
+  }
+}
+BENCHMARK(BM_EvaluateStaircaseGpt3_175B_1024)->Unit(benchmark::kMillisecond);
+
 void BM_EstimateStepGpt3_175B_1024(benchmark::State& state) {
   Workload& w = gpt3_on_1024();
   const compiler::PlanAnalysis analysis = compiler::analyze_plan(w.graph, w.cluster, w.plan);

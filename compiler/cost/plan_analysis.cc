@@ -52,6 +52,19 @@ struct PlanAnalyzer::State {
   // memory staircase) reuses it, and `produced` (which points into ops_plan's cuts).
   std::optional<Plan> ops_plan;
   PlanAnalysis analysis;  // of the last plan; its ops are ops_plan's operator work
+  // Per parameter, what add_parameters derives from ops_plan's cuts alone (its shard, its
+  // data-parallel group, the prices of the collectives ZeRO may ask for): the memory
+  // staircase only changes which of them it asks for.
+  struct ParamGroup {
+    TensorId tensor = kNone;
+    int stage = 0;
+    double local_elements = 0;
+    std::vector<int> axes;  // the data-parallel group's mesh axes
+    hardware::GroupShape group;
+    double ways = 1;
+    double all_reduce_s = -1, reduce_scatter_s = -1, all_gather_s = -1;  // -1: not priced yet
+  };
+  std::vector<ParamGroup> param_groups;
 };
 
 namespace {
@@ -77,7 +90,6 @@ class Analyzer {
 
     const int stages = plan_.pipeline_stages();
     PlanAnalysis& a = state_.analysis;
-    a.params.clear();
     a.stage_memory.assign(stages, StageMemory{});
     a.p2p_bytes.assign(std::max(stages - 1, 0), 0.0);
     a.optimizer_seconds_per_stage = 0;
@@ -105,6 +117,7 @@ class Analyzer {
       a.ops.reserve(graph_.nodes().size());
       try {
         for (NodeId id : ng_.topological_order()) a.ops.push_back(op_work(id, train));
+        if (train) group_parameters();
       } catch (...) {
         state_.ops_plan.reset();
         a.ops.clear();
@@ -112,6 +125,7 @@ class Analyzer {
       }
     }
     if (train) add_parameters(a);
+    else a.params.clear();
     add_activations(a, train);
     add_pipeline_transfers(a);
     for (int s = 0; s < stages; ++s) {
@@ -264,8 +278,8 @@ class Analyzer {
     OpWork w;
     w.node = id;
     w.stage = plan_.stage_of_node[id];
-    const double split = cut_ways(cut, mesh_);
-    w.fwd_flops = nn.flops.at(batch_) / split;
+    w.ways = cut_ways(cut, mesh_);
+    w.fwd_flops = nn.flops.at(batch_) / w.ways;
     double local_bytes = 0;
     int gradient_inputs = 0;
     for (std::size_t i = 0; i < node.inputs.size(); ++i) {
@@ -307,49 +321,68 @@ class Analyzer {
     return w;
   }
 
-  void add_parameters(PlanAnalysis& a) {
-    // Each parameter: its layout at its first consumer, and the union of the axes over
-    // which its gradient is partial (the data-parallel group of that parameter).
+  // Each parameter: its layout at its first consumer, and the union of the axes over
+  // which its gradient is partial (the data-parallel group of that parameter).
+  void group_parameters() {
+    auto& groups = state_.param_groups;
+    groups.clear();
+    groups.reserve(ng_.parameters().size());
     for (const ParameterUses& uses : ng_.parameters()) {
-      const TensorId t = uses.tensor;
       const auto [first, first_input] = uses.uses.front();
-      const OperandLayout layout = OperandLayout::input(ng_.node(first).space, plan_.node_cuts[first], first_input);
-      const int stage = plan_.stage_of_node[first];
       std::uint64_t partial = 0;
       for (const auto& [c, i] : uses.uses)
         partial |= OperandLayout::input_gradient(ng_.node(c).space, plan_.node_cuts[c], i).partial_axes();
-      ParamWork p;
-      p.tensor = t;
-      p.stage = stage;
-      p.local_elements = local_elements(t, layout);
-      const std::vector<int> axes = axes_in(partial);
-      const double n = ways(axes);
-      const int zero = plan_.distributed_optimizer ? std::max(plan_.zero_stage, 1) : plan_.zero_stage;
-      if (!axes.empty()) {
-        const hardware::GroupShape group = mesh_.group_shape(axes);
-        const double grad_bytes = p.local_elements * 2;  // 16-bit gradients
-        auto make = [&](hardware::Collective kind, double bytes) {
-          CommOp op;
-          op.kind = kind;
-          op.axes = axes;
-          op.group = group;
-          op.bytes = bytes;
-          op.seconds = hardware::collective_time(cluster_, kind, group, bytes).seconds;
-          op.tensor = t;
-          return op;
-        };
-        if (zero >= 2) p.grad_sync.push_back(make(hardware::Collective::reduce_scatter, grad_bytes));
-        else p.grad_sync.push_back(make(hardware::Collective::all_reduce, grad_bytes));
-        // ZeRO-1/2 and the distributed optimizer gather the updated weights once per step.
-        if (zero == 1 || zero == 2) p.regather.push_back(make(hardware::Collective::all_gather, p.local_elements * 2));
-        if (zero >= 3) p.gather.push_back(make(hardware::Collective::all_gather, p.local_elements * 2));
-      }
-      const StateBytes b = model_state_bytes(zero, n, true);
-      StageMemory& m = a.stage_memory[stage];
+      PlanAnalyzer::State::ParamGroup& g = groups.emplace_back();
+      g.tensor = uses.tensor;
+      g.stage = plan_.stage_of_node[first];
+      g.local_elements =
+          local_elements(uses.tensor, OperandLayout::input(ng_.node(first).space, plan_.node_cuts[first], first_input));
+      g.axes = axes_in(partial);
+      g.ways = ways(g.axes);
+      if (!g.axes.empty()) g.group = mesh_.group_shape(g.axes);
+    }
+  }
+
+  // Fills `ops` with one collective of the parameter's group (none when `wanted` is false),
+  // reusing the vector's storage; its price is computed once per group and kind.
+  void set_param_comm(std::vector<CommOp>& ops, bool wanted, PlanAnalyzer::State::ParamGroup& g,
+                      hardware::Collective kind, double bytes, double& seconds) const {
+    if (!wanted || g.axes.empty()) {
+      ops.clear();
+      return;
+    }
+    if (seconds < 0) seconds = hardware::collective_time(cluster_, kind, g.group, bytes).seconds;
+    ops.resize(1);
+    CommOp& op = ops[0];
+    op.kind = kind;
+    op.axes = g.axes;
+    op.group = g.group;
+    op.bytes = bytes;
+    op.seconds = seconds;
+    op.tensor = g.tensor;
+  }
+
+  void add_parameters(PlanAnalysis& a) {
+    const int zero = plan_.distributed_optimizer ? std::max(plan_.zero_stage, 1) : plan_.zero_stage;
+    a.params.resize(state_.param_groups.size());
+    for (std::size_t k = 0; k < state_.param_groups.size(); ++k) {
+      PlanAnalyzer::State::ParamGroup& g = state_.param_groups[k];
+      ParamWork& p = a.params[k];
+      p.tensor = g.tensor;
+      p.stage = g.stage;
+      p.local_elements = g.local_elements;
+      const double grad_bytes = p.local_elements * 2;  // 16-bit gradients
+      using hardware::Collective;
+      if (zero >= 2) set_param_comm(p.grad_sync, true, g, Collective::reduce_scatter, grad_bytes, g.reduce_scatter_s);
+      else set_param_comm(p.grad_sync, true, g, Collective::all_reduce, grad_bytes, g.all_reduce_s);
+      // ZeRO-1/2 and the distributed optimizer gather the updated weights once per step.
+      set_param_comm(p.regather, zero == 1 || zero == 2, g, Collective::all_gather, p.local_elements * 2, g.all_gather_s);
+      set_param_comm(p.gather, zero >= 3, g, Collective::all_gather, p.local_elements * 2, g.all_gather_s);
+      const StateBytes b = model_state_bytes(zero, g.ways, true);
+      StageMemory& m = a.stage_memory[g.stage];
       m.parameters += p.local_elements * b.params;
       m.gradients += p.local_elements * b.grads;
       m.optimizer += p.local_elements * b.optimizer;
-      a.params.push_back(std::move(p));
     }
   }
 

@@ -34,6 +34,7 @@ struct CommOp {
 struct OpWork {
   NodeId node = kNone;
   int stage = 0;
+  double ways = 1;  // devices its work is divided over (its cut's ways)
   double fwd_flops = 0, fwd_bytes = 0, fwd_seconds = 0;  // local, per micro-batch
   double bwd_flops = 0, bwd_bytes = 0, bwd_seconds = 0;  // 0 in inference
   std::vector<CommOp> fwd_comm;  // before/after the op on the critical path

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "compiler/sharding/cut_sharding.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -38,13 +37,12 @@ StepEstimate estimate_step(const PlanAnalysis& a, const Plan& plan, const hardwa
     if (!train) continue;
     bwd_compute[w.stage] += w.bwd_seconds + (w.recomputed ? w.fwd_seconds : 0);
     bwd_comm[w.stage] += sum_seconds(w.bwd_comm) + (w.recomputed ? sum_seconds(w.fwd_comm) : 0);
-    const double ways = cut_ways(plan.node_cuts[w.node], mesh);
-    e.model_flops += (w.fwd_flops + w.bwd_flops) * ways * m;
-    e.hardware_flops += (w.fwd_flops * (w.recomputed ? 2 : 1) + w.bwd_flops) * ways * m;
+    e.model_flops += (w.fwd_flops + w.bwd_flops) * w.ways * m;
+    e.hardware_flops += (w.fwd_flops * (w.recomputed ? 2 : 1) + w.bwd_flops) * w.ways * m;
   }
   if (!train)
     for (const OpWork& w : a.ops) {
-      e.model_flops += w.fwd_flops * cut_ways(plan.node_cuts[w.node], mesh) * m;
+      e.model_flops += w.fwd_flops * w.ways * m;
       e.hardware_flops = e.model_flops;
     }
   for (const ParamWork& p : a.params) {

@@ -98,9 +98,9 @@ class MegatronSearch {
   }
 
  private:
-  // The (recompute, distopt) options of one configuration; returns the best step time
-  // among those that fit (infinity when none does).
-  double price_memory_options(const Plan& plan, const MegatronKnobs& base, int m, int mb, int vp, bool& any_fit) {
+  // The (recompute, distopt) options of one configuration, set on `plan` in turn; returns
+  // the best step time among those that fit (infinity when none does).
+  double price_memory_options(Plan& plan, const MegatronKnobs& base, int m, int mb, int vp, bool& any_fit) {
     double best = kInfinity;
     std::vector<std::pair<int, int>> fitted;  // (recompute rank, distopt) that fit
     const RecomputePolicy policies[] = {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
@@ -111,13 +111,12 @@ class MegatronSearch {
         bool dominated = false;
         for (auto [fr, fd] : fitted) dominated |= fr <= r && fd <= d;
         if (dominated) continue;
-        Plan p = plan;
-        p.micro_batches = m;
-        p.virtual_stages = vp;
-        p.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
-        p.recompute = policies[r];
-        p.distributed_optimizer = d == 1;
-        const Evaluation e = evaluate_plan(analyzer_, p);
+        plan.micro_batches = m;
+        plan.virtual_stages = vp;
+        plan.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
+        plan.recompute = policies[r];
+        plan.distributed_optimizer = d == 1;
+        const Evaluation e = evaluate_plan(analyzer_, plan);
         ++best_.evaluations;
         if (!e.valid) {
           last_error_ = e.error;
@@ -129,7 +128,7 @@ class MegatronSearch {
         }
         if (e.better_than(best_eval_)) {
           best_eval_ = e;
-          best_.plan = p;
+          best_.plan = plan;
           best_.estimate = e.estimate;
           best_.knobs = base;
           best_.knobs.mb = mb, best_.knobs.vp = vp, best_.knobs.recompute = policies[r], best_.knobs.distopt = d == 1;

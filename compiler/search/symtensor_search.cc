@@ -206,7 +206,6 @@ class Search {
     const LevelContext ctx = context(mesh, m);
     const LevelSearchResult levels = search_levels(ctx, axes, search_.solver);
     complete_plan(plan, levels.heavy_cuts, mesh, pp);
-    plan.schedule = Schedule::one_f_one_b;
     // Interleaving (Megatron's virtual stages): v chunks per device cut the bubble to
     // (p-1)/(v·m) and add v times the pipeline sends. Needs m a multiple of p and enough
     // stage boundaries for p·v chunks; v grows while the best plan of this (p, m) improves.
@@ -228,17 +227,16 @@ class Search {
       int zero_limit = top_zero;  // options with a higher stage are beaten by a cheaper one that fits
       for (RecomputePolicy recompute : recomputes) {
         for (int zero = zero_limit; zero >= 0; --zero) {
-          Plan p = plan;
-          p.virtual_stages = vp;
-          p.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
-          p.recompute = recompute;
-          p.zero_stage = zero;
-          const Evaluation e = evaluate_plan(analyzer_, p);
+          plan.virtual_stages = vp;
+          plan.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
+          plan.recompute = recompute;
+          plan.zero_stage = zero;
+          const Evaluation e = evaluate_plan(analyzer_, plan);
           ++evaluations_;
           if (!e.valid) throw std::runtime_error(e.error);
           if (e.better_than(best_)) {
             best_ = e;
-            best_plan_ = p;
+            best_plan_ = plan;
             best_knobs_ = {pp, m, vp, recompute, zero};
             best_levels_ = levels.heavy_cuts;
             best_objective_ = levels.objective;
@@ -275,17 +273,16 @@ class Search {
       double best_of_m = kInfinity;
       for (int zero : {0, 1, 2, 3}) {
         if (!train_ && zero > 0) break;
-        Plan p = dp;
-        p.micro_batches = m;
-        p.zero_stage = zero;
-        const Evaluation e = evaluate_plan(analyzer_, p);
+        dp.micro_batches = m;
+        dp.zero_stage = zero;
+        const Evaluation e = evaluate_plan(analyzer_, dp);
         ++evaluations_;
         if (!e.valid) break;
         if (e.better_than(best_)) {
           best_ = e;
-          best_plan_ = p;
-          best_knobs_ = {1, m, 1, p.recompute, zero};
-          take_heavy_cuts(p);
+          best_plan_ = dp;
+          best_knobs_ = {1, m, 1, dp.recompute, zero};
+          take_heavy_cuts(dp);
         }
         if (e.estimate.fits) {
           best_of_m = e.estimate.step_time_s;
