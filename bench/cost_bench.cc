@@ -18,6 +18,8 @@
 #include "compiler/cost/step_estimate.h"
 #include "compiler/lowering/lower_plan.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/search/folded_graph.h"
+#include "compiler/strategies/propagation.h"
 #include "compiler/strategies/strategy.h"
 #include "hardware/cluster.h"
 #include "onnx_models/model_zoo.h"
@@ -142,6 +144,29 @@ void BM_EvaluateStaircaseGpt3_175B_1024(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_EvaluateStaircaseGpt3_175B_1024)->Unit(benchmark::kMillisecond);
+
+// The search's completion of a plan: the heavy operators' cuts fixed (here Megatron's),
+// every other operator's propagated from scratch, with the cache a search keeps.
+void BM_PropagateGpt3_175B_1024(benchmark::State& state) {
+  Workload& w = gpt3_on_1024();
+  const compiler::NumericGraph numeric(w.graph);
+  const compiler::FoldedGraph folded = compiler::fold_graph(numeric);
+  std::vector<compiler::IterationSpace> spaces;
+  for (compiler::NodeId id = 0; id < static_cast<compiler::NodeId>(w.graph.nodes().size()); ++id)
+    spaces.push_back(numeric.node(id).space);
+  std::vector<bool> fixed(w.graph.nodes().size(), false);
+  for (compiler::NodeId id : folded.heavy) fixed[id] = true;
+  const hardware::DeviceMesh mesh = compiler::plan_mesh(w.plan, w.cluster);
+  compiler::PropagationCache cache;
+  compiler::Plan p = w.plan;
+  compiler::propagate_cuts(w.graph, mesh, p, fixed, spaces, &cache);  // fills the cache, not measured
+  for (auto _ : state) {
+    p = w.plan;
+    compiler::propagate_cuts(w.graph, mesh, p, fixed, spaces, &cache);
+  }
+  state.counters["same_as_megatron"] = p.node_cuts == w.plan.node_cuts;
+}
+BENCHMARK(BM_PropagateGpt3_175B_1024)->Unit(benchmark::kMillisecond);
 
 void BM_EstimateStepGpt3_175B_1024(benchmark::State& state) {
   Workload& w = gpt3_on_1024();

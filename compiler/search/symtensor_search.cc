@@ -161,13 +161,20 @@ class Search {
   void complete_plan(Plan& plan, const std::vector<NodeCut>& heavy_cuts, const hardware::DeviceMesh& mesh, int pp,
                      const std::vector<NodeCut>* previous = nullptr) const {
     const std::size_t n = g_.nodes().size();
-    plan.node_cuts.assign(n, NodeCut{});
-    std::vector<bool> fixed(n, false);
-    for (std::size_t h = 0; h < folded_.heavy.size(); ++h) {
-      plan.node_cuts[folded_.heavy[h]] = heavy_cuts[h];
-      fixed[folded_.heavy[h]] = true;
+    // Propagation reads the mesh (set by pp) and the heavy cuts, not the micro-batch: the
+    // level step often gives the next micro-batch count the same heavy cuts.
+    if (!previous && last_propagated_.pp == pp && last_propagated_.heavy_cuts == heavy_cuts) {
+      plan.node_cuts = last_propagated_.node_cuts;
+    } else {
+      plan.node_cuts.assign(n, NodeCut{});
+      std::vector<bool> fixed(n, false);
+      for (std::size_t h = 0; h < folded_.heavy.size(); ++h) {
+        plan.node_cuts[folded_.heavy[h]] = heavy_cuts[h];
+        fixed[folded_.heavy[h]] = true;
+      }
+      propagate_cuts(g_, mesh, plan, fixed, spaces_, &propagation_, previous);
+      if (!previous) last_propagated_ = {pp, heavy_cuts, plan.node_cuts};
     }
-    propagate_cuts(g_, mesh, plan, fixed, spaces_, &propagation_, previous);
     const double b = plan.global_batch / plan.micro_batches;
     std::vector<double> cost(n, 0.0);
     for (NodeId id = 0; id < static_cast<NodeId>(n); ++id) {
@@ -442,6 +449,11 @@ class Search {
   FoldedGraph folded_;
   std::vector<IterationSpace> spaces_;
   mutable PropagationCache propagation_;  // complete_plan's, kept between the plans it completes
+  struct Propagated {
+    int pp = 0;
+    std::vector<NodeCut> heavy_cuts, node_cuts;
+  };
+  mutable Propagated last_propagated_;  // complete_plan's last propagation from scratch
   Plan skeleton_;
   bool train_ = true;
   int stage_boundaries_ = 0;  // places a pipeline stage may end

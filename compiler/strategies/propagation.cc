@@ -53,20 +53,17 @@ class Propagator {
     if (fixed_.size() != n || spaces_.size() != n)
       throw std::runtime_error("propagate_cuts: " + std::to_string(n) + " nodes but " + std::to_string(fixed_.size()) +
                                " fixed flags and " + std::to_string(spaces_.size()) + " iteration spaces");
-    decided_ = fixed_;
-    changed_at_.assign(n, 0);
-    visited_at_.assign(n, -1);
+    decided_.assign(fixed_.begin(), fixed_.end());
+    stale_.assign(n, 0);
+    if (cache_.in_start.size() != n + 1) index_edges();
     if (previous && previous->size() == n) {
-      tick_ = 1;
-      for (std::size_t id = 0; id < n; ++id) {
-        if (fixed_[id]) {
-          if (!(plan_.node_cuts[id] == (*previous)[id])) changed_at_[id] = tick_;
-        } else {
+      for (std::size_t id = 0; id < n; ++id)
+        if (!fixed_[id]) {
           plan_.node_cuts[id] = (*previous)[id];
           decided_[id] = true;
-          visited_at_[id] = 0;
         }
-      }
+      for (std::size_t id = 0; id < n; ++id)
+        if (fixed_[id] && !(plan_.node_cuts[id] == (*previous)[id])) mark_neighbours_stale(static_cast<NodeId>(id));
     }
     cache_.shapes.resize(g_.tensors().size());
     cache_.extents.resize(n);
@@ -85,27 +82,73 @@ class Propagator {
   }
 
  private:
-  // A node's choice depends only on its neighbours' cuts and its own: when none changed
-  // since its last visit, visiting again would choose the same cut, and is skipped.
-  bool neighbours_changed_since(NodeId n, long tick) const {
-    const Node& node = g_.node(n);
-    for (TensorId t : node.inputs)
-      if (t != kNone && g_.tensor(t).producer != kNone && changed_at_[g_.tensor(t).producer] > tick) return true;
-    for (TensorId t : node.outputs)
-      if (t != kNone)
+  void index_edges() {
+    using Edge = PropagationCache::Edge;
+    const std::size_t n = g_.nodes().size();
+    cache_.in_edges.clear();
+    cache_.out_edges.clear();
+    cache_.in_start.assign(1, 0);
+    cache_.out_start.assign(1, 0);
+    auto edge = [&](TensorId t, NodeId other, int own, int others) {
+      const Tensor& tensor = g_.tensor(t);
+      return Edge{t, other, own, others, static_cast<int>(tensor.shape.size()),
+                  static_cast<double>(std::max<std::size_t>(1, element_size(tensor.dtype)))};
+    };
+    for (NodeId id = 0; id < static_cast<NodeId>(n); ++id) {
+      const Node& node = g_.node(id);
+      for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+        const TensorId t = node.inputs[i];
+        if (t == kNone) continue;
+        const NodeId p = g_.tensor(t).producer;
+        const int o = p == kNone ? 0 : output_index(p, t);
+        cache_.in_edges.push_back(edge(t, p, static_cast<int>(i), o));
+      }
+      for (std::size_t o = 0; o < node.outputs.size(); ++o) {
+        const TensorId t = node.outputs[o];
         for (NodeId c : g_.tensor(t).consumers)
-          if (changed_at_[c] > tick) return true;
-    return false;
+          for (std::size_t j = 0; j < g_.node(c).inputs.size(); ++j)
+            if (g_.node(c).inputs[j] == t) cache_.out_edges.push_back(edge(t, c, static_cast<int>(o), static_cast<int>(j)));
+      }
+      cache_.in_start.push_back(static_cast<int>(cache_.in_edges.size()));
+      cache_.out_start.push_back(static_cast<int>(cache_.out_edges.size()));
+    }
   }
 
+  struct EdgeRange {
+    const PropagationCache::Edge *first, *last;
+    const PropagationCache::Edge* begin() const { return first; }
+    const PropagationCache::Edge* end() const { return last; }
+  };
+  EdgeRange inputs_of(NodeId n) const {
+    return {cache_.in_edges.data() + cache_.in_start[n], cache_.in_edges.data() + cache_.in_start[n + 1]};
+  }
+  EdgeRange outputs_of(NodeId n) const {
+    return {cache_.out_edges.data() + cache_.out_start[n], cache_.out_edges.data() + cache_.out_start[n + 1]};
+  }
+
+  // Its neighbours (the producers of its inputs, the consumers of its outputs) are to be
+  // visited again.
+  void mark_neighbours_stale(NodeId n) {
+    for (const auto& e : inputs_of(n))
+      if (e.other != kNone) stale_[e.other] = 1;
+    for (const auto& e : outputs_of(n)) stale_[e.other] = 1;
+  }
+
+  // A node's choice depends only on its neighbours' cuts and its own: when none changed
+  // since its last visit (it is not stale), visiting again would choose the same cut, and
+  // is skipped.
   bool visit(NodeId n) {
     if (fixed_[n]) return false;
-    if (decided_[n] && !neighbours_changed_since(n, visited_at_[n])) return false;
-    visited_at_[n] = tick_;
+    if (decided_[n] && !stale_[n]) return false;
+    stale_[n] = 0;
     const std::vector<NodeCut> cands = candidates(n);
     const NodeCut* best = nullptr;
     double best_bytes = 0, best_ways = 0;
     for (const NodeCut& c : cands) {
+      if (cands.size() == 1) {
+        best = &c;
+        break;
+      }
       const double bytes = neighbour_bytes(n, c);
       const double ways = cut_ways(c, mesh_);
       if (!best || bytes < best_bytes || (bytes == best_bytes && ways > best_ways)) {
@@ -115,7 +158,7 @@ class Propagator {
     const bool changed = !decided_[n] || !(plan_.node_cuts[n] == *best);
     plan_.node_cuts[n] = *best;
     decided_[n] = true;
-    if (changed) visited_at_[n] = changed_at_[n] = ++tick_;
+    if (changed) mark_neighbours_stale(n);
     return changed;
   }
 
@@ -151,23 +194,15 @@ class Propagator {
   }
 
   std::vector<NodeCut> candidates(NodeId n) const {
-    const Node& node = g_.node(n);
     const IterationSpace& space = spaces_[n];
     std::vector<NodeCut> proposals;
-    for (std::size_t i = 0; i < node.inputs.size() && i < space.input_dims.size(); ++i) {
-      const TensorId t = node.inputs[i];
-      if (t == kNone) continue;
-      const NodeId p = g_.tensor(t).producer;
-      if (p == kNone || !decided_[p]) continue;
-      proposals.push_back(from_operand(n, space.input_dims[i], producer_sharding(p, t)));
+    for (const auto& e : inputs_of(n)) {
+      if (e.own >= static_cast<int>(space.input_dims.size()) || e.other == kNone || !decided_[e.other]) continue;
+      proposals.push_back(from_operand(n, space.input_dims[e.own], producer_sharding(e)));
     }
-    for (std::size_t o = 0; o < node.outputs.size() && o < space.output_dims.size(); ++o) {
-      const TensorId t = node.outputs[o];
-      for (NodeId c : g_.tensor(t).consumers) {
-        if (!decided_[c]) continue;
-        for (std::size_t j = 0; j < g_.node(c).inputs.size(); ++j)
-          if (g_.node(c).inputs[j] == t) proposals.push_back(from_operand(n, space.output_dims[o], consumer_sharding(c, j)));
-      }
+    for (const auto& e : outputs_of(n)) {
+      if (e.own >= static_cast<int>(space.output_dims.size()) || !decided_[e.other]) continue;
+      proposals.push_back(from_operand(n, space.output_dims[e.own], consumer_sharding(e)));
     }
     std::vector<NodeCut> cands;
     NodeCut merged = empty_cut(n);
@@ -190,39 +225,32 @@ class Propagator {
     return static_cast<int>(std::find(outs.begin(), outs.end(), t) - outs.begin());
   }
 
-  EdgeLayout producer_sharding(NodeId p, TensorId t, const NodeCut* cut = nullptr) const {
-    const IterationSpace& s = spaces_[p];
-    const int o = output_index(p, t);
-    const int rank = static_cast<int>(g_.tensor(t).shape.size());
-    if (o >= static_cast<int>(s.output_dims.size()) || static_cast<int>(s.output_dims[o].size()) != rank) return {std::nullopt, rank};
-    return {OperandLayout::output(s, cut ? *cut : plan_.node_cuts[p], o), rank};
+  // The layout of an input edge's tensor at its producer (under `cut`, else the
+  // producer's), and of an output edge's tensor at its consumer.
+  EdgeLayout producer_sharding(const PropagationCache::Edge& in) const {
+    return output_layout(in.other, in.others, in.rank, plan_.node_cuts[in.other]);
+  }
+  EdgeLayout consumer_sharding(const PropagationCache::Edge& out) const {
+    return input_layout(out.other, out.others, out.rank, plan_.node_cuts[out.other]);
   }
 
-  EdgeLayout consumer_sharding(NodeId c, std::size_t j, const NodeCut* cut = nullptr) const {
+  EdgeLayout output_layout(NodeId p, int o, int rank, const NodeCut& cut) const {
+    const IterationSpace& s = spaces_[p];
+    if (o >= static_cast<int>(s.output_dims.size()) || static_cast<int>(s.output_dims[o].size()) != rank) return {std::nullopt, rank};
+    return {OperandLayout::output(s, cut, o), rank};
+  }
+  EdgeLayout input_layout(NodeId c, int j, int rank, const NodeCut& cut) const {
     const IterationSpace& s = spaces_[c];
-    const TensorId t = g_.node(c).inputs[j];
-    const int rank = static_cast<int>(g_.tensor(t).shape.size());
-    if (j >= s.input_dims.size() || static_cast<int>(s.input_dims[j].size()) != rank) return {std::nullopt, rank};
-    return {OperandLayout::input(s, cut ? *cut : plan_.node_cuts[c], static_cast<int>(j)), rank};
+    if (j >= static_cast<int>(s.input_dims.size()) || static_cast<int>(s.input_dims[j].size()) != rank) return {std::nullopt, rank};
+    return {OperandLayout::input(s, cut, j), rank};
   }
 
   double neighbour_bytes(NodeId n, const NodeCut& cut) {
-    const Node& node = g_.node(n);
     double total = 0;
-    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
-      const TensorId t = node.inputs[i];
-      if (t == kNone) continue;
-      const NodeId p = g_.tensor(t).producer;
-      if (p == kNone || !decided_[p]) continue;
-      total += edge_bytes(t, producer_sharding(p, t), consumer_sharding(n, i, &cut));
-    }
-    for (TensorId t : node.outputs) {
-      for (NodeId c : g_.tensor(t).consumers) {
-        if (!decided_[c] || c == n) continue;
-        for (std::size_t j = 0; j < g_.node(c).inputs.size(); ++j)
-          if (g_.node(c).inputs[j] == t) total += edge_bytes(t, producer_sharding(n, t, &cut), consumer_sharding(c, j));
-      }
-    }
+    for (const auto& e : inputs_of(n))
+      if (e.other != kNone && decided_[e.other]) total += edge_bytes(e, producer_sharding(e), input_layout(n, e.own, e.rank, cut));
+    for (const auto& e : outputs_of(n))
+      if (decided_[e.other] && e.other != n) total += edge_bytes(e, output_layout(n, e.own, e.rank, cut), consumer_sharding(e));
     return total;
   }
 
@@ -256,12 +284,11 @@ class Propagator {
   }
 
   // Unreachable shardings cost kImpossible: never chosen while any other candidate exists.
-  double edge_bytes(TensorId t, const EdgeLayout& from, const EdgeLayout& to) {
+  double edge_bytes(const PropagationCache::Edge& e, const EdgeLayout& from, const EdgeLayout& to) {
     if (from == to) return 0;
-    const auto& shape = numeric_shape(t);
+    const auto& shape = numeric_shape(e.tensor);
     if (!shape) return kImpossible;
-    const double element = std::max<std::size_t>(1, element_size(g_.tensor(t).dtype));
-    const NumericRedistribution& r = memo_.plan(from.sharding(), to.sharding(), *shape, element);
+    const NumericRedistribution& r = memo_.plan(from.sharding(), to.sharding(), *shape, e.element_bytes);
     return r.error.empty() ? r.total_bytes : kImpossible;
   }
 
@@ -272,9 +299,8 @@ class Propagator {
   const std::vector<IterationSpace>& spaces_;
   PropagationCache& cache_;
   RedistributionMemo& memo_;
-  std::vector<bool> decided_;
-  std::vector<long> changed_at_, visited_at_;  // ticks of the last change of a node's cut, of its last visit
-  long tick_ = 0;
+  std::vector<char> decided_;
+  std::vector<char> stale_;  // a neighbour's cut changed since the node's last visit
 };
 
 }  // namespace

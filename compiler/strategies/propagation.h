@@ -43,6 +43,19 @@ struct PropagationCache {
   std::vector<std::vector<std::optional<double>>> extents;    // per node and loop; nullopt while symbolic
   std::vector<bool> extents_known;                             // per node
   std::vector<NodeId> order;                                   // topological; empty until the first call
+  // The graph's edges, node by node, packed so that a visit does not walk the graph's
+  // tensors: an input edge per input (to its producer, if any), an output edge per
+  // (output, consumer, consumer's input) reading it.
+  struct Edge {
+    TensorId tensor = kNone;
+    NodeId other = kNone;  // the producer (input edge) or the consumer (output edge)
+    int own = 0;           // this node's input or output index
+    int others = 0;        // the producer's output index or the consumer's input index
+    int rank = 0;
+    double element_bytes = 1;
+  };
+  std::vector<Edge> in_edges, out_edges;
+  std::vector<int> in_start, out_start;  // node n's edges: [start[n], start[n+1])
   RedistributionMemos redistributions;
 };
 
