@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <utility>
 
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/sharding/cut_sharding.h"
@@ -65,6 +66,24 @@ struct PlanAnalyzer::State {
     double all_reduce_s = -1, reduce_scatter_s = -1, all_gather_s = -1;  // -1: not priced yet
   };
   std::vector<ParamGroup> param_groups;
+  // The same for the plan analysed before ops_plan: a search that alternates between two
+  // micro-batch sizes (Megatron's seed, interleaving depth after depth) reuses both.
+  struct Kept {
+    std::optional<Plan> ops_plan;
+    std::vector<OpWork> ops;
+    std::vector<std::optional<OperandLayout>> produced;
+    std::vector<double> produced_elements;
+    std::vector<ParamGroup> param_groups;
+  } kept;
+  // Moves make the swap keep every buffer, so the produced layouts still point into
+  // their own plan's cuts.
+  void swap_kept() {
+    std::swap(ops_plan, kept.ops_plan);
+    analysis.ops.swap(kept.ops);
+    produced.swap(kept.produced);
+    produced_elements.swap(kept.produced_elements);
+    param_groups.swap(kept.param_groups);
+  }
 };
 
 namespace {
@@ -77,8 +96,12 @@ class Analyzer {
 
   // Fills state_.analysis (its ops are the kept operator work).
   const PlanAnalysis& run() {
-    // A plan with the last one's operator work passed the same checks then.
-    const bool reuse = state_.ops_plan && same_operator_work(*state_.ops_plan, plan_);
+    // A plan with the operator work of one of the last two passed the same checks then.
+    bool reuse = state_.ops_plan && same_operator_work(*state_.ops_plan, plan_);
+    if (!reuse && state_.kept.ops_plan && same_operator_work(*state_.kept.ops_plan, plan_)) {
+      state_.swap_kept();
+      reuse = true;
+    }
     if (!reuse) check_plan();
     const bool train = plan_.mode == ExecutionMode::train;
     const double global_batch = plan_.global_batch > 0 ? plan_.global_batch : ng_.batch_binding();
@@ -100,6 +123,7 @@ class Analyzer {
       // what add_activations adds to it is redone.
       for (OpWork& w : a.ops) w.saved_bytes = 0, w.recomputed = false;
     } else {
+      if (state_.ops_plan) state_.swap_kept();  // the last plan's work is kept; its buffers are refilled
       const std::size_t tensors = graph_.tensors().size();
       state_.produced.resize(tensors);
       state_.produced_elements.resize(tensors);
