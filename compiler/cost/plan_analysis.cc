@@ -66,6 +66,11 @@ struct PlanAnalyzer::State {
     double all_reduce_s = -1, reduce_scatter_s = -1, all_gather_s = -1;  // -1: not priced yet
   };
   std::vector<ParamGroup> param_groups;
+  // Where each input's collectives end in its OpWork's fwd_comm and bwd_comm, at
+  // input_base[topological position] + input: an incremental analysis copies the
+  // collectives of the inputs whose neighbourhood did not change.
+  std::vector<std::pair<int, int>> comm_ends;
+  std::vector<int> input_base;  // per topological position (the graph's, computed once)
   // The same for the plan analysed before ops_plan: a search that alternates between two
   // micro-batch sizes (Megatron's seed, interleaving depth after depth) reuses both.
   struct Kept {
@@ -74,6 +79,7 @@ struct PlanAnalyzer::State {
     std::vector<std::optional<OperandLayout>> produced;
     std::vector<double> produced_elements;
     std::vector<ParamGroup> param_groups;
+    std::vector<std::pair<int, int>> comm_ends;
   } kept;
   // Moves make the swap keep every buffer, so the produced layouts still point into
   // their own plan's cuts.
@@ -83,6 +89,7 @@ struct PlanAnalyzer::State {
     produced.swap(kept.produced);
     produced_elements.swap(kept.produced_elements);
     param_groups.swap(kept.param_groups);
+    comm_ends.swap(kept.comm_ends);
   }
 };
 
@@ -102,7 +109,6 @@ class Analyzer {
       state_.swap_kept();
       reuse = true;
     }
-    if (!reuse) check_plan();
     const bool train = plan_.mode == ExecutionMode::train;
     const double global_batch = plan_.global_batch > 0 ? plan_.global_batch : ng_.batch_binding();
     if (ng_.batch_symbol() && global_batch <= 0)
@@ -118,11 +124,13 @@ class Analyzer {
     a.optimizer_seconds_per_stage = 0;
     a.device_memory = cluster_.device.memory_bytes;
 
+    if (!reuse && update_operator_work(train)) reuse = true;
     if (reuse) {
       // The operator work stands (and the produced layouts are still those of its cuts);
       // what add_activations adds to it is redone.
       for (OpWork& w : a.ops) w.saved_bytes = 0, w.recomputed = false;
     } else {
+      check_plan();
       if (state_.ops_plan) state_.swap_kept();  // the last plan's work is kept; its buffers are refilled
       const std::size_t tensors = graph_.tensors().size();
       state_.produced.resize(tensors);
@@ -139,8 +147,10 @@ class Analyzer {
       state_.ops_plan = plan_;
       a.ops.clear();
       a.ops.reserve(graph_.nodes().size());
+      index_inputs();
       try {
-        for (NodeId id : ng_.topological_order()) a.ops.push_back(op_work(id, train));
+        const auto& order = ng_.topological_order();
+        for (std::size_t k = 0; k < order.size(); ++k) a.ops.push_back(op_work(order[k], k, train, nullptr));
         if (train) group_parameters();
       } catch (...) {
         state_.ops_plan.reset();
@@ -170,24 +180,108 @@ class Analyzer {
     }
   }
 
-  // Everything op_work reads of a plan.
-  static bool same_operator_work(const Plan& a, const Plan& b) {
+  // Everything op_work reads of a plan but the nodes' cuts and stages.
+  static bool same_operator_context(const Plan& a, const Plan& b) {
     return a.mode == b.mode && a.precision == b.precision && a.global_batch == b.global_batch &&
            a.micro_batches == b.micro_batches && a.pipeline_axis == b.pipeline_axis && a.mesh_factors == b.mesh_factors &&
-           a.stage_of_node == b.stage_of_node && a.node_cuts == b.node_cuts;
+           a.node_cuts.size() == b.node_cuts.size() && a.stage_of_node.size() == b.stage_of_node.size();
+  }
+  static bool same_operator_work(const Plan& a, const Plan& b) {
+    return same_operator_context(a, b) && a.stage_of_node == b.stage_of_node && a.node_cuts == b.node_cuts;
+  }
+
+  void index_inputs() {
+    if (!state_.input_base.empty()) return;
+    int base = 0;
+    for (NodeId id : ng_.topological_order()) {
+      state_.input_base.push_back(base);
+      base += static_cast<int>(graph_.node(id).inputs.size());
+    }
+    state_.input_base.push_back(base);
+  }
+
+  // A refinement step's plan: the kept operator work with only some cuts changed. An
+  // operator's work depends on its own cut and stage and, per input tensor, on the cuts of
+  // the tensor's producer and consumers (its layout there; which consumer asks first for a
+  // layout pays for the redistribution). So the operators whose cut changed, and every
+  // consumer of a tensor they read or write, are priced again, in topological order; the
+  // others keep their work (their stage updated), and the inputs of a re-priced operator
+  // whose tensor is untouched keep their collectives. The result equals a full analysis.
+  // Returns false (nothing changed) when the plan is not such a step, or too many
+  // operators changed for it to pay.
+  bool update_operator_work(bool train) {
+    if (!state_.ops_plan || !same_operator_context(*state_.ops_plan, plan_) || state_.input_base.empty()) return false;
+    Plan& kept = *state_.ops_plan;
+    const std::size_t n = graph_.nodes().size();
+    if (plan_.node_cuts.size() != n || plan_.stage_of_node.size() != n) return false;
+    std::vector<NodeId> changed;
+    for (NodeId id = 0; id < static_cast<NodeId>(n); ++id)
+      if (!(kept.node_cuts[id] == plan_.node_cuts[id])) changed.push_back(id);
+    std::vector<char> redo(n, 0), dirty(graph_.tensors().size(), 0);
+    std::size_t redone = 0;
+    auto mark = [&](NodeId id) {
+      if (!redo[id]) redo[id] = 1, ++redone;
+    };
+    for (NodeId id : changed) {
+      mark(id);
+      const Node& node = graph_.node(id);
+      for (const auto* tensors : {&node.inputs, &node.outputs})
+        for (TensorId t : *tensors)
+          if (t != kNone && !dirty[t]) {
+            dirty[t] = 1;
+            for (NodeId c : graph_.tensor(t).consumers) mark(c);
+          }
+    }
+    if (2 * redone > n) return false;
+    check_sizes_and_stages();
+    for (NodeId id : changed) check_node(id);
+    // The kept plan takes the new cuts in place: the produced layouts point at its NodeCut
+    // objects, which stay where they are.
+    for (NodeId id : changed) kept.node_cuts[id] = plan_.node_cuts[id];
+    kept.stage_of_node = plan_.stage_of_node;
+    for (std::size_t t = 0; t < dirty.size(); ++t)
+      if (dirty[t]) state_.delivered[t].clear(), state_.delivered_gradients[t].clear();
+    PlanAnalysis& a = state_.analysis;
+    const auto& order = ng_.topological_order();
+    try {
+      for (std::size_t k = 0; k < order.size(); ++k) {
+        const NodeId id = order[k];
+        if (!redo[id]) {
+          a.ops[k].stage = plan_.stage_of_node[id];
+          continue;
+        }
+        OpWork old = std::move(a.ops[k]);
+        a.ops[k] = op_work(id, k, train, &old, &dirty);
+      }
+      if (train) group_parameters();
+    } catch (...) {
+      state_.ops_plan.reset();
+      a.ops.clear();
+      throw;
+    }
+    return true;
   }
 
   void check_plan() const {
+    check_sizes_and_stages();
+    for (NodeId id = 0; id < static_cast<NodeId>(graph_.nodes().size()); ++id) check_node(id);
+  }
+
+  void check_sizes_and_stages() const {
     const std::size_t n = graph_.nodes().size();
     if (plan_.node_cuts.size() != n || plan_.stage_of_node.size() != n)
       throw std::runtime_error("plan: it describes " + std::to_string(plan_.node_cuts.size()) + " operators, the model has " +
                                std::to_string(n));
     const int stages = plan_.pipeline_stages();
-    for (NodeId id = 0; id < static_cast<NodeId>(n); ++id) {
-      const Node& node = graph_.node(id);
+    for (NodeId id = 0; id < static_cast<NodeId>(n); ++id)
       if (plan_.stage_of_node[id] < 0 || plan_.stage_of_node[id] >= stages)
-        throw std::runtime_error("plan: node '" + node.name + "' is on stage " + std::to_string(plan_.stage_of_node[id]) +
-                                 " of " + std::to_string(stages));
+        throw std::runtime_error("plan: node '" + graph_.node(id).name + "' is on stage " +
+                                 std::to_string(plan_.stage_of_node[id]) + " of " + std::to_string(stages));
+  }
+
+  void check_node(NodeId id) const {
+    {
+      const Node& node = graph_.node(id);
       const NodeCut& cut = plan_.node_cuts[id];
       const NumericNode& nn = ng_.node(id);
       if (cut.loop_axes.size() > nn.loops.size())
@@ -294,7 +388,39 @@ class Analyzer {
     }
   }
 
-  OpWork op_work(NodeId id, bool train) {
+  // With `old` (this operator's work under the kept plan), the inputs whose tensor is not
+  // `dirty` keep their collectives from it.
+  // Input i's local bytes and collectives (a redistribution to the operator's layout, and
+  // of its gradient back), or, from `old`, its collectives there.
+  void input_work(OpWork& w, const Node& node, const NumericNode& nn, const NodeCut& cut, std::size_t i, bool train,
+                  const OpWork* old, const std::vector<char>* dirty, double& local_bytes, int& gradient_inputs) {
+    const TensorId t = node.inputs[i];
+    if (t == kNone || i >= nn.space.input_dims.size()) return;
+    const OperandLayout want = OperandLayout::input(nn.space, cut, static_cast<int>(i));
+    local_bytes += local_elements(t, want) * element_bytes(t);
+    if (train && needs_gradient(t)) ++gradient_inputs;
+    if (old && !(*dirty)[t]) {
+      const auto [fwd_begin, bwd_begin] = i == 0 ? std::pair<int, int>{0, 0} : old_ends_[i - 1];
+      const auto [fwd_end, bwd_end] = old_ends_[i];
+      w.fwd_comm.insert(w.fwd_comm.end(), old->fwd_comm.begin() + fwd_begin, old->fwd_comm.begin() + fwd_end);
+      w.bwd_comm.insert(w.bwd_comm.end(), old->bwd_comm.begin() + bwd_begin, old->bwd_comm.begin() + bwd_end);
+      return;
+    }
+    const auto& have = produced_sharding(t);
+    if (!have) return;
+    if (first_delivery(state_.delivered[t], want) && !(*have == want))
+      for (auto& op : redistribute(t, have->sharding(), want.sharding())) w.fwd_comm.push_back(std::move(op));
+    // Gradients arriving in the same layout from several consumers are summed locally
+    // first (Q, K and V share their input): one redistribution.
+    if (train && needs_gradient(t)) {
+      const OperandLayout grad = OperandLayout::input_gradient(nn.space, cut, static_cast<int>(i));
+      if (first_delivery(state_.delivered_gradients[t], grad) && !(grad.partial_axes() == 0 && grad.same_split(*have)))
+        for (auto& op : redistribute(t, grad.sharding(), without_partial(have->sharding()))) w.bwd_comm.push_back(std::move(op));
+    }
+  }
+
+  OpWork op_work(NodeId id, std::size_t position, bool train, const OpWork* old,
+                 const std::vector<char>* dirty = nullptr) {
     check_divisible(id);
     const Node& node = graph_.node(id);
     const NumericNode& nn = ng_.node(id);
@@ -306,23 +432,12 @@ class Analyzer {
     w.fwd_flops = nn.flops.at(batch_) / w.ways;
     double local_bytes = 0;
     int gradient_inputs = 0;
+    const std::size_t base = static_cast<std::size_t>(state_.input_base[position]);
+    if (old) old_ends_.assign(state_.comm_ends.begin() + base, state_.comm_ends.begin() + base + node.inputs.size());
+    else state_.comm_ends.resize(static_cast<std::size_t>(state_.input_base.back()));
     for (std::size_t i = 0; i < node.inputs.size(); ++i) {
-      const TensorId t = node.inputs[i];
-      if (t == kNone || i >= nn.space.input_dims.size()) continue;
-      const OperandLayout want = OperandLayout::input(nn.space, cut, static_cast<int>(i));
-      local_bytes += local_elements(t, want) * element_bytes(t);
-      if (const auto& have = produced_sharding(t)) {
-        if (first_delivery(state_.delivered[t], want) && !(*have == want))
-          for (auto& op : redistribute(t, have->sharding(), want.sharding())) w.fwd_comm.push_back(std::move(op));
-        // Gradients arriving in the same layout from several consumers are summed
-        // locally first (Q, K and V share their input): one redistribution.
-        if (train && needs_gradient(t)) {
-          const OperandLayout grad = OperandLayout::input_gradient(nn.space, cut, static_cast<int>(i));
-          if (first_delivery(state_.delivered_gradients[t], grad) && !(grad.partial_axes() == 0 && grad.same_split(*have)))
-            for (auto& op : redistribute(t, grad.sharding(), without_partial(have->sharding()))) w.bwd_comm.push_back(std::move(op));
-        }
-      }
-      if (train && needs_gradient(t)) ++gradient_inputs;
+      input_work(w, node, nn, cut, i, train, old, dirty, local_bytes, gradient_inputs);
+      state_.comm_ends[base + i] = {static_cast<int>(w.fwd_comm.size()), static_cast<int>(w.bwd_comm.size())};
     }
     for (std::size_t o = 0; o < node.outputs.size() && o < nn.space.output_dims.size(); ++o) {
       const TensorId t = node.outputs[o];
@@ -487,6 +602,7 @@ class Analyzer {
   double activation_bytes_ = 2;
   PlanAnalyzer::State& state_;
   RedistributionMemo& memo_;  // state_'s memo for this plan's mesh
+  std::vector<std::pair<int, int>> old_ends_;  // op_work's: the kept work's comm_ends of one operator
 };
 
 }  // namespace

@@ -1,0 +1,147 @@
+// A PlanAnalyzer that prices plan after plan reuses what it kept (the operator work of the
+// last two plans; an incremental update when only some cuts changed). Each analysis it
+// gives must equal a fresh analyzer's of the same plan, field by field.
+#include <gtest/gtest.h>
+
+#include "compiler/cost/numeric_graph.h"
+#include "compiler/cost/plan_analysis.h"
+#include "compiler/strategies/strategy.h"
+#include "tests/compiler/strategies_test_util.h"
+
+namespace symtensor::compiler {
+namespace {
+
+void expect_same_comm(const std::vector<CommOp>& a, const std::vector<CommOp>& b, const std::string& where) {
+  ASSERT_EQ(a.size(), b.size()) << where;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    EXPECT_EQ(a[k].kind, b[k].kind) << where;
+    EXPECT_EQ(a[k].axes, b[k].axes) << where;
+    EXPECT_EQ(a[k].group.ranks_per_level, b[k].group.ranks_per_level) << where;
+    EXPECT_EQ(a[k].bytes, b[k].bytes) << where;
+    EXPECT_EQ(a[k].seconds, b[k].seconds) << where;
+    EXPECT_EQ(a[k].tensor, b[k].tensor) << where;
+  }
+}
+
+void expect_same_analysis(const PlanAnalysis& a, const PlanAnalysis& b, const Graph& g) {
+  ASSERT_EQ(a.ops.size(), b.ops.size());
+  for (std::size_t k = 0; k < a.ops.size(); ++k) {
+    const OpWork& x = a.ops[k];
+    const OpWork& y = b.ops[k];
+    ASSERT_EQ(x.node, y.node);
+    const std::string& name = g.node(x.node).name;
+    EXPECT_EQ(x.stage, y.stage) << name;
+    EXPECT_EQ(x.ways, y.ways) << name;
+    EXPECT_EQ(x.fwd_flops, y.fwd_flops) << name;
+    EXPECT_EQ(x.fwd_bytes, y.fwd_bytes) << name;
+    EXPECT_EQ(x.fwd_seconds, y.fwd_seconds) << name;
+    EXPECT_EQ(x.bwd_flops, y.bwd_flops) << name;
+    EXPECT_EQ(x.bwd_bytes, y.bwd_bytes) << name;
+    EXPECT_EQ(x.bwd_seconds, y.bwd_seconds) << name;
+    EXPECT_EQ(x.saved_bytes, y.saved_bytes) << name;
+    EXPECT_EQ(x.recomputed, y.recomputed) << name;
+    expect_same_comm(x.fwd_comm, y.fwd_comm, name + " forward");
+    expect_same_comm(x.bwd_comm, y.bwd_comm, name + " backward");
+  }
+  ASSERT_EQ(a.params.size(), b.params.size());
+  for (std::size_t k = 0; k < a.params.size(); ++k) {
+    const std::string& name = g.tensor(a.params[k].tensor).name;
+    EXPECT_EQ(a.params[k].tensor, b.params[k].tensor);
+    EXPECT_EQ(a.params[k].stage, b.params[k].stage) << name;
+    EXPECT_EQ(a.params[k].local_elements, b.params[k].local_elements) << name;
+    expect_same_comm(a.params[k].grad_sync, b.params[k].grad_sync, name + " gradient sync");
+    expect_same_comm(a.params[k].regather, b.params[k].regather, name + " regather");
+    expect_same_comm(a.params[k].gather, b.params[k].gather, name + " gather");
+  }
+  ASSERT_EQ(a.stage_memory.size(), b.stage_memory.size());
+  for (std::size_t s = 0; s < a.stage_memory.size(); ++s) {
+    EXPECT_EQ(a.stage_memory[s].parameters, b.stage_memory[s].parameters);
+    EXPECT_EQ(a.stage_memory[s].gradients, b.stage_memory[s].gradients);
+    EXPECT_EQ(a.stage_memory[s].optimizer, b.stage_memory[s].optimizer);
+    EXPECT_EQ(a.stage_memory[s].activations_per_micro_batch, b.stage_memory[s].activations_per_micro_batch);
+    EXPECT_EQ(a.stage_memory[s].micro_batches_in_flight, b.stage_memory[s].micro_batches_in_flight);
+  }
+  EXPECT_EQ(a.p2p_bytes, b.p2p_bytes);
+  EXPECT_EQ(a.optimizer_seconds_per_stage, b.optimizer_seconds_per_stage);
+}
+
+class AnalyzerReuse : public ::testing::Test {
+ protected:
+  AnalyzerReuse()
+      : graph_(testing::zoo_graph("gpt-1.7b-tiny", 16, 32)),
+        cluster_(hardware::scale_cluster(hardware::load_cluster("dgx-a100"), 2, 4)) {
+    StrategyOptions options;
+    options.megatron = "tp=2,pp=2,mb=2";
+    megatron_ = make_plan("megatron", graph_, cluster_, options);
+  }
+
+  // The plan with the cuts of every `stride`-th node from `first` dropped (a replicated
+  // operator is always a valid cut): what a refinement move changes, and more.
+  Plan uncut(int first, int stride) const {
+    Plan p = megatron_;
+    for (std::size_t id = first; id < p.node_cuts.size(); id += stride) p.node_cuts[id] = NodeCut{};
+    return p;
+  }
+
+  // Prices `plans` in turn with one analyzer, each checked against a fresh analyzer.
+  void expect_each_as_fresh(const std::vector<Plan>& plans) {
+    const NumericGraph ng(graph_);
+    PlanAnalyzer shared(graph_, cluster_, ng);
+    for (std::size_t k = 0; k < plans.size(); ++k) {
+      SCOPED_TRACE("plan " + std::to_string(k));
+      const PlanAnalysis& reused = shared.analyze_in_place(plans[k]);
+      expect_same_analysis(reused, analyze_plan(graph_, cluster_, plans[k]), graph_);
+    }
+  }
+
+  Graph graph_;
+  hardware::Cluster cluster_;
+  Plan megatron_;
+};
+
+TEST_F(AnalyzerReuse, FewCutsChangedEqualsAFreshAnalysis) {
+  // One node, a few spread out, then back to the first plan: each a small change of the last.
+  expect_each_as_fresh({megatron_, uncut(40, 1000000), uncut(3, 37), uncut(5, 11), megatron_});
+}
+
+TEST_F(AnalyzerReuse, ManyCutsChangedEqualsAFreshAnalysis) {
+  expect_each_as_fresh({megatron_, uncut(0, 1), uncut(1, 2), megatron_});
+}
+
+TEST_F(AnalyzerReuse, StagesAndMemoryKnobsChangedEqualsAFreshAnalysis) {
+  Plan moved = uncut(7, 23);
+  // The first stage's last operator moves to the second stage (stages stay monotone).
+  NodeId last_of_first = kNone;
+  for (NodeId id : graph_.topological_order())
+    if (moved.stage_of_node[id] == 0) last_of_first = id;
+  ASSERT_NE(last_of_first, kNone);
+  bool feeds_first = false;
+  for (TensorId t : graph_.node(last_of_first).outputs)
+    for (NodeId c : graph_.tensor(t).consumers) feeds_first |= moved.stage_of_node[c] == 0;
+  if (!feeds_first) moved.stage_of_node[last_of_first] = 1;
+  Plan zero3 = moved;
+  zero3.zero_stage = 3;
+  zero3.recompute = RecomputePolicy::full;
+  Plan other_batch = megatron_;
+  other_batch.micro_batches = 4;
+  expect_each_as_fresh({megatron_, moved, zero3, other_batch, megatron_, other_batch, uncut(2, 9)});
+}
+
+TEST_F(AnalyzerReuse, ABadPlanAfterAGoodOneIsReportedAndForgotten) {
+  const NumericGraph ng(graph_);
+  PlanAnalyzer shared(graph_, cluster_, ng);
+  shared.analyze_in_place(megatron_);
+  Plan bad = megatron_;
+  const hardware::DeviceMesh mesh = plan_mesh(bad, cluster_);
+  // A cut over an axis that does not exist, on one node: caught by the incremental path too.
+  for (NodeId id = 0; id < static_cast<NodeId>(bad.node_cuts.size()); ++id)
+    if (!graph_.node(id).outputs.empty() && !bad.node_cuts[id].loop_axes.empty()) {
+      bad.node_cuts[id].loop_axes[0] = {static_cast<int>(mesh.axes().size()) + 3};
+      break;
+    }
+  EXPECT_THROW(shared.analyze_in_place(bad), std::runtime_error);
+  expect_same_analysis(shared.analyze_in_place(uncut(4, 13)), analyze_plan(graph_, cluster_, uncut(4, 13)), graph_);
+}
+
+}  // namespace
+}  // namespace symtensor::compiler
