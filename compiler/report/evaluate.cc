@@ -12,14 +12,19 @@ EvaluatedPlan evaluate_strategy(const std::string& strategy, Graph& graph, const
   const auto t0 = std::chrono::steady_clock::now();
   EvaluatedPlan e;
   e.label = strategy;
+  bool analysed = false;  // the searches hand back their plan's analysis
   if (strategy == "symtensor") {
     SearchResult r = symtensor_search(graph, cluster, options);
     e.plan = std::move(r.plan);
+    e.analysis = std::move(r.analysis);
+    analysed = true;
     e.evaluations = r.evaluations;
     if (!r.summary.empty()) e.label = "symtensor " + r.summary;
   } else if (strategy == "megatron" && options.megatron.empty()) {
     MegatronSearchResult r = megatron_search(graph, cluster, options);
     e.plan = std::move(r.plan);
+    e.analysis = std::move(r.analysis);
+    analysed = true;
     e.evaluations = r.evaluations;
     e.label = "megatron " + to_string(r.knobs);
   } else {
@@ -27,7 +32,7 @@ EvaluatedPlan evaluate_strategy(const std::string& strategy, Graph& graph, const
     if (strategy == "megatron") e.label = "megatron " + options.megatron;
   }
   e.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  e.analysis = analyze_plan(graph, cluster, e.plan);
+  if (!analysed) e.analysis = analyze_plan(graph, cluster, e.plan);
   e.estimate = estimate_step(e.analysis, e.plan, cluster);
   return e;
 }

@@ -158,7 +158,9 @@ MegatronSearchResult megatron_search(PlanAnalyzer& analyzer, const StrategyOptio
 MegatronSearchResult megatron_search(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options) {
   const NumericGraph ng(graph);  // compiled once for every configuration priced
   PlanAnalyzer analyzer(graph, cluster, ng);
-  return megatron_search(analyzer, options, MegatronSpace::exhaustive);
+  MegatronSearchResult r = megatron_search(analyzer, options, MegatronSpace::exhaustive);
+  r.analysis = analyzer.analyze(r.plan);
+  return r;
 }
 
 Plan make_megatron_best_plan(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options) {

@@ -29,6 +29,7 @@ namespace symtensor::compiler {
 struct MegatronSearchResult {
   Plan plan;
   MegatronKnobs knobs;
+  PlanAnalysis analysis;  // of the plan; filled by the searches that own their analyzer
   StepEstimate estimate;
   int configurations = 0;  // valid configurations considered (pruned ones included)
   int evaluations = 0;     // analyze_plan + estimate_step calls

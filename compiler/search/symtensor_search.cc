@@ -101,6 +101,7 @@ class Search {
     if (search_.refine) refine();
     SearchResult r;
     r.plan = best_plan_;
+    r.analysis = analyzer_.analyze(r.plan);
     r.estimate = best_.estimate;
     r.evaluations = evaluations_;
     r.level_objective = best_objective_;

@@ -56,6 +56,7 @@ LevelSearchResult search_levels(const LevelContext& ctx, const std::vector<int>&
 
 struct SearchResult {
   Plan plan;
+  PlanAnalysis analysis;      // of the plan (the search's analyzer has most of it at hand)
   StepEstimate estimate;
   int evaluations = 0;        // analyze_plan + estimate_step calls
   double level_objective = 0; // of the chosen plan's level search
