@@ -12,6 +12,7 @@
 #include <benchmark/benchmark.h>
 
 #include <memory>
+#include <vector>
 
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/plan_analysis.h"
@@ -104,6 +105,19 @@ void BM_PlanAnalyzerGpt3_175B_1024(benchmark::State& state) {
 }
 BENCHMARK(BM_PlanAnalyzerGpt3_175B_1024)->Unit(benchmark::kMillisecond);
 
+// One PlanAnalyzer pricing `plans` in turn (analyze + estimate), each once before timing.
+void evaluate_in_turn(benchmark::State& state, Workload& w, const std::vector<compiler::Plan>& plans) {
+  const compiler::NumericGraph numeric(w.graph);
+  compiler::PlanAnalyzer analyzer(w.graph, w.cluster, numeric);
+  for (const auto& p : plans) analyzer.analyze(p);
+  std::size_t i = 0;
+  for (auto _ : state) {
+    const compiler::Plan& p = plans[i++ % plans.size()];
+    const compiler::StepEstimate e = compiler::estimate_step(analyzer.analyze_in_place(p), p, w.cluster);
+    benchmark::DoNotOptimize(e.step_time_s);
+  }
+}
+
 // The figure issue 5 asks for: cycling through three plans with different cuts (TP 8, 4
 // and 2; the analyzer keeps the work of the last two), so no analysis reuses operator
 // work; only what every plan of the graph shares (numeric graph, priced redistributions)
@@ -116,15 +130,7 @@ void BM_EvaluateAlternatingPlansGpt3_175B_1024(benchmark::State& state) {
     other.megatron = knobs;
     plans.push_back(compiler::make_plan("megatron", w.graph, w.cluster, other));
   }
-  const compiler::NumericGraph numeric(w.graph);
-  compiler::PlanAnalyzer analyzer(w.graph, w.cluster, numeric);
-  for (const auto& p : plans) analyzer.analyze(p);  // the first of each, not measured
-  std::size_t i = 0;
-  for (auto _ : state) {
-    const compiler::Plan& p = plans[i++ % plans.size()];
-    const compiler::StepEstimate e = compiler::estimate_step(analyzer.analyze_in_place(p), p, w.cluster);
-    benchmark::DoNotOptimize(e.step_time_s);
-  }
+  evaluate_in_turn(state, w, plans);
 }
 BENCHMARK(BM_EvaluateAlternatingPlansGpt3_175B_1024)->Unit(benchmark::kMillisecond);
 
@@ -139,15 +145,7 @@ void BM_EvaluateRefinementMoveGpt3_175B_1024(benchmark::State& state) {
     for (std::size_t id = first; id < p.node_cuts.size(); id += 96) p.node_cuts[id] = compiler::NodeCut{};
     plans.push_back(std::move(p));
   }
-  const compiler::NumericGraph numeric(w.graph);
-  compiler::PlanAnalyzer analyzer(w.graph, w.cluster, numeric);
-  for (const auto& p : plans) analyzer.analyze(p);  // the first of each, not measured
-  std::size_t i = 0;
-  for (auto _ : state) {
-    const compiler::Plan& p = plans[i++ % plans.size()];
-    const compiler::StepEstimate e = compiler::estimate_step(analyzer.analyze_in_place(p), p, w.cluster);
-    benchmark::DoNotOptimize(e.step_time_s);
-  }
+  evaluate_in_turn(state, w, plans);
 }
 BENCHMARK(BM_EvaluateRefinementMoveGpt3_175B_1024)->Unit(benchmark::kMillisecond);
 
