@@ -46,7 +46,10 @@ struct PlanAnalyzer::State {
   std::map<const NumericRedistribution*, std::vector<CommOp>> priced;
   std::vector<std::optional<OperandLayout>> produced;
   std::vector<double> produced_elements;  // local elements of `produced`, at the plan's micro-batch
-  std::vector<std::vector<OperandLayout>> delivered, delivered_gradients;  // per tensor: layouts already made
+  // Per tensor: layouts already made. Entries point into the plan being analysed, so a
+  // list is cleared before it is read (all of them by a full analysis, those of the
+  // tensors it re-prices by an incremental one).
+  std::vector<std::vector<OperandLayout>> delivered, delivered_gradients;
   std::vector<long> shape;
   // The operator work of the last plan analysed and that plan: a plan differing only in
   // what op_work does not read (ZeRO, recomputation, schedule, interleaving: a search's
@@ -210,10 +213,10 @@ class Analyzer {
   // Returns false (nothing changed) when the plan is not such a step, or too many
   // operators changed for it to pay.
   bool update_operator_work(bool train) {
-    if (!state_.ops_plan || !same_operator_context(*state_.ops_plan, plan_) || state_.input_base.empty()) return false;
+    // The kept plan passed check_plan, so a plan of the same context has the graph's sizes.
+    if (!state_.ops_plan || !same_operator_context(*state_.ops_plan, plan_)) return false;
     Plan& kept = *state_.ops_plan;
     const std::size_t n = graph_.nodes().size();
-    if (plan_.node_cuts.size() != n || plan_.stage_of_node.size() != n) return false;
     std::vector<NodeId> changed;
     for (NodeId id = 0; id < static_cast<NodeId>(n); ++id)
       if (!(kept.node_cuts[id] == plan_.node_cuts[id])) changed.push_back(id);
@@ -280,25 +283,23 @@ class Analyzer {
   }
 
   void check_node(NodeId id) const {
-    {
-      const Node& node = graph_.node(id);
-      const NodeCut& cut = plan_.node_cuts[id];
-      const NumericNode& nn = ng_.node(id);
-      if (cut.loop_axes.size() > nn.loops.size())
-        throw std::runtime_error("plan: node '" + node.name + "' cuts " + std::to_string(cut.loop_axes.size()) +
-                                 " loops, it has " + std::to_string(nn.loops.size()));
-      std::uint64_t used = 0;  // a mesh has fewer than 64 axes (one per prime factor of a level)
-      for (const auto& axes : cut.loop_axes)
-        for (int axis : axes) {
-          if (axis < 0 || axis >= static_cast<int>(mesh_.axes().size()) || axis >= 64)
-            throw std::runtime_error("plan: node '" + node.name + "' uses mesh axis " + std::to_string(axis) + ", which does not exist");
-          if (axis == plan_.pipeline_axis)
-            throw std::runtime_error("plan: node '" + node.name + "' is cut over the pipeline axis");
-          if (used >> axis & 1)
-            throw std::runtime_error("plan: node '" + node.name + "' uses mesh axis '" + mesh_.axes()[axis].name + "' twice");
-          used |= std::uint64_t{1} << axis;
-        }
-    }
+    const Node& node = graph_.node(id);
+    const NodeCut& cut = plan_.node_cuts[id];
+    const NumericNode& nn = ng_.node(id);
+    if (cut.loop_axes.size() > nn.loops.size())
+      throw std::runtime_error("plan: node '" + node.name + "' cuts " + std::to_string(cut.loop_axes.size()) +
+                               " loops, it has " + std::to_string(nn.loops.size()));
+    std::uint64_t used = 0;  // a mesh has fewer than 64 axes (one per prime factor of a level)
+    for (const auto& axes : cut.loop_axes)
+      for (int axis : axes) {
+        if (axis < 0 || axis >= static_cast<int>(mesh_.axes().size()) || axis >= 64)
+          throw std::runtime_error("plan: node '" + node.name + "' uses mesh axis " + std::to_string(axis) + ", which does not exist");
+        if (axis == plan_.pipeline_axis)
+          throw std::runtime_error("plan: node '" + node.name + "' is cut over the pipeline axis");
+        if (used >> axis & 1)
+          throw std::runtime_error("plan: node '" + node.name + "' uses mesh axis '" + mesh_.axes()[axis].name + "' twice");
+        used |= std::uint64_t{1} << axis;
+      }
   }
 
   double ways(const std::vector<int>& axes) const {
@@ -388,8 +389,6 @@ class Analyzer {
     }
   }
 
-  // With `old` (this operator's work under the kept plan), the inputs whose tensor is not
-  // `dirty` keep their collectives from it.
   // Input i's local bytes and collectives (a redistribution to the operator's layout, and
   // of its gradient back), or, from `old`, its collectives there.
   void input_work(OpWork& w, const Node& node, const NumericNode& nn, const NodeCut& cut, std::size_t i, bool train,
@@ -419,6 +418,8 @@ class Analyzer {
     }
   }
 
+  // With `old` (this operator's work under the kept plan), the inputs whose tensor is not
+  // `dirty` keep their collectives from it.
   OpWork op_work(NodeId id, std::size_t position, bool train, const OpWork* old,
                  const std::vector<char>* dirty = nullptr) {
     check_divisible(id);

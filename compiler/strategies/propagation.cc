@@ -144,17 +144,15 @@ class Propagator {
     const std::vector<NodeCut> cands = candidates(n);
     const NodeCut* best = nullptr;
     double best_bytes = 0, best_ways = 0;
-    for (const NodeCut& c : cands) {
-      if (cands.size() == 1) {
-        best = &c;
-        break;
+    if (cands.size() == 1) best = &cands[0];  // nothing to choose: not priced
+    else
+      for (const NodeCut& c : cands) {
+        const double bytes = neighbour_bytes(n, c);
+        const double ways = cut_ways(c, mesh_);
+        if (!best || bytes < best_bytes || (bytes == best_bytes && ways > best_ways)) {
+          best = &c, best_bytes = bytes, best_ways = ways;
+        }
       }
-      const double bytes = neighbour_bytes(n, c);
-      const double ways = cut_ways(c, mesh_);
-      if (!best || bytes < best_bytes || (bytes == best_bytes && ways > best_ways)) {
-        best = &c, best_bytes = bytes, best_ways = ways;
-      }
-    }
     const bool changed = !decided_[n] || !(plan_.node_cuts[n] == *best);
     plan_.node_cuts[n] = *best;
     decided_[n] = true;
@@ -225,8 +223,8 @@ class Propagator {
     return static_cast<int>(std::find(outs.begin(), outs.end(), t) - outs.begin());
   }
 
-  // The layout of an input edge's tensor at its producer (under `cut`, else the
-  // producer's), and of an output edge's tensor at its consumer.
+  // The layout of an input edge's tensor at its producer, and of an output edge's tensor at
+  // its consumer, under their current cuts.
   EdgeLayout producer_sharding(const PropagationCache::Edge& in) const {
     return output_layout(in.other, in.others, in.rank, plan_.node_cuts[in.other]);
   }
