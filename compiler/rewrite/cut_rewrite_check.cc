@@ -5,6 +5,7 @@
 
 #include "compiler/ops/op_semantics.h"
 #include "compiler/rewrite/sharded_program.h"
+#include "compiler/rewrite/tensor_data.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -63,7 +64,9 @@ std::optional<std::string> cut_rewrite_problem(const Graph& g, NodeId id, const 
     const LoopDim& loop = space.loops[l];
     if (loop.reduction && !sum_reduction_op(n))
       return "reduction loop '" + loop.name + "' of " + n.op_type + " is not a plain sum";
-    if (axis_loop && *axis_loop == l) return "loop '" + loop.name + "' is the axis of " + n.op_type;
+    // A cut Split axis is a block layout of its input (split_blocks.h).
+    if (axis_loop && *axis_loop == l && n.op_type != "Split")
+      return "loop '" + loop.name + "' is the axis of " + n.op_type;
     if (reshaping) continue;  // extents differ by design; local element counts are checked later
     auto check = [&](const std::vector<std::vector<int>>& dims, const std::vector<TensorId>& tensors) -> std::optional<std::string> {
       for (std::size_t i = 0; i < dims.size() && i < tensors.size(); ++i) {
@@ -101,19 +104,53 @@ Piece piece_of(const TensorSharding& sharding, const std::vector<std::int64_t>& 
   return p;
 }
 
-Piece data_piece(const ShardedProgram& program, int value, int rank) {
+std::vector<Piece> boxes_of(const ShardedValue& value, const hardware::DeviceMesh& mesh, int rank) {
+  const Piece whole = piece_of(value.sharding, value.global_shape, mesh, rank);
+  if (value.blocked_dim < 0) return {whole};
+  const int d = value.blocked_dim;
+  const std::int64_t shards = value.global_shape[d] / whole.extent[d], index = whole.offset[d] / whole.extent[d];
+  std::vector<Piece> boxes;
+  std::int64_t start = 0;
+  for (std::int64_t size : value.blocks) {
+    Piece p = whole;
+    p.extent[d] = size / shards;
+    p.offset[d] = start + index * p.extent[d];
+    boxes.push_back(std::move(p));
+    start += size;
+  }
+  return boxes;
+}
+
+std::vector<Piece> data_boxes(const ShardedProgram& program, int value, int rank) {
   const ShardedValue& v = program.values.at(value);
-  Piece p = piece_of(v.sharding, v.global_shape, program.mesh, rank);
-  if (program.mutation != Mutation::wrong_weight_slice || v.origin != ValueOrigin::initializer) return p;
+  std::vector<Piece> boxes = boxes_of(v, program.mesh, rank);
+  if (program.mutation != Mutation::wrong_weight_slice || v.origin != ValueOrigin::initializer) return boxes;
   for (std::size_t i = 0; i < program.values.size(); ++i) {
     const ShardedValue& w = program.values[i];
     if (w.origin != ValueOrigin::initializer || w.sharding.fully_replicated()) continue;
-    if (static_cast<int>(i) != value) return p;
-    for (std::size_t d = 0; d < p.offset.size(); ++d)
-      p.offset[d] = v.global_shape[d] - p.offset[d] - p.extent[d];
-    return p;
+    if (static_cast<int>(i) != value) return boxes;
+    for (Piece& p : boxes)
+      for (std::size_t d = 0; d < p.offset.size(); ++d) p.offset[d] = v.global_shape[d] - p.offset[d] - p.extent[d];
+    return boxes;
   }
-  return p;
+  return boxes;
+}
+
+onnx::TensorProto shard_data(const ShardedProgram& program, int value, int rank, const std::string& name) {
+  const ShardedValue& v = program.values.at(value);
+  const TensorBytes all = read_tensor_bytes(*v.data);
+  std::vector<TensorBytes> parts;
+  for (const Piece& p : data_boxes(program, value, rank)) parts.push_back(slice_tensor(all, p.offset, p.extent));
+  return to_tensor_proto(parts.size() == 1 ? parts.front() : concat_tensors(parts, v.blocked_dim), name);
+}
+
+std::string boxes_key(const std::vector<Piece>& boxes) {
+  std::string k;
+  for (const Piece& p : boxes) {
+    if (!k.empty()) k += "+";
+    for (std::size_t d = 0; d < p.offset.size(); ++d) k += (d ? "_" : "") + std::to_string(p.offset[d]);
+  }
+  return k;
 }
 
 }  // namespace symtensor::compiler

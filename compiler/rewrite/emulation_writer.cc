@@ -10,12 +10,6 @@
 namespace symtensor::compiler {
 namespace {
 
-std::string box_key(const Piece& p) {
-  std::string k;
-  for (std::size_t d = 0; d < p.offset.size(); ++d) k += (d ? "_" : "") + std::to_string(p.offset[d]);
-  return k;
-}
-
 // Declared type of an original input/output with dim_params replaced by their bindings.
 onnx::ValueInfoProto bound_value_info(const onnx::ValueInfoProto& vi, const std::map<std::string, double>& bindings) {
   onnx::ValueInfoProto out = vi;
@@ -28,6 +22,17 @@ onnx::ValueInfoProto bound_value_info(const onnx::ValueInfoProto& vi, const std:
     dim.set_dim_value(static_cast<std::int64_t>(it->second));
   }
   return out;
+}
+
+onnx::NodeProto concat_node(const std::string& name, std::int64_t axis) {
+  onnx::NodeProto n;
+  n.set_op_type("Concat");
+  n.set_name(name);
+  auto* a = n.add_attribute();
+  a->set_name("axis");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(axis);
+  return n;
 }
 
 class EmulationWriter {
@@ -86,21 +91,18 @@ class EmulationWriter {
         result = "emu_data_" + val.name;
         if (emitted_.insert(result).second) *g_.add_initializer() = to_tensor_proto(read_tensor_bytes(*val.data), result);
         break;
-      case ValueOrigin::initializer: {
-        const Piece piece = data_piece(p_, v, r);
-        result = val.name + "@" + box_key(piece);
-        if (emitted_.insert(result).second)
-          *g_.add_initializer() = to_tensor_proto(slice_tensor(read_tensor_bytes(*val.data), piece.offset, piece.extent), result);
+      case ValueOrigin::initializer:
+        result = val.name + "@" + boxes_key(data_boxes(p_, v, r));
+        if (emitted_.insert(result).second) *g_.add_initializer() = shard_data(p_, v, r, result);
         break;
-      }
       case ValueOrigin::graph_input: {
         if (val.sharding.fully_replicated()) {
           result = val.name;
           break;
         }
-        const Piece piece = piece_of(val.sharding, val.global_shape, p_.mesh, r);
-        result = val.name + "@" + box_key(piece);
-        if (emitted_.insert(result).second) emit_slice(val.name, piece, Piece{std::vector<std::int64_t>(piece.offset.size(), 0), val.global_shape}, result);
+        const std::vector<Piece> boxes = boxes_of(val, p_.mesh, r);
+        result = val.name + "@" + boxes_key(boxes);
+        if (emitted_.insert(result).second) emit_boxes(val, boxes, result);
         break;
       }
       default:
@@ -113,6 +115,20 @@ class EmulationWriter {
 
   void set_name(int v, int r, const std::string& n) { names_[v][p_.local_index(r)] = n; }
   std::string fresh(int v, int r) { return p_.values[v].name + "@" + std::to_string(p_.local_index(r)); }
+
+  // A graph input's boxes for one rank, sliced from the whole input (and joined for blocks).
+  void emit_boxes(const ShardedValue& val, const std::vector<Piece>& boxes, const std::string& output) {
+    const Piece whole{std::vector<std::int64_t>(val.global_shape.size(), 0), val.global_shape};
+    if (boxes.size() == 1) return emit_slice(val.name, boxes.front(), whole, output);
+    onnx::NodeProto concat = concat_node("concat@" + output, val.blocked_dim);
+    for (std::size_t b = 0; b < boxes.size(); ++b) {
+      const std::string part = output + "_block" + std::to_string(b);
+      emit_slice(val.name, boxes[b], whole, part);
+      concat.add_input(part);
+    }
+    concat.add_output(output);
+    *g_.add_node() = std::move(concat);
+  }
 
   // Slice `input` (holding box `have`) down to box `want`.
   void emit_slice(const std::string& input, const Piece& want, const Piece& have, const std::string& output) {
@@ -139,9 +155,7 @@ class EmulationWriter {
   }
 
   void emit_node(const ProgramStep& step, int r) {
-    onnx::NodeProto n = original_.graph().node(step.node);
-    n.clear_input();
-    n.clear_output();
+    onnx::NodeProto n = step_node(original_, step);
     for (int v : step.inputs) n.add_input(name(v, r));
     for (int v : step.outputs) {
       if (v < 0) {
@@ -197,12 +211,7 @@ class EmulationWriter {
                    piece_of(from.sharding, from.global_shape, p_.mesh, b).offset[rs.dim];
           });
           onnx::NodeProto* n = g_.add_node();
-          n->set_op_type("Concat");
-          n->set_name("concat@" + leader);
-          auto* axis = n->add_attribute();
-          axis->set_name("axis");
-          axis->set_type(onnx::AttributeProto::INT);
-          axis->set_i(rs.dim);
+          *n = concat_node("concat@" + leader, rs.dim);
           for (int m : group) n->add_input(name(in, m));
           n->add_output(leader);
         }
@@ -215,13 +224,7 @@ class EmulationWriter {
                  piece_of(from.sharding, from.global_shape, p_.mesh, b).offset[rs.dim];
         });
         const std::string o = fresh(out, r);
-        onnx::NodeProto concat;
-        concat.set_op_type("Concat");
-        concat.set_name("concat@" + o);
-        auto* axis = concat.add_attribute();
-        axis->set_name("axis");
-        axis->set_type(onnx::AttributeProto::INT);
-        axis->set_i(rs.dim);
+        onnx::NodeProto concat = concat_node("concat@" + o, rs.dim);
         for (int m : group) {
           const Piece mine = piece_of(from.sharding, from.global_shape, p_.mesh, m);
           Piece part = mine;  // m's box restricted to r's box along to_dim

@@ -6,6 +6,8 @@
 
 #include "compiler/analysis/model_stats.h"
 #include "compiler/ops/op_semantics.h"
+#include "compiler/rewrite/split_blocks.h"
+#include "compiler/rewrite/tensor_data.h"
 #include "compiler/sharding/cut_sharding.h"
 
 namespace symtensor::compiler {
@@ -57,6 +59,7 @@ class Builder {
     find_folded();
     const std::vector<NodeId> order = g_.topological_order();
     find_live(order);
+    blocks_ = find_split_blocks(g_, plan_, p_.mesh, live_, [this](TensorId t) { return global_shape(t); });
     for (NodeId n : order)
       if (live_[n]) add_node(n);
     for (TensorId t : g_.outputs) {
@@ -106,6 +109,13 @@ class Builder {
   }
 
   int add_value(ShardedValue v) {
+    if (v.tensor != kNone && blocks_[v.tensor].dim >= 0 && v.blocked_dim < 0) {
+      const DimBlocks& b = blocks_[v.tensor];
+      if (b.dim < v.sharding.rank() && v.sharding.dim_axes[b.dim] == b.axes) {
+        v.blocked_dim = b.dim;
+        v.blocks = b.sizes;
+      }
+    }
     v.local_shape = v.global_shape;
     for (int d = 0; d < v.sharding.rank() && d < static_cast<int>(v.global_shape.size()); ++d) {
       std::int64_t shards = 1;
@@ -210,6 +220,12 @@ class Builder {
     const Redistribution r = plan_redistribution(from.sharding, target, shape, GiNaC::numeric(4), p_.mesh);
     int current = value;
     for (const RedistributionStep& step : r.steps) {
+      if (from.tensor != kNone && blocks_[from.tensor].dim >= 0 && step.kind != RedistributionKind::all_reduce &&
+          (step.dim == blocks_[from.tensor].dim || step.to_dim == blocks_[from.tensor].dim))
+        throw std::runtime_error("rewrite: tensor '" + from.name + "' holds the parts of the cut Split '" +
+                                 g_.node(blocks_[from.tensor].split).name + "' along dim " +
+                                 std::to_string(blocks_[from.tensor].dim) + "; a " + std::string(to_string(step.kind)) +
+                                 " of that dim is not supported");
       ShardedValue v = from;
       v.name = from.name + "__" + std::string(to_string(step.kind)) + std::to_string(++counter_);
       v.origin = ValueOrigin::collective;
@@ -249,6 +265,11 @@ class Builder {
     step.kind = ProgramStep::Kind::node;
     step.stage = stage;
     step.node = id;
+    // A cut Split axis: each rank splits its blocks (split_blocks.h) into its chunk of every part.
+    const int split_axis = cut_split_axis_loop(g_, id, cut);
+    std::int64_t split_ways = 1;
+    if (split_axis >= 0)
+      for (int a : cut.loop_axes[split_axis]) split_ways *= p_.mesh.axes().at(a).size;
     std::vector<int> outputs;
     for (std::size_t o = 0; o < n.outputs.size(); ++o) {
       if (n.outputs[o] == kNone) {
@@ -264,6 +285,15 @@ class Builder {
       v.stage = stage;
       v.sharding = any_cut && o < space.output_dims.size() ? output_sharding(space, cut, static_cast<int>(o))
                                                             : TensorSharding::replicated(static_cast<int>(v.global_shape.size()));
+      if (split_axis >= 0) v.sharding.dim_axes.at(split_axis) = cut.loop_axes[split_axis];
+      if (o == 0 && any_cut && (n.op_type == "Reshape" || n.op_type == "Flatten")) {
+        TensorSharding reshaped = reshaped_sharding(space, v.sharding);
+        if (reshaped != v.sharding) {
+          sliced_output_ = v.sharding;
+          v.sharding = std::move(reshaped);
+          v.name += "__reshaped";
+        }
+      }
       outputs.push_back(-2 - static_cast<int>(o));  // placeholder until inputs are wired
       pending_.push_back(std::move(v));
     }
@@ -275,6 +305,12 @@ class Builder {
       }
       if (is_shape_input(n, i)) {
         step.inputs.push_back(local_shape_constant(n, pending_.at(0)));
+        continue;
+      }
+      if (split_axis >= 0 && i == 1) {  // the `split` sizes input: every part's local extent
+        std::vector<std::int64_t> local;
+        for (TensorId o : n.outputs) local.push_back(global_shape(o).at(split_axis) / split_ways);
+        step.inputs.push_back(local_constant(n.name + "__local_split", local));
         continue;
       }
       const int rank = static_cast<int>(g_.tensor(t).shape.size());
@@ -292,10 +328,31 @@ class Builder {
         o = add_value(std::move(pending_.at(index)));
         home_[n.outputs[index]] = o;
       }
+    if (const auto sizes = n.attr_ints("split"); split_axis >= 0 && sizes)
+      for (std::int64_t size : *sizes) step.local_split.push_back(size / split_ways);
     pending_.clear();
     step.outputs = outputs;
     if (n.op_type == "Reshape" || n.op_type == "Flatten") check_element_counts(n, step);
     p_.steps.push_back(std::move(step));
+    if (sliced_output_) {
+      const int kept = reshard(outputs[0], *sliced_output_, stage);
+      p_.values[kept].name = g_.tensor(n.outputs[0]).name;
+      home_[n.outputs[0]] = kept;
+      sliced_output_.reset();
+    }
+  }
+
+  // The sharding a Reshape's local pieces have: the output's, less the axes of loops its
+  // input lacks. Such a loop is an output dim that is the minor factor of a merged input
+  // dim (batch in (seq*batch, h) -> (seq, batch, h)); the cut keeps the input whole along
+  // it, so each rank reshapes and then keeps its share with a local slice.
+  static TensorSharding reshaped_sharding(const IterationSpace& space, TensorSharding out) {
+    const std::vector<int>& in = space.input_dims.at(0);
+    for (int d = 0; d < out.rank(); ++d) {
+      const int loop = space.output_dims.at(0).at(d);
+      if (std::find(in.begin(), in.end(), loop) == in.end()) out.dim_axes[d].clear();
+    }
+    return out;
   }
 
   int local_shape_constant(const Node& n, ShardedValue out) {
@@ -303,19 +360,19 @@ class Builder {
     const int tmp = add_value(std::move(out));
     const std::vector<std::int64_t> local = p_.values[tmp].local_shape;
     p_.values.pop_back();
+    return local_constant(n.name + "__local_shape", local);
+  }
+
+  // A replicated int64 vector in place of a global one (a shape, Split sizes).
+  int local_constant(const std::string& name, const std::vector<std::int64_t>& values) {
     ShardedValue c;
-    c.name = n.name + "__local_shape";
+    c.name = name;
     c.origin = ValueOrigin::local_constant;
-    c.global_shape = {static_cast<std::int64_t>(local.size())};
+    c.global_shape = {static_cast<std::int64_t>(values.size())};
     c.sharding = TensorSharding::replicated(1);
     c.elem_type = onnx::TensorProto::INT64;
     c.stage = -1;
-    onnx::TensorProto p;
-    p.set_name(c.name);
-    p.set_data_type(onnx::TensorProto::INT64);
-    p.add_dims(static_cast<std::int64_t>(local.size()));
-    for (auto d : local) p.add_int64_data(d);
-    p_.owned_data.push_back(std::move(p));
+    p_.owned_data.push_back(int64_tensor(name, values));
     c.data = &p_.owned_data.back();
     return add_value(std::move(c));
   }
@@ -339,6 +396,8 @@ class Builder {
   std::vector<int> home_;
   std::vector<bool> folded_, live_;
   std::vector<ShardedValue> pending_;
+  std::vector<DimBlocks> blocks_;  // per tensor (split_blocks.h)
+  std::optional<TensorSharding> sliced_output_;  // a Reshape output still to slice (reshaped_sharding)
   std::map<std::string, int> resharded_;
   int counter_ = 0;
 };
@@ -350,6 +409,19 @@ Mutation parse_mutation(const std::string& text) {
   if (text == "drop-all-reduce") return Mutation::drop_all_reduce;
   if (text == "wrong-weight-slice") return Mutation::wrong_weight_slice;
   throw std::runtime_error("unknown mutation '" + text + "' (known: none, drop-all-reduce, wrong-weight-slice)");
+}
+
+onnx::NodeProto step_node(const onnx::ModelProto& original, const ProgramStep& step) {
+  onnx::NodeProto n = original.graph().node(static_cast<int>(step.node));
+  n.clear_input();
+  n.clear_output();
+  if (!step.local_split.empty())
+    for (auto& a : *n.mutable_attribute())
+      if (a.name() == "split") {
+        a.clear_ints();
+        for (auto size : step.local_split) a.add_ints(size);
+      }
+  return n;
 }
 
 int ShardedProgram::stage_of_rank(int rank) const {

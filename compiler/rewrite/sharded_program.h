@@ -46,6 +46,10 @@ struct ShardedValue {
   int elem_type = 0;  // onnx::TensorProto::DataType
   int stage = 0;      // stage that produces (or holds) it
   const onnx::TensorProto* data = nullptr;  // initializer / constant data (global)
+  // A dim whose local piece is one chunk of each block, concatenated (split_blocks.h):
+  // the input of a Split whose axis is cut and what feeds it. -1: none.
+  int blocked_dim = -1;
+  std::vector<std::int64_t> blocks;  // global block extents along blocked_dim
 };
 
 struct ProgramStep {
@@ -55,6 +59,7 @@ struct ProgramStep {
   std::vector<int> inputs;          // value ids; -1 for an omitted optional input
   std::vector<int> outputs;         // value ids; -1 for an omitted output
   RedistributionStep redistribution;  // collective steps: one input, one output
+  std::vector<std::int64_t> local_split;  // a cut Split's local `split` attribute (opset < 13)
 };
 
 // Test-only mutations that make the program wrong on purpose (the check must fail).
@@ -85,6 +90,10 @@ struct ShardedProgram {
 ShardedProgram build_sharded_program(const onnx::ModelProto& original, Graph& graph, const Plan& plan,
                                      const hardware::Cluster& cluster, Mutation mutation = Mutation::none);
 
+// The original node of a node step with its inputs and outputs cleared (the writers name
+// them) and its `split` attribute local (ProgramStep::local_split).
+onnx::NodeProto step_node(const onnx::ModelProto& original, const ProgramStep& step);
+
 // Why a cut of `node` cannot run as the same ONNX operator on local pieces; nullopt when
 // it can (cut loops must be parallel with equal operand extents, or sum reductions).
 struct IterationSpace;
@@ -98,8 +107,15 @@ struct Piece {
 };
 Piece piece_of(const TensorSharding& sharding, const std::vector<std::int64_t>& global_shape,
                const hardware::DeviceMesh& mesh, int rank);
-// The box of weight data stored for `rank`: piece_of, except under Mutation::wrong_weight_slice,
-// where the first split initializer takes the mirrored box (the wrong shard).
-Piece data_piece(const ShardedProgram& program, int value, int rank);
+// The boxes of a value that `rank` holds, in local order: piece_of, or for a blocked dim
+// one box per block (concatenated along ShardedValue::blocked_dim).
+std::vector<Piece> boxes_of(const ShardedValue& value, const hardware::DeviceMesh& mesh, int rank);
+// The boxes of weight data stored for `rank`: boxes_of, except under Mutation::wrong_weight_slice,
+// where the first split initializer takes the mirrored boxes (the wrong shard).
+std::vector<Piece> data_boxes(const ShardedProgram& program, int value, int rank);
+// The TensorProto `name` holding the weight data of `value` stored for `rank` (data_boxes).
+onnx::TensorProto shard_data(const ShardedProgram& program, int value, int rank, const std::string& name);
+// Text naming a rank's boxes, unique per distinct shard ("0_32", blocks joined by "+").
+std::string boxes_key(const std::vector<Piece>& boxes);
 
 }  // namespace symtensor::compiler

@@ -98,8 +98,7 @@ class StageWriter {
       if (produced_.count(v)) continue;
       switch (val.origin) {
         case ValueOrigin::initializer: {
-          const Piece piece = data_piece(p_, v, rank);
-          *g.add_initializer() = to_tensor_proto(slice_tensor(read_tensor_bytes(*val.data), piece.offset, piece.extent), val.name);
+          *g.add_initializer() = shard_data(p_, v, rank, val.name);
           break;
         }
         case ValueOrigin::folded_constant:
@@ -119,9 +118,7 @@ class StageWriter {
     for (const ProgramStep& s : p_.steps) {
       if (s.stage != stage_) continue;
       if (s.kind == ProgramStep::Kind::node) {
-        onnx::NodeProto n = original_.graph().node(s.node);
-        n.clear_input();
-        n.clear_output();
+        onnx::NodeProto n = step_node(original_, s);
         for (int v : s.inputs) n.add_input(v < 0 ? "" : p_.values[v].name);
         for (int v : s.outputs) n.add_output(v < 0 ? "" : p_.values[v].name);
         *g.add_node() = std::move(n);
@@ -157,9 +154,12 @@ class StageWriter {
     add_meta(m, "symtensor.ranks", rank_list);
     std::set<int> all(used_.begin(), used_.end());
     all.insert(produced_.begin(), produced_.end());
-    for (int v : all)
-      add_meta(m, "symtensor.sharding." + p_.values[v].name,
-               to_string(p_.values[v].sharding, p_.mesh) + " global=" + shape_text(p_.values[v].global_shape));
+    for (int v : all) {
+      const ShardedValue& val = p_.values[v];
+      std::string text = to_string(val.sharding, p_.mesh) + " global=" + shape_text(val.global_shape);
+      if (val.blocked_dim >= 0) text += " blocks=" + std::to_string(val.blocked_dim) + ":" + shape_text(val.blocks);
+      add_meta(m, "symtensor.sharding." + val.name, text);
+    }
     return m;
   }
 

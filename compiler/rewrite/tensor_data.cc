@@ -101,6 +101,33 @@ TensorBytes slice_tensor(const TensorBytes& t, const std::vector<std::int64_t>& 
   return out;
 }
 
+TensorBytes concat_tensors(const std::vector<TensorBytes>& parts, int dim) {
+  if (parts.empty()) throw std::runtime_error("concat_tensors: no parts");
+  TensorBytes out = parts.front();
+  const auto rank = static_cast<int>(out.dims.size());
+  if (dim < 0 || dim >= rank) throw std::runtime_error("concat_tensors: dim " + std::to_string(dim) + " out of range");
+  out.dims[dim] = 0;
+  for (const TensorBytes& p : parts) {
+    for (int d = 0; d < rank; ++d)
+      if (d != dim && (p.dims.size() != out.dims.size() || p.dims[d] != out.dims[d]))
+        throw std::runtime_error("concat_tensors: parts differ on dim " + std::to_string(d));
+    out.dims[dim] += p.dims[dim];
+  }
+  // Row-major: each part contributes, per index of the dims before `dim`, one run of
+  // (its extent along dim) x (the elements after dim).
+  std::int64_t outer = 1, inner = 1;
+  for (int d = 0; d < dim; ++d) outer *= out.dims[d];
+  for (int d = dim + 1; d < rank; ++d) inner *= out.dims[d];
+  out.bytes.clear();
+  out.bytes.reserve(static_cast<std::size_t>(out.elements()) * out.element_size);
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (const TensorBytes& p : parts) {
+      const std::size_t run = static_cast<std::size_t>(p.dims[dim] * inner) * p.element_size;
+      out.bytes.append(p.bytes, static_cast<std::size_t>(o) * run, run);
+    }
+  return out;
+}
+
 onnx::TensorProto to_tensor_proto(const TensorBytes& t, const std::string& name) {
   onnx::TensorProto p;
   p.set_name(name);

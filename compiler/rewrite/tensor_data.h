@@ -26,6 +26,9 @@ TensorBytes read_tensor_bytes(const onnx::TensorProto& proto);
 TensorBytes slice_tensor(const TensorBytes& t, const std::vector<std::int64_t>& offset,
                          const std::vector<std::int64_t>& extent);
 
+// The parts joined along `dim` (every other dim equal), as ONNX Concat does.
+TensorBytes concat_tensors(const std::vector<TensorBytes>& parts, int dim);
+
 // A TensorProto named `name` holding `t` as raw_data.
 onnx::TensorProto to_tensor_proto(const TensorBytes& t, const std::string& name);
 

@@ -13,6 +13,7 @@ source "$root/tests/scripts/lib/ort_checks.sh"
 binds_of() {
   case "$1" in
     *vit*|*resnet*|*squeezenet*) echo "batch=$2" ;;
+    torch:encoder) echo "batch=$2,seq=24" ;;  # seq-major: data parallelism all-to-alls seq
     torch:*) echo "batch=$2,seq=6" ;;
     *) echo "batch=$2,seq=8" ;;
   esac
@@ -44,6 +45,11 @@ for name in torch:gpt_tiny torch:resnet_tiny torch:squeezenet; do
     for gpus in 2 6; do check "$name" 1 "$gpus" 12 --strategy "$strategy"; done
   done
 done
+# nn.TransformerEncoder's export is seq-major: (seq*batch, h) -> (seq, batch, h) reshapes
+# that data parallelism cuts on their minor factor.
+for strategy in symtensor megatron dp zero3; do
+  for gpus in 2 4 6 8; do check torch:encoder 1 "$gpus" 24 --strategy "$strategy"; done
+done
 # Megatron's layout with pipeline stages, tensor and sequence parallelism, on one node and
 # across two (the pipeline on the node axis).
 for name in llama2-70b-tiny mixtral-8x7b-tiny bert-large-tiny vit-l16-tiny; do
@@ -53,4 +59,10 @@ for name in llama2-70b-tiny mixtral-8x7b-tiny bert-large-tiny vit-l16-tiny; do
 done
 check gpt2-small-tiny 1 8 24 --megatron pp=2
 check gpt2-small-tiny 2 4 24 --megatron pp=2,vp=1
+# GPT-2's fused QKV projection under tensor parallelism: each rank holds [q_r, k_r, v_r].
+check gpt2-small-tiny 1 2 24 --megatron tp=2
+check gpt2-small-tiny 1 4 24 --megatron tp=4
+check gpt2-small-tiny 1 6 24 --megatron tp=2,sp=1
+check gpt2-small-tiny 1 8 24 --megatron tp=2,pp=2,sp=1
+check gpt2-small-tiny 2 4 24 --megatron tp=4,pp=2,vp=1
 echo "verify_strategies: $count plans verified"
