@@ -21,13 +21,21 @@ const std::set<std::string> kPositionalOps = {"Trilu", "Range", "CumSum", "OneHo
                                               "EyeLike", "Resize", "DepthToSpace", "SpaceToDepth"};
 // Operators with an `axis` attribute that names a dim that must stay whole.
 const std::set<std::string> kAxisOps = {"Softmax", "LogSoftmax", "Hardmax", "TopK", "ArgMax", "ArgMin", "Concat",
-                                        "Split", "Flatten", "LayerNormalization", "Gather"};
+                                        "Split", "LayerNormalization", "Gather"};
 
-bool sum_reduction_op(const Node& n) {
+bool holds_weight_data(const Graph& g, TensorId t) {
+  const Tensor& x = g.tensor(t);
+  return x.initializer.proto_index >= 0 || (x.producer != kNone && g.node(x.producer).op_type == "Constant");
+}
+
+// Gemm's C and Conv's bias are added once per rank, so under a cut reduction they must be
+// weight data, which the first rank of each reduction group holds and the others hold as
+// zeros (a partial-sum layout of the data, sharded_program.h).
+bool sum_reduction_op(const Graph& g, const Node& n) {
   if (n.op_type == "MatMul" || n.op_type == "Einsum" || n.op_type == "ReduceSum") return true;
-  const bool has_third = n.inputs.size() > 2 && n.inputs[2] != kNone;
-  if (n.op_type == "Gemm") return !has_third;
-  if (n.op_type == "Conv") return !has_third && n.attr_int("group", 1) == 1;
+  const bool plain_third = n.inputs.size() <= 2 || n.inputs[2] == kNone || holds_weight_data(g, n.inputs[2]);
+  if (n.op_type == "Gemm") return plain_third;
+  if (n.op_type == "Conv") return plain_third && n.attr_int("group", 1) == 1;
   return false;
 }
 
@@ -55,14 +63,14 @@ std::optional<std::string> cut_rewrite_problem(const Graph& g, NodeId id, const 
   std::optional<int> axis_loop;
   if (kAxisOps.count(n.op_type) && !n.inputs.empty() && n.inputs[0] != kNone && !space.input_dims.empty()) {
     const int rank = static_cast<int>(space.input_dims[0].size());
-    std::int64_t axis = n.attr_int("axis", n.op_type == "Softmax" && n.opset < 13 ? 1 : (n.op_type == "Flatten" ? 1 : -1));
+    std::int64_t axis = n.attr_int("axis", n.op_type == "Softmax" && n.opset < 13 ? 1 : -1);
     if (n.op_type == "Concat" || n.op_type == "Split" || n.op_type == "Gather") axis = n.attr_int("axis", 0);
     if (axis < 0) axis += rank;
     if (axis >= 0 && axis < rank) axis_loop = space.input_dims[0][axis];
   }
   for (int l : cut_loops) {
     const LoopDim& loop = space.loops[l];
-    if (loop.reduction && !sum_reduction_op(n))
+    if (loop.reduction && !sum_reduction_op(g, n))
       return "reduction loop '" + loop.name + "' of " + n.op_type + " is not a plain sum";
     // A cut Split axis is a block layout of its input (split_blocks.h).
     if (axis_loop && *axis_loop == l && n.op_type != "Split")
@@ -121,13 +129,22 @@ std::vector<Piece> boxes_of(const ShardedValue& value, const hardware::DeviceMes
   return boxes;
 }
 
+bool holds_data(const ShardedValue& value, const hardware::DeviceMesh& mesh, int rank) {
+  for (int a : value.sharding.partial_axes)
+    if ((rank / mesh.axes().at(a).stride) % mesh.axes().at(a).size != 0) return false;
+  return true;
+}
+
 std::vector<Piece> data_boxes(const ShardedProgram& program, int value, int rank) {
   const ShardedValue& v = program.values.at(value);
   std::vector<Piece> boxes = boxes_of(v, program.mesh, rank);
   if (program.mutation != Mutation::wrong_weight_slice || v.origin != ValueOrigin::initializer) return boxes;
+  auto splits = [](const TensorSharding& s) {
+    return std::any_of(s.dim_axes.begin(), s.dim_axes.end(), [](const auto& axes) { return !axes.empty(); });
+  };
   for (std::size_t i = 0; i < program.values.size(); ++i) {
     const ShardedValue& w = program.values[i];
-    if (w.origin != ValueOrigin::initializer || w.sharding.fully_replicated()) continue;
+    if (w.origin != ValueOrigin::initializer || !splits(w.sharding)) continue;
     if (static_cast<int>(i) != value) return boxes;
     for (Piece& p : boxes)
       for (std::size_t d = 0; d < p.offset.size(); ++d) p.offset[d] = v.global_shape[d] - p.offset[d] - p.extent[d];
@@ -141,7 +158,9 @@ onnx::TensorProto shard_data(const ShardedProgram& program, int value, int rank,
   const TensorBytes all = read_tensor_bytes(*v.data);
   std::vector<TensorBytes> parts;
   for (const Piece& p : data_boxes(program, value, rank)) parts.push_back(slice_tensor(all, p.offset, p.extent));
-  return to_tensor_proto(parts.size() == 1 ? parts.front() : concat_tensors(parts, v.blocked_dim), name);
+  TensorBytes shard = parts.size() == 1 ? parts.front() : concat_tensors(parts, v.blocked_dim);
+  if (!holds_data(v, program.mesh, rank)) std::fill(shard.bytes.begin(), shard.bytes.end(), '\0');
+  return to_tensor_proto(shard, name);
 }
 
 std::string boxes_key(const std::vector<Piece>& boxes) {

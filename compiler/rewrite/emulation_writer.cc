@@ -92,7 +92,7 @@ class EmulationWriter {
         if (emitted_.insert(result).second) *g_.add_initializer() = to_tensor_proto(read_tensor_bytes(*val.data), result);
         break;
       case ValueOrigin::initializer:
-        result = val.name + "@" + boxes_key(data_boxes(p_, v, r));
+        result = val.name + "@" + boxes_key(data_boxes(p_, v, r)) + (holds_data(val, p_.mesh, r) ? "" : "_zeros");
         if (emitted_.insert(result).second) *g_.add_initializer() = shard_data(p_, v, r, result);
         break;
       case ValueOrigin::graph_input: {

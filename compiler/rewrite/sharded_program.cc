@@ -182,7 +182,8 @@ class Builder {
     v.global_shape = global_shape(t);
     v.elem_type = static_cast<int>(tensor.dtype);
     v.stage = stage;
-    wanted.partial_axes.clear();
+    if (tensor.initializer.proto_index < 0 && !(tensor.producer != kNone && g_.node(tensor.producer).op_type == "Constant"))
+      wanted.partial_axes.clear();  // only weight data can be held as a partial sum (holds_data)
     if (folded_[t]) {
       v.origin = ValueOrigin::folded_constant;
       v.sharding = TensorSharding::replicated(static_cast<int>(v.global_shape.size()));
@@ -314,8 +315,12 @@ class Builder {
         continue;
       }
       const int rank = static_cast<int>(g_.tensor(t).shape.size());
-      const TensorSharding wanted = any_cut && i < space.input_dims.size() ? input_sharding(space, cut, static_cast<int>(i))
-                                                                           : TensorSharding::replicated(rank);
+      TensorSharding wanted = any_cut && i < space.input_dims.size() ? input_sharding(space, cut, static_cast<int>(i))
+                                                                     : TensorSharding::replicated(rank);
+      // Gemm's C and Conv's bias are added on every rank: under a cut reduction they are
+      // held as a partial sum (cut_rewrite_problem lets only weight data through).
+      if (i == 2 && (n.op_type == "Gemm" || n.op_type == "Conv") && any_cut && n.domain.empty())
+        wanted.partial_axes = output_sharding(space, cut, 0).partial_axes;
       const int home = home_value(t, wanted, stage);
       if (p_.values[home].stage > stage)
         throw std::runtime_error("rewrite: node '" + n.name + "' in stage " + std::to_string(stage) + " reads '" +

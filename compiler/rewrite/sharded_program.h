@@ -113,6 +113,9 @@ std::vector<Piece> boxes_of(const ShardedValue& value, const hardware::DeviceMes
 // The boxes of weight data stored for `rank`: boxes_of, except under Mutation::wrong_weight_slice,
 // where the first split initializer takes the mirrored boxes (the wrong shard).
 std::vector<Piece> data_boxes(const ShardedProgram& program, int value, int rank);
+// False for the ranks that hold zeros of a partial initializer (a Gemm's C or a Conv's bias
+// under a cut reduction: the first rank of each reduction group holds the data).
+bool holds_data(const ShardedValue& value, const hardware::DeviceMesh& mesh, int rank);
 // The TensorProto `name` holding the weight data of `value` stored for `rank` (data_boxes).
 onnx::TensorProto shard_data(const ShardedProgram& program, int value, int rank, const std::string& name);
 // Text naming a rank's boxes, unique per distinct shard ("0_32", blocks joined by "+").

@@ -46,8 +46,11 @@ class StageWriter {
     collect();
     std::vector<int> weight_axes;
     for (int v : used_)
-      if (p_.values[v].origin == ValueOrigin::initializer)
-        for (const auto& axes : p_.values[v].sharding.dim_axes) weight_axes.insert(weight_axes.end(), axes.begin(), axes.end());
+      if (p_.values[v].origin == ValueOrigin::initializer) {
+        const TensorSharding& s = p_.values[v].sharding;
+        for (const auto& axes : s.dim_axes) weight_axes.insert(weight_axes.end(), axes.begin(), axes.end());
+        weight_axes.insert(weight_axes.end(), s.partial_axes.begin(), s.partial_axes.end());  // data or zeros
+      }
     std::sort(weight_axes.begin(), weight_axes.end());
     weight_axes.erase(std::unique(weight_axes.begin(), weight_axes.end()), weight_axes.end());
     // Ranks grouped by their coordinate on the weight axes (major axis first).
