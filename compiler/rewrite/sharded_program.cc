@@ -287,12 +287,12 @@ class Builder {
       v.sharding = any_cut && o < space.output_dims.size() ? output_sharding(space, cut, static_cast<int>(o))
                                                             : TensorSharding::replicated(static_cast<int>(v.global_shape.size()));
       if (split_axis >= 0) v.sharding.dim_axes.at(split_axis) = cut.loop_axes[split_axis];
-      if (o == 0 && any_cut && (n.op_type == "Reshape" || n.op_type == "Flatten")) {
-        TensorSharding reshaped = reshaped_sharding(space, v.sharding);
+      if (o == 0 && any_cut && (n.op_type == "Reshape" || n.op_type == "Flatten" || n.op_type == "Concat")) {
+        TensorSharding reshaped = computed_sharding(space, v.sharding);
         if (reshaped != v.sharding) {
           sliced_output_ = v.sharding;
           v.sharding = std::move(reshaped);
-          v.name += "__reshaped";
+          v.name += "__unsliced";
         }
       }
       outputs.push_back(-2 - static_cast<int>(o));  // placeholder until inputs are wired
@@ -347,15 +347,18 @@ class Builder {
     }
   }
 
-  // The sharding a Reshape's local pieces have: the output's, less the axes of loops its
-  // input lacks. Such a loop is an output dim that is the minor factor of a merged input
-  // dim (batch in (seq*batch, h) -> (seq, batch, h)); the cut keeps the input whole along
-  // it, so each rank reshapes and then keeps its share with a local slice.
-  static TensorSharding reshaped_sharding(const IterationSpace& space, TensorSharding out) {
-    const std::vector<int>& in = space.input_dims.at(0);
+  // The sharding a Reshape's or Concat's local result has: the output's, less the axes of
+  // loops no input has. Such a loop is an output dim that is the minor factor of a merged
+  // input dim (batch in (seq*batch, h) -> (seq, batch, h)) or a Concat's axis; the cut
+  // keeps the inputs whole along it, so each rank computes it whole and then keeps its
+  // share with a local slice.
+  static TensorSharding computed_sharding(const IterationSpace& space, TensorSharding out) {
     for (int d = 0; d < out.rank(); ++d) {
       const int loop = space.output_dims.at(0).at(d);
-      if (std::find(in.begin(), in.end(), loop) == in.end()) out.dim_axes[d].clear();
+      const bool read = std::any_of(space.input_dims.begin(), space.input_dims.end(), [&](const std::vector<int>& in) {
+        return std::find(in.begin(), in.end(), loop) != in.end();
+      });
+      if (!read) out.dim_axes[d].clear();
     }
     return out;
   }
@@ -402,7 +405,7 @@ class Builder {
   std::vector<bool> folded_, live_;
   std::vector<ShardedValue> pending_;
   std::vector<DimBlocks> blocks_;  // per tensor (split_blocks.h)
-  std::optional<TensorSharding> sliced_output_;  // a Reshape output still to slice (reshaped_sharding)
+  std::optional<TensorSharding> sliced_output_;  // an output still to slice (computed_sharding)
   std::map<std::string, int> resharded_;
   int counter_ = 0;
 };
