@@ -66,6 +66,9 @@ check gpt2-small-tiny 1 4 24 --megatron tp=4
 check gpt2-small-tiny 1 6 24 --megatron tp=2,sp=1
 check gpt2-small-tiny 1 8 24 --megatron tp=2,pp=2,sp=1
 check gpt2-small-tiny 2 4 24 --megatron tp=4,pp=2,vp=1
+# Weight-free: the emulation slices the fused QKV parameter (a graph input) per block.
+check gpt2-small-tiny+none 1 2 24 --megatron tp=2
+check gpt2-small-tiny+none 1 8 24 --megatron tp=2,pp=2
 # SymTensor's own plans with pipeline stages: on a test cluster with 2 MB GPUs and slow
 # links between nodes the search pipelines over the two nodes (each line prints the mesh).
 cluster="$root/tests/data/clusters/slow-nodes.yaml"
