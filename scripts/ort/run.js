@@ -105,7 +105,7 @@ function summary(tensor) {
 }
 
 function compareTensors(a, b, rtol, atol) {
-  const r = { shape_a: Array.from(a.dims), shape_b: Array.from(b.dims), max_abs: 0, max_rel: 0, mismatches: 0, ok: true };
+  const r = { shape_a: Array.from(a.dims), shape_b: Array.from(b.dims), max_abs: 0, max_rel: 0, max_value: 0, mismatches: 0, ok: true };
   if (r.shape_a.join(',') !== r.shape_b.join(',')) return { ...r, ok: false, error: 'shapes differ' };
   for (let i = 0; i < a.data.length; ++i) {
     const x = Number(a.data[i]);
@@ -114,6 +114,7 @@ function compareTensors(a, b, rtol, atol) {
     if (Number.isNaN(diff) ? !(Number.isNaN(x) && Number.isNaN(y)) : diff > atol + rtol * Math.abs(y)) ++r.mismatches;
     if (!Number.isNaN(diff)) {
       r.max_abs = Math.max(r.max_abs, diff);
+      r.max_value = Math.max(r.max_value, Math.abs(y));
       if (Math.abs(y) > atol) r.max_rel = Math.max(r.max_rel, diff / Math.abs(y));
     }
   }
@@ -171,7 +172,7 @@ async function main(argv) {
     const r = name in rb ? compareTensors(ra[name], rb[name], rtol, atol) : { ok: false, error: `'${name}' missing in B` };
     report.outputs[name] = r;
     report.ok = report.ok && r.ok;
-    const figures = r.error ? r.error : `max abs ${r.max_abs.toExponential(3)} max rel ${r.max_rel.toExponential(3)} mismatches ${r.mismatches}`;
+    const figures = r.error ? r.error : `max abs ${r.max_abs.toExponential(3)} (largest |value| ${r.max_value.toExponential(3)}) max rel ${r.max_rel.toExponential(3)} mismatches ${r.mismatches}`;
     console.log(`${name}: ${figures} ${r.ok ? 'OK' : 'FAIL'}`);
   }
   if (flags.json) writeJson(flags.json, report);
