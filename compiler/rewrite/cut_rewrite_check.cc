@@ -23,11 +23,6 @@ const std::set<std::string> kPositionalOps = {"Trilu", "Range", "CumSum", "OneHo
 const std::set<std::string> kAxisOps = {"Softmax", "LogSoftmax", "Hardmax", "TopK", "ArgMax", "ArgMin", "Concat",
                                         "Split", "LayerNormalization", "Gather"};
 
-bool holds_weight_data(const Graph& g, TensorId t) {
-  const Tensor& x = g.tensor(t);
-  return x.initializer.proto_index >= 0 || (x.producer != kNone && g.node(x.producer).op_type == "Constant");
-}
-
 // Gemm's C and Conv's bias are added once per rank, so under a cut reduction they must be
 // weight data, which the first rank of each reduction group holds and the others hold as
 // zeros (a partial-sum layout of the data, sharded_program.h).
@@ -44,6 +39,11 @@ bool same_extent(const Graph& g, const GiNaC::ex& a, const GiNaC::ex& b) {
 }
 
 }  // namespace
+
+bool holds_weight_data(const Graph& g, TensorId t) {
+  const Tensor& x = g.tensor(t);
+  return x.initializer.proto_index >= 0 || (x.producer != kNone && g.node(x.producer).op_type == "Constant");
+}
 
 std::optional<std::string> cut_rewrite_problem(const Graph& g, NodeId id, const IterationSpace& space,
                                                const NodeCut& cut) {

@@ -182,8 +182,7 @@ class Builder {
     v.global_shape = global_shape(t);
     v.elem_type = static_cast<int>(tensor.dtype);
     v.stage = stage;
-    if (tensor.initializer.proto_index < 0 && !(tensor.producer != kNone && g_.node(tensor.producer).op_type == "Constant"))
-      wanted.partial_axes.clear();  // only weight data can be held as a partial sum (holds_data)
+    if (!holds_weight_data(g_, t)) wanted.partial_axes.clear();  // only weight data can be held as a partial sum (holds_data)
     if (folded_[t]) {
       v.origin = ValueOrigin::folded_constant;
       v.sharding = TensorSharding::replicated(static_cast<int>(v.global_shape.size()));
@@ -268,9 +267,11 @@ class Builder {
     step.node = id;
     // A cut Split axis: each rank splits its blocks (split_blocks.h) into its chunk of every part.
     const int split_axis = cut_split_axis_loop(g_, id, cut);
-    std::int64_t split_ways = 1;
-    if (split_axis >= 0)
-      for (int a : cut.loop_axes[split_axis]) split_ways *= p_.mesh.axes().at(a).size;
+    std::vector<std::int64_t> local_parts;
+    if (split_axis >= 0) {
+      const int ways = p_.mesh.group_shape(cut.loop_axes[split_axis]).size();
+      for (std::int64_t size : blocks_[n.inputs[0]].sizes) local_parts.push_back(size / ways);
+    }
     std::vector<int> outputs;
     for (std::size_t o = 0; o < n.outputs.size(); ++o) {
       if (n.outputs[o] == kNone) {
@@ -308,10 +309,8 @@ class Builder {
         step.inputs.push_back(local_shape_constant(n, pending_.at(0)));
         continue;
       }
-      if (split_axis >= 0 && i == 1) {  // the `split` sizes input: every part's local extent
-        std::vector<std::int64_t> local;
-        for (TensorId o : n.outputs) local.push_back(global_shape(o).at(split_axis) / split_ways);
-        step.inputs.push_back(local_constant(n.name + "__local_split", local));
+      if (split_axis >= 0 && i == 1) {  // the `split` sizes input
+        step.inputs.push_back(local_constant(n.name + "__local_split", local_parts));
         continue;
       }
       const int rank = static_cast<int>(g_.tensor(t).shape.size());
@@ -333,8 +332,7 @@ class Builder {
         o = add_value(std::move(pending_.at(index)));
         home_[n.outputs[index]] = o;
       }
-    if (const auto sizes = n.attr_ints("split"); split_axis >= 0 && sizes)
-      for (std::int64_t size : *sizes) step.local_split.push_back(size / split_ways);
+    if (split_axis >= 0 && n.attr_ints("split")) step.local_split = local_parts;
     pending_.clear();
     step.outputs = outputs;
     if (n.op_type == "Reshape" || n.op_type == "Flatten") check_element_counts(n, step);

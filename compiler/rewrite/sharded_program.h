@@ -94,6 +94,9 @@ ShardedProgram build_sharded_program(const onnx::ModelProto& original, Graph& gr
 // them) and its `split` attribute local (ProgramStep::local_split).
 onnx::NodeProto step_node(const onnx::ModelProto& original, const ProgramStep& step);
 
+// The tensor is weight data in the model (an initializer or a Constant node's output).
+bool holds_weight_data(const Graph& graph, TensorId tensor);
+
 // Why a cut of `node` cannot run as the same ONNX operator on local pieces; nullopt when
 // it can (cut loops must be parallel with equal operand extents, or sum reductions).
 struct IterationSpace;

@@ -39,8 +39,7 @@ class BlockFinder {
     const NodeCut& cut = plan_.node_cuts.at(id);
     const int axis = cut_split_axis_loop(g_, id, cut);
     if (axis < 0) return;
-    std::int64_t ways = 1;
-    for (int a : cut.loop_axes[axis]) ways *= mesh_.axes().at(a).size;
+    const int ways = mesh_.group_shape(cut.loop_axes[axis]).size();
     DimBlocks b;
     b.dim = axis;
     b.axes = cut.loop_axes[axis];
