@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "compiler/driver/cli_lists.h"
+#include "compiler/driver/command_setup.h"
 #include "compiler/driver/commands.h"
 #include "compiler/report/compare.h"
 #include "compiler/report/report_files.h"
@@ -18,8 +19,7 @@ namespace {
 
 struct CompareCli {
   compiler::CompareOptions options;
-  std::string cluster;
-  std::optional<int> nodes, gpus;
+  ClusterChoice cluster;
   std::string strategies = "symtensor,megatron,dp,zero3";
   bool no_simulate = false;
   std::string out;
@@ -30,8 +30,7 @@ void run(CompareCli& cli) {
   sim::check_output_dir(cli.out, "-o");
   cli.options.simulate = !cli.no_simulate;
   if (isatty(STDERR_FILENO)) cli.options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
-  const hardware::Cluster cluster =
-      hardware::scale_cluster(hardware::load_cluster(cli.cluster), cli.nodes, cli.gpus);
+  const hardware::Cluster cluster = load_cluster(cli.cluster);
   const compiler::CompareResults r = compiler::run_compare(cli.options, cluster);
   compiler::write_compare_report(r, cli.out);
   for (const auto& s : r.strategies) {
@@ -54,10 +53,7 @@ void add_compare_command(CLI::App& app) {
   auto cli = std::make_shared<CompareCli>();
   CLI::App* cmd = app.add_subcommand("compare", "Plan, estimate and simulate each strategy; write the report");
   cmd->add_option("model", cli->options.model, "ONNX model")->required();
-  cmd->add_option("--cluster", cli->cluster, "hardware profile (see `hardware list`), NAMExNODES, or a .yaml path")
-      ->required();
-  cmd->add_option("--nodes", cli->nodes, "number of nodes (size of the outermost level)");
-  cmd->add_option("--gpus", cli->gpus, "GPUs used in each node");
+  add_cluster_options(cmd, cli->cluster);
   cmd->add_option("--bind", cli->options.bind, "dim values, e.g. batch=8,seq=2048");
   cmd->add_option("--strategies", cli->strategies, "comma-separated: symtensor,megatron,dp,zero3");
   cmd->add_option("--megatron", cli->options.megatron,

@@ -14,8 +14,8 @@
 
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
+#include "compiler/driver/command_setup.h"
 #include "compiler/driver/commands.h"
-#include "compiler/onnx_import/import.h"
 #include "compiler/onnx_import/proto_reading.h"
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/rewrite/sharded_onnx.h"
@@ -27,8 +27,8 @@ namespace symtensor::driver {
 namespace {
 
 struct CompileOptions {
-  std::string model, cluster, bind, strategy, megatron, plan, mode, precision, out;
-  std::optional<int> nodes, gpus;
+  std::string model, bind, strategy, megatron, plan, mode, precision, out;
+  ClusterChoice cluster;
   bool allow_oom = false, onnx = false;
 };
 
@@ -42,14 +42,8 @@ std::string mesh_text(const compiler::Plan& plan, const hardware::DeviceMesh& me
 }
 
 void run_compile(const CompileOptions& o) {
-  const hardware::Cluster cluster = hardware::scale_cluster(hardware::load_cluster(o.cluster), o.nodes, o.gpus);
-  compiler::StrategyOptions so;
-  so.mode = compiler::parse_execution_mode(o.mode.empty() ? "train" : o.mode);
-  const auto precision = hardware::parse_precision(o.precision.empty() ? "bf16" : o.precision);
-  if (!precision) throw std::runtime_error("--precision: unknown precision '" + o.precision + "'");
-  so.precision = *precision;
-  so.megatron = o.megatron;
-  so.plan_file = o.plan;
+  const hardware::Cluster cluster = load_cluster(o.cluster);
+  const compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);
   std::string strategy = o.strategy;
   if (!o.plan.empty()) {
     if (!strategy.empty() && strategy != "file") throw std::runtime_error("--plan and --strategy " + strategy + " exclude each other");
@@ -61,9 +55,7 @@ void run_compile(const CompileOptions& o) {
   // Refuse an unusable output folder before the (slower) import and planning.
   sim::check_output_dir(o.out, "-o");
 
-  compiler::ImportOptions io;
-  io.bindings = compiler::parse_bindings(o.bind);
-  compiler::Graph graph = compiler::import_onnx_file(o.model, io);
+  compiler::Graph graph = import_model(o.model, o.bind, true);
   compiler::Plan plan = compiler::make_plan(strategy, graph, cluster, so);
   if (strategy == "file") {  // a plan file keeps its mode and precision unless the command line sets them
     if (!o.mode.empty()) plan.mode = so.mode;
@@ -135,9 +127,7 @@ void add_compile_command(CLI::App& app) {
   auto o = std::make_shared<CompileOptions>();
   CLI::App* cmd = app.add_subcommand("compile", "Plan a model on a cluster, price the plan and write DIR/plan.yaml");
   cmd->add_option("model", o->model, "ONNX model file")->required();
-  cmd->add_option("--cluster", o->cluster, "cluster profile (see `hardware list`), NAMExNODES or a .yaml path")->required();
-  cmd->add_option("--nodes", o->nodes, "number of nodes (size of the outermost level)");
-  cmd->add_option("--gpus", o->gpus, "GPUs used in each node");
+  add_cluster_options(cmd, o->cluster);
   cmd->add_option("--bind", o->bind, "dim values, e.g. batch=512,seq=2048 (batch is required)");
   cmd->add_option("--strategy", o->strategy, "symtensor (default) | megatron | dp | zero3 | ilp");
   cmd->add_option("--megatron", o->megatron, "Megatron knobs: tp=8,pp=8,mb=1,vp=3,sp=1,recompute=selective,distopt=1");

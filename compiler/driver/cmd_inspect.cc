@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/analysis/model_stats.h"
+#include "compiler/driver/command_setup.h"
 #include "compiler/driver/commands.h"
-#include "compiler/onnx_import/import.h"
 #include "compiler/ops/op_semantics.h"
 #include "compiler/report/units.h"
 
@@ -53,10 +53,7 @@ void print_quantity(const Graph& g, const std::string& label, const GiNaC::ex& e
 }
 
 void run_inspect(const InspectOptions& o) {
-  compiler::ImportOptions io;
-  io.bindings = compiler::parse_bindings(o.bind);
-  io.warn_opaque = !o.json;
-  Graph g = compiler::import_onnx_file(o.model, io);
+  Graph g = import_model(o.model, o.bind, !o.json);
   const compiler::ModelStats stats = compiler::compute_model_stats(g);
 
   std::vector<compiler::NodeCost> heaviest = stats.node_costs;

@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
+#include "compiler/driver/command_setup.h"
 #include "compiler/driver/commands.h"
-#include "compiler/onnx_import/import.h"
 #include "compiler/onnx_import/proto_reading.h"
 #include "compiler/rewrite/hand_plans.h"
 #include "compiler/rewrite/sharded_onnx.h"
@@ -23,10 +23,7 @@ struct ShardOptions {
 
 void run_shard(const ShardOptions& o) {
   sim::check_output_dir(o.output, "-o");
-  compiler::ImportOptions import;
-  import.bindings = compiler::parse_bindings(o.bind);
-  import.warn_opaque = false;
-  compiler::Graph graph = compiler::import_onnx_file(o.model, import);
+  compiler::Graph graph = import_model(o.model, o.bind, false);
   const onnx::ModelProto original = compiler::read_model_file(o.model);
   const int devices = o.spec.pipeline * o.spec.data * o.spec.tensor;
   const hardware::Cluster cluster = hardware::scale_cluster(hardware::load_cluster(o.cluster), 1, devices);

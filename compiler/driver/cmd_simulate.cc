@@ -4,9 +4,9 @@
 #include <memory>
 #include <optional>
 
+#include "compiler/driver/command_setup.h"
 #include "compiler/driver/commands.h"
 #include "compiler/lowering/simulate_plan.h"
-#include "compiler/onnx_import/import.h"
 #include "compiler/strategies/strategy.h"
 #include "hardware/cluster.h"
 #include "simulator/stats/chrome_trace.h"
@@ -15,8 +15,8 @@ namespace symtensor::driver {
 namespace {
 
 struct SimulateOptions {
-  std::string model, cluster, bind, plan, strategy, megatron, trace, mode = "train", precision = "bf16";
-  std::optional<int> nodes, gpus;
+  std::string model, bind, plan, strategy, megatron, trace, mode = "train", precision = "bf16";
+  ClusterChoice cluster;
   bool full = false, json = false, no_overlap = false;
   double bucket_mb = 25;
 };
@@ -27,19 +27,9 @@ void run_simulate(const SimulateOptions& o) {
   if (!o.megatron.empty() && o.strategy != "megatron")
     throw std::runtime_error("simulate: --megatron knobs need --strategy megatron");
   if (o.bucket_mb <= 0) throw std::runtime_error("simulate: --bucket-mb must be positive");
-  const hardware::Cluster cluster = hardware::scale_cluster(hardware::load_cluster(o.cluster), o.nodes, o.gpus);
-  compiler::ImportOptions io;
-  io.bindings = compiler::parse_bindings(o.bind);
-  io.warn_opaque = !o.json;
-  compiler::Graph graph = compiler::import_onnx_file(o.model, io);
-
-  compiler::StrategyOptions so;
-  so.mode = compiler::parse_execution_mode(o.mode);
-  const auto precision = hardware::parse_precision(o.precision);
-  if (!precision) throw std::runtime_error("simulate: unknown --precision '" + o.precision + "'");
-  so.precision = *precision;
-  so.megatron = o.megatron;
-  so.plan_file = o.plan;
+  const hardware::Cluster cluster = load_cluster(o.cluster);
+  compiler::Graph graph = import_model(o.model, o.bind, !o.json);
+  const compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);
   const compiler::Plan plan = compiler::make_plan(o.plan.empty() ? o.strategy : "file", graph, cluster, so);
 
   compiler::LoweringOptions lowering;
@@ -60,9 +50,7 @@ void add_simulate_command(CLI::App& app) {
   auto o = std::make_shared<SimulateOptions>();
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate one training step of a plan: step time, MFU, breakdown, memory");
   cmd->add_option("model", o->model, "ONNX model file")->required();
-  cmd->add_option("--cluster", o->cluster, "cluster profile (name, NAMExN, or a .yaml path)")->required();
-  cmd->add_option("--nodes", o->nodes, "number of nodes (size of the outermost level)");
-  cmd->add_option("--gpus", o->gpus, "GPUs used in each node");
+  add_cluster_options(cmd, o->cluster);
   cmd->add_option("--bind", o->bind, "bind dim symbols, e.g. batch=512,seq=2048 (batch = global batch)");
   cmd->add_option("--plan", o->plan, "plan.yaml to simulate");
   cmd->add_option("--strategy", o->strategy, "plan generator: dp, zero3, megatron, ...");

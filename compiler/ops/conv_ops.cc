@@ -85,10 +85,10 @@ IterationSpace conv_space_impl(const OpContext& ctx, bool transposed) {
   int c_out = add_loop(s, "c_out", simplify(g.c_out_total / groups));
   const Shape& loop_spatial = transposed ? g.in_spatial : g.out_spatial;
   std::vector<int> spatial;
-  for (std::size_t i = 0; i < g.spatial; ++i) spatial.push_back(add_loop(s, "o" + std::to_string(i), loop_spatial[i]));
+  for (std::size_t i = 0; i < g.spatial; ++i) spatial.push_back(add_indexed_loop(s, "o", i, loop_spatial[i]));
   int c_in = add_loop(s, "c_in", simplify(g.c_in_total / groups), true);
   std::vector<int> kernel;
-  for (std::size_t i = 0; i < g.spatial; ++i) kernel.push_back(add_loop(s, "k" + std::to_string(i), g.kernel[i], true));
+  for (std::size_t i = 0; i < g.spatial; ++i) kernel.push_back(add_indexed_loop(s, "k", i, g.kernel[i], true));
 
   std::vector<int> x{n, grouped ? gl : c_in};
   x.insert(x.end(), spatial.begin(), spatial.end());

@@ -62,7 +62,11 @@ IterationSpace matmul_space(const OpContext& ctx) {
   IterationSpace s;
   s.kind = OpKind::gemm;
   for (std::size_t i = 0; i < d.batch.size(); ++i) {
-    add_loop(s, d.batch.size() == 1 ? "b" : "b" + std::to_string(i), d.batch[i]);
+    if (d.batch.size() == 1) {
+      add_loop(s, "b", d.batch[i]);
+    } else {
+      add_indexed_loop(s, "b", i, d.batch[i]);
+    }
   }
   int m = d.has_m ? add_loop(s, "m", d.m) : -1;
   int n = d.has_n ? add_loop(s, "n", d.n) : -1;

@@ -71,7 +71,7 @@ OpRule layer_norm_rule(LayerNormSpec spec) {
     const int axis = normalize_axis(ctx.node.attr_int("axis", spec.default_axis), x.size());
     IterationSpace s;
     s.kind = OpKind::normalization;
-    for (std::size_t d = 0; d < x.size(); ++d) add_loop(s, "d" + std::to_string(d), x[d], static_cast<int>(d) >= axis);
+    for (std::size_t d = 0; d < x.size(); ++d) add_indexed_loop(s, "d", d, x[d], static_cast<int>(d) >= axis);
     const Shape normalized(x.begin() + axis, x.end());
     for (std::size_t i = 0; i < ctx.inputs.size(); ++i) {
       if (!has_input(ctx, i)) { s.input_dims.emplace_back(); continue; }
@@ -116,7 +116,7 @@ OpRule channel_norm_rule(bool batch_norm) {
     s.kind = OpKind::normalization;
     add_loop(s, "n", x[0], batch_norm && reduce);
     add_loop(s, "c", x[1]);
-    for (std::size_t d = 2; d < x.size(); ++d) add_loop(s, "s" + std::to_string(d - 2), x[d], reduce);
+    for (std::size_t d = 2; d < x.size(); ++d) add_indexed_loop(s, "s", d - 2, x[d], reduce);
     s.input_dims.push_back(identity_dims(x.size()));
     for (std::size_t i = 1; i < ctx.inputs.size(); ++i) {
       s.input_dims.push_back(has_input(ctx, i) ? std::vector<int>{1} : std::vector<int>{});

@@ -231,6 +231,15 @@ int add_loop(IterationSpace& space, std::string name, GiNaC::ex extent, bool red
   return static_cast<int>(space.loops.size()) - 1;
 }
 
+int add_indexed_loop(IterationSpace& space, const char* prefix, std::size_t index, GiNaC::ex extent,
+                     bool reduction) {
+  // Appended, not `prefix + std::to_string(index)`: GCC 12 warns falsely on that inlined
+  // operator+ (bug 105651) wherever it inlines it.
+  std::string name(prefix);
+  name += std::to_string(index);
+  return add_loop(space, std::move(name), std::move(extent), reduction);
+}
+
 std::vector<int> identity_dims(std::size_t rank, int first) {
   std::vector<int> dims(rank);
   for (std::size_t i = 0; i < rank; ++i) dims[i] = first + static_cast<int>(i);
@@ -241,7 +250,7 @@ IterationSpace pointwise_space(const OpContext& ctx, OpKind kind, GiNaC::ex flop
   IterationSpace space;
   space.kind = kind;
   const Shape& out = output_shape(ctx, 0);
-  for (std::size_t d = 0; d < out.size(); ++d) add_loop(space, "d" + std::to_string(d), out[d]);
+  for (std::size_t d = 0; d < out.size(); ++d) add_indexed_loop(space, "d", d, out[d]);
   for (const Tensor* t : ctx.inputs) {
     space.input_dims.push_back(t ? broadcast_dim_map(t->shape, out) : std::vector<int>{});
   }
@@ -299,7 +308,7 @@ IterationSpace movement_space(const OpContext& ctx, std::vector<std::vector<int>
   IterationSpace s;
   s.kind = OpKind::data_movement;
   const Shape& out = output_shape(ctx, 0);
-  for (std::size_t d = 0; d < out.size(); ++d) add_loop(s, "d" + std::to_string(d), out[d]);
+  for (std::size_t d = 0; d < out.size(); ++d) add_indexed_loop(s, "d", d, out[d]);
   input_dims.resize(ctx.inputs.size());
   for (std::size_t i = 0; i < ctx.inputs.size(); ++i) {
     if (input_dims[i].empty() && has_input(ctx, i)) input_dims[i].assign(input(ctx, i).shape.size(), -1);

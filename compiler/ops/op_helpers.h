@@ -10,6 +10,11 @@
 
 namespace symtensor::compiler::ops {
 
+inline OpRule rule(std::function<std::vector<OutputInfo>(const OpContext&)> infer,
+                   std::function<IterationSpace(const OpContext&)> space) {
+  return OpRule{std::move(infer), std::move(space)};
+}
+
 using Values = std::vector<GiNaC::ex>;
 
 // --- expressions -------------------------------------------------------------------
@@ -65,6 +70,9 @@ GiNaC::ex tensor_bytes(const Tensor& t);  // elements x element size
 // Bytes read from all present inputs plus bytes written to all present outputs.
 GiNaC::ex io_bytes(const OpContext& ctx);
 int add_loop(IterationSpace& space, std::string name, GiNaC::ex extent, bool reduction = false);
+// The loop named prefix + index ("d0", "k1", ...).
+int add_indexed_loop(IterationSpace& space, const char* prefix, std::size_t index, GiNaC::ex extent,
+                     bool reduction = false);
 // Loops d0..dn over output 0's dims; every input maps by broadcasting, every output of
 // the same rank as output 0 maps identically. FLOPs = flops_per_element x outputs[0] size.
 IterationSpace pointwise_space(const OpContext& ctx, OpKind kind, GiNaC::ex flops_per_element);

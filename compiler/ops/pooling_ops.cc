@@ -42,10 +42,10 @@ IterationSpace pool_space(const OpContext& ctx) {
   s.kind = OpKind::reduction;
   add_loop(s, "n", x[0]);
   add_loop(s, "c", x[1]);
-  for (std::size_t i = 2; i < out.size(); ++i) add_loop(s, "o" + std::to_string(i - 2), out[i]);
+  for (std::size_t i = 2; i < out.size(); ++i) add_indexed_loop(s, "o", i - 2, out[i]);
   GiNaC::ex window = 1;
   for (std::size_t i = 0; i < w.kernel.size(); ++i) {
-    add_loop(s, "k" + std::to_string(i), static_cast<long>(w.kernel[i]), true);
+    add_indexed_loop(s, "k", i, static_cast<long>(w.kernel[i]), true);
     window *= static_cast<long>(w.kernel[i]);
   }
   s.input_dims = {identity_dims(x.size())};
@@ -70,7 +70,7 @@ IterationSpace global_pool_space(const OpContext& ctx) {
   add_loop(s, "c", x[1]);
   std::vector<int> out{0, 1};
   for (std::size_t d = 2; d < x.size(); ++d) {
-    add_loop(s, "s" + std::to_string(d - 2), x[d], true);
+    add_indexed_loop(s, "s", d - 2, x[d], true);
     out.push_back(-1);
   }
   s.input_dims = {identity_dims(x.size())};

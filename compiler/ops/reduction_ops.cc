@@ -46,7 +46,7 @@ IterationSpace reduction_space(const OpContext& ctx, const std::vector<bool>& re
   s.kind = OpKind::reduction;
   std::vector<int> out;
   for (std::size_t d = 0; d < x.size(); ++d) {
-    int l = add_loop(s, "d" + std::to_string(d), x[d], reduced[d]);
+    int l = add_indexed_loop(s, "d", d, x[d], reduced[d]);
     if (!reduced[d]) out.push_back(l);
     else if (keepdims) out.push_back(-1);
   }

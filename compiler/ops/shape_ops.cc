@@ -14,11 +14,6 @@ namespace {
 
 using namespace ops;
 
-OpRule rule(std::function<std::vector<OutputInfo>(const OpContext&)> infer,
-            std::function<IterationSpace(const OpContext&)> space) {
-  return OpRule{std::move(infer), std::move(space)};
-}
-
 std::optional<Values> small_value(std::optional<Values> v) {
   if (v && v->size() > kMaxValueElements) return std::nullopt;
   return v;
@@ -169,7 +164,7 @@ IterationSpace split_space(const OpContext& ctx) {
   const int axis = normalize_axis(ctx.node.attr_int("axis", 0), x.size());
   IterationSpace s;
   s.kind = OpKind::data_movement;
-  for (std::size_t d = 0; d < x.size(); ++d) add_loop(s, "d" + std::to_string(d), x[d]);
+  for (std::size_t d = 0; d < x.size(); ++d) add_indexed_loop(s, "d", d, x[d]);
   s.input_dims.push_back(identity_dims(x.size()));
   if (has_input(ctx, 1)) s.input_dims.push_back({-1});
   for (std::size_t o = 0; o < ctx.outputs.size(); ++o) {

@@ -14,11 +14,6 @@ namespace {
 
 using namespace ops;
 
-OpRule rule(std::function<std::vector<OutputInfo>(const OpContext&)> infer,
-            std::function<IterationSpace(const OpContext&)> space) {
-  return OpRule{std::move(infer), std::move(space)};
-}
-
 // Produced values: no loops, nothing read (Shape reads metadata only), output written.
 IterationSpace source_space(const OpContext& ctx) {
   IterationSpace s;

@@ -22,7 +22,6 @@ long long attention_heads(Graph& graph, const std::vector<IterationSpace>& space
   return 0;
 }
 
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // Tensor-parallel layouts run best with small micro-batches (Narayanan et al. 2021: 1 or 2).
 constexpr int kSeedMicroBatchSize = 2;
 

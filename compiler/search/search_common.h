@@ -1,6 +1,7 @@
 #pragma once
 // Pieces shared by the searches: prime factoring of the mesh levels, divisors, and one
 // evaluation of a plan (analyze_plan + estimate_step) that never throws.
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,8 @@
 #include "hardware/cluster.h"
 
 namespace symtensor::compiler {
+
+inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 std::vector<int> prime_factors(int n);  // descending: 12 -> {3, 2, 2}
 std::vector<int> divisors(long long n); // ascending

@@ -41,8 +41,6 @@ LevelSearchResult search_levels(const LevelContext& ctx, const std::vector<int>&
 
 namespace {
 
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
-
 struct Knobs {
   int pp = 1, m = 1, vp = 1;
   RecomputePolicy recompute = RecomputePolicy::none;

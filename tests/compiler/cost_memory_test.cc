@@ -61,7 +61,7 @@ double layer_activation_bytes(const LayerCase& c, int t, bool sp, RecomputePolic
   ImportOptions o;
   o.bindings = {{"batch", static_cast<double>(c.b)}, {"seq", static_cast<double>(c.s)}};
   o.warn_opaque = false;
-  Graph g = import_onnx_model(testing::gpt_training_layer(c.h, c.a), "layer", o);
+  Graph g = import_onnx_model(symtensor::testing::gpt_training_layer(c.h, c.a), "layer", o);
   Plan plan = megatron_layer_plan(g, 1, sp);
   plan.mesh_factors = {{1}, {t}};
   plan.precision = hardware::Precision::fp16;
@@ -97,7 +97,7 @@ TEST(TensorParallelVolume, MegatronLayerMovesFourAllReducesOfBshInTraining) {
   const LayerCase c{1024, 16, 512, 2};
   ImportOptions o;
   o.bindings = {{"batch", 2.0}, {"seq", 512.0}};
-  Graph g = import_onnx_model(testing::gpt_training_layer(c.h, c.a), "layer", o);
+  Graph g = import_onnx_model(symtensor::testing::gpt_training_layer(c.h, c.a), "layer", o);
   for (auto mode : {ExecutionMode::train, ExecutionMode::infer}) {
     Plan plan = megatron_layer_plan(g, 1, false);
     plan.mesh_factors = {{1}, {8}};
@@ -120,7 +120,7 @@ TEST(TensorParallelVolume, MegatronLayerMovesFourAllReducesOfBshInTraining) {
 TEST(TensorParallelVolume, SequenceParallelTurnsAllReducesIntoReduceScatterAndAllGather) {
   ImportOptions o;
   o.bindings = {{"batch", 2.0}, {"seq", 512.0}};
-  Graph g = import_onnx_model(testing::gpt_training_layer(1024, 16), "layer", o);
+  Graph g = import_onnx_model(symtensor::testing::gpt_training_layer(1024, 16), "layer", o);
   Plan plan = megatron_layer_plan(g, 1, true);
   plan.mesh_factors = {{1}, {8}};
   plan.precision = hardware::Precision::fp16;
@@ -161,7 +161,7 @@ Plan data_parallel_plan(Graph& g, int n) {
 TEST(ModelState, ZeroStagesMatchPublishedBytesPerParameter) {
   ImportOptions o;
   o.bindings = {{"batch", 8.0}, {"seq", 128.0}};
-  Graph g = import_onnx_model(testing::gpt_training_layer(256, 4), "layer", o);
+  Graph g = import_onnx_model(symtensor::testing::gpt_training_layer(256, 4), "layer", o);
   const double psi = GiNaC::ex_to<GiNaC::numeric>(compute_model_stats(g).parameter_count).to_double();
   ASSERT_EQ(psi, 12 * 256 * 256 + 4 * 256);
   const double n = 8;
@@ -179,7 +179,7 @@ TEST(ModelState, ZeroStagesMatchPublishedBytesPerParameter) {
 TEST(ModelState, DataParallelGradientVolumeEqualsParameterBytes) {
   ImportOptions o;
   o.bindings = {{"batch", 8.0}, {"seq", 128.0}};
-  Graph g = import_onnx_model(testing::gpt_training_layer(256, 4), "layer", o);
+  Graph g = import_onnx_model(symtensor::testing::gpt_training_layer(256, 4), "layer", o);
   Plan plan = data_parallel_plan(g, 8);
   plan.global_batch = 8;
   const PlanAnalysis a = analyze_plan(g, one_node(8), plan);

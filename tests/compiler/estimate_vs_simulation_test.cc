@@ -31,8 +31,8 @@ TEST_P(EstimateVsSimulation, WithinFifteenPercentAndSameRanking) {
   const Workload w = GetParam();
   models::Overrides o;
   o.layers = w.layers;
-  Graph g = testing::zoo_graph(w.preset, o, w.batch, w.seq);
-  const hardware::Cluster cluster = testing::cluster_of("dgx-a100", w.nodes, w.gpus);
+  Graph g = symtensor::testing::zoo_graph(w.preset, o, w.batch, w.seq);
+  const hardware::Cluster cluster = symtensor::testing::cluster_of("dgx-a100", w.nodes, w.gpus);
   struct Row {
     std::string strategy;
     double estimate = 0, simulated = 0;

@@ -3,25 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "compiler/sharding/redistribution.h"
+#include "tests/compiler/sharding_test_util.h"
 
 namespace symtensor::compiler {
 namespace {
 
 using Kind = RedistributionKind;
 
-hardware::DeviceMesh mesh_2x4() {
-  hardware::Cluster c;
-  c.name = "test-2x4";
-  hardware::TopologyLevel gpu, node;
-  gpu.name = "gpu";
-  gpu.size = 4;
-  gpu.bandwidth = 300e9;
-  node.name = "node";
-  node.size = 2;
-  node.bandwidth = 25e9;
-  c.levels = {gpu, node};
-  return hardware::DeviceMesh::from_cluster(c);  // axes: node (0), gpu (1)
-}
+using symtensor::testing::mesh_2x4;  // axes: node (0), gpu (1)
 
 struct Pair {
   Redistribution forward, backward;

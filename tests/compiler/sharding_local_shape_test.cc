@@ -6,24 +6,13 @@
 
 #include "compiler/sharding/local_shape.h"
 #include "hardware/device_mesh.h"
+#include "tests/compiler/sharding_test_util.h"
 
 namespace symtensor::compiler {
 namespace {
 
-// 2 nodes x 4 GPUs: axes node (id 0, size 2), gpu (id 1, size 4).
-hardware::DeviceMesh mesh_2x4() {
-  hardware::Cluster c;
-  c.name = "test-2x4";
-  hardware::TopologyLevel gpu, node;
-  gpu.name = "gpu";
-  gpu.size = 4;
-  node.name = "node";
-  node.size = 2;
-  c.levels = {gpu, node};
-  return hardware::DeviceMesh::from_cluster(c);
-}
-
-GiNaC::ex num(long v) { return GiNaC::numeric(v); }
+using symtensor::testing::mesh_2x4;
+using symtensor::testing::num;
 
 TEST(ShardingLocalShape, SymbolicDimsAreDividedByTheAxisProduct) {
   const auto mesh = mesh_2x4();
@@ -76,7 +65,7 @@ TEST(ShardingLocalShape, CheckDivisibleAfterBinding) {
     check_divisible({s}, sharding, numeric_axis_sizes(mesh), {{s, 2047}});
     FAIL() << "2047 over 8 must be rejected";
   } catch (const std::runtime_error& e) {
-    EXPECT_THAT(e.what(), testing::HasSubstr("tensor dim 0 (seq = 2047) does not split evenly 8 ways"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("tensor dim 0 (seq = 2047) does not split evenly 8 ways"));
   }
   EXPECT_THROW(check_divisible({s}, sharding, numeric_axis_sizes(mesh), {}), std::runtime_error);
 }

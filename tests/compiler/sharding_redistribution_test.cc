@@ -7,6 +7,7 @@
 
 #include "compiler/sharding/redistribution.h"
 #include "compiler/sharding/redistribution_cost.h"
+#include "tests/compiler/sharding_test_util.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -42,7 +43,7 @@ hardware::Cluster two_by_four() {
   return c;
 }
 
-GiNaC::ex num(long v) { return GiNaC::numeric(v); }
+using symtensor::testing::num;
 std::vector<GiNaC::ex> shape(std::initializer_list<long> dims) {
   std::vector<GiNaC::ex> s;
   for (long d : dims) s.push_back(num(d));
@@ -274,8 +275,8 @@ TEST(ShardingRedistribution, ErrorsAreOneLine) {
     plan("[{gpu},{}]", "[{},{}] partial{gpu}", shape({8, 8}), 4, mesh);
     FAIL() << "replicated -> partial must be rejected";
   } catch (const std::runtime_error& e) {
-    EXPECT_THAT(e.what(), testing::HasSubstr("redistribution [{gpu},{}] partial{} -> [{},{}] partial{gpu}"));
-    EXPECT_THAT(e.what(), testing::HasSubstr("cannot make a partial sum over mesh axis 'gpu'"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("redistribution [{gpu},{}] partial{} -> [{},{}] partial{gpu}"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("cannot make a partial sum over mesh axis 'gpu'"));
   }
   EXPECT_THROW(plan("[{gpu},{}]", "[{},{}]", shape({8}), 4, mesh), std::runtime_error);  // rank mismatch
   GiNaC::possymbol s("s");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzz smoke test: builds the libFuzzer targets (tests/fuzz) with clang and runs each for
-# FUZZ_SECONDS (default 60) from the committed corpus.
+# FUZZ_SECONDS (default 30) from the committed corpus.
 # Usage: bash fuzz_smoke.sh SYMTENSOR_BINARY SOURCE_ROOT
 # clang and libFuzzer come from scripts/install_deps.sh; without them the test fails.
 set -euo pipefail
@@ -12,5 +12,5 @@ if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux
 fi
 # Next to the binary's build folder, so repeated runs reuse the build and grown corpus.
 build="$(cd "$(dirname "$symtensor")" && pwd)/fuzz"
-bash "$root/tests/fuzz/run.sh" "${FUZZ_SECONDS:-60}" "$build"
+bash "$root/tests/fuzz/run.sh" "${FUZZ_SECONDS:-30}" "$build"
 echo "fuzz_smoke: OK"

@@ -1,0 +1,39 @@
+#include "compiler/driver/command_setup.h"
+
+#include <stdexcept>
+
+#include "compiler/onnx_import/import.h"
+
+namespace symtensor::driver {
+
+void add_cluster_options(CLI::App* cmd, ClusterChoice& choice) {
+  cmd->add_option("--cluster", choice.profile, "cluster profile (see `hardware list`), NAMExNODES or a .yaml path")
+      ->required();
+  cmd->add_option("--nodes", choice.nodes, "number of nodes (size of the outermost level)");
+  cmd->add_option("--gpus", choice.gpus, "GPUs used in each node");
+}
+
+hardware::Cluster load_cluster(const ClusterChoice& choice) {
+  return hardware::scale_cluster(hardware::load_cluster(choice.profile), choice.nodes, choice.gpus);
+}
+
+compiler::Graph import_model(const std::string& path, const std::string& bind, bool warn_opaque) {
+  compiler::ImportOptions options;
+  options.bindings = compiler::parse_bindings(bind);
+  options.warn_opaque = warn_opaque;
+  return compiler::import_onnx_file(path, options);
+}
+
+compiler::StrategyOptions strategy_options(const std::string& mode, const std::string& precision,
+                                           const std::string& megatron, const std::string& plan_file) {
+  compiler::StrategyOptions options;
+  options.mode = compiler::parse_execution_mode(mode.empty() ? "train" : mode);
+  const auto parsed = hardware::parse_precision(precision.empty() ? "bf16" : precision);
+  if (!parsed) throw std::runtime_error("--precision: unknown precision '" + precision + "'");
+  options.precision = *parsed;
+  options.megatron = megatron;
+  options.plan_file = plan_file;
+  return options;
+}
+
+}  // namespace symtensor::driver

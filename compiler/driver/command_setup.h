@@ -1,0 +1,32 @@
+#pragma once
+// The set-up that the planning commands share: which cluster (a profile scaled by --nodes
+// and --gpus), the model imported with its --bind values, and the strategy options
+// (--mode, --precision, --megatron, --plan).
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "compiler/ir/graph.h"
+#include "compiler/strategies/strategy.h"
+#include "hardware/cluster.h"
+
+namespace symtensor::driver {
+
+struct ClusterChoice {
+  std::string profile;  // a name, NAMExNODES or a .yaml path
+  std::optional<int> nodes, gpus;
+};
+
+// --cluster (required), --nodes, --gpus.
+void add_cluster_options(CLI::App* cmd, ClusterChoice& choice);
+hardware::Cluster load_cluster(const ClusterChoice& choice);
+
+// The model with its dims bound from a --bind text ("batch=8,seq=2048").
+compiler::Graph import_model(const std::string& path, const std::string& bind, bool warn_opaque);
+
+// Strategy options from the command line; an empty mode or precision means train, bf16.
+compiler::StrategyOptions strategy_options(const std::string& mode, const std::string& precision,
+                                           const std::string& megatron, const std::string& plan_file);
+
+}  // namespace symtensor::driver
