@@ -131,6 +131,20 @@ class Lowerer {
     channels_[{from, to}].recvs.emplace_back(recv_id, bytes);
   }
 
+  // At least as many tasks as lower_stage emits for stage s (so its task list grows once).
+  std::size_t expected_tasks(int s, const std::vector<PipelineUnit>& units) const {
+    std::size_t n = 1;  // the optimizer
+    for (const PipelineUnit& u : units) {
+      const ChunkWork& w = layout_.work[s][u.chunk];
+      n += 2 + (u.forward ? w.forward.size() : w.recompute.size() + w.backward.size());  // + alloc/free, send
+    }
+    for (const ChunkWork& w : layout_.work[s]) {
+      n += w.param_syncs.size();
+      for (const GradBucket& b : w.buckets) n += b.syncs.size();
+    }
+    return n;
+  }
+
   void lower_stage(int s) {
     sim::RankClass& rc = classes_[s];
     const int P = layout_.stages, V = layout_.chunks, m = plan_.micro_batches;
@@ -143,7 +157,9 @@ class Lowerer {
     const bool training = plan_.mode == ExecutionMode::train;
     auto unit_id = [&](char kind, int mb, int c) { return V > 1 ? fmt::format("{}{}.{}", kind, mb, c) : fmt::format("{}{}", kind, mb); };
 
-    for (const PipelineUnit& u : pipeline_order(plan_.schedule, P, s, m, V)) {
+    const std::vector<PipelineUnit> units = pipeline_order(plan_.schedule, P, s, m, V);
+    rc.tasks.reserve(rc.tasks.size() + expected_tasks(s, units));
+    for (const PipelineUnit& u : units) {
       if (!u.forward && !training) continue;
       const int v = layout_.virtual_stage(s, u.chunk);
       const ChunkWork& w = layout_.work[s][u.chunk];

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
+#include <tuple>
 
 #include "compiler/ir/element_type.h"
 #include "compiler/sharding/cut_sharding.h"
@@ -32,6 +35,8 @@ class LevelBuilder {
                                                                                                              : 2;
   }
 
+  // Operators of one class (identical in every repeated layer) get their choices priced
+  // once, and edges between the same classes their cost matrix.
   CutProblem run() {
     CutProblem p;
     const auto& heavy = c_.folded->heavy;
@@ -41,30 +46,100 @@ class LevelBuilder {
       const int loops = static_cast<int>(c_.ng->node(heavy[h]).loops.size());
       for (int l = -1; l < loops; ++l) cut_with_[h].push_back(make_cut_with_axis(static_cast<int>(h), l));
     }
+    std::vector<int> class_of(heavy.size());
+    std::map<std::string, int> classes;
+    std::string key;
+    key.reserve(1024);
+    std::vector<const std::vector<CutChoice>*> priced;  // per class
     p.nodes.resize(heavy.size());
     for (std::size_t h = 0; h < heavy.size(); ++h) {
       CutProblemNode& node = p.nodes[h];
       const NodeId id = heavy[h];
       node.name = g_.node(id).name;
       node.weight = c_.ng->node(id).flops.at(c_.micro_batch);
-      node.choices.push_back(choice(static_cast<int>(h), -1));
-      for (int l = 0; l < static_cast<int>(c_.ng->node(id).loops.size()); ++l)
-        if (allowed(static_cast<int>(h), l)) node.choices.push_back(choice(static_cast<int>(h), l));
+      signature(static_cast<int>(h), key);
+      const auto [it, fresh] = classes.try_emplace(key, static_cast<int>(classes.size()));
+      class_of[h] = it->second;
+      if (fresh) {
+        node.choices.push_back(choice(static_cast<int>(h), -1));
+        for (int l = 0; l < static_cast<int>(c_.ng->node(id).loops.size()); ++l)
+          if (allowed(static_cast<int>(h), l)) node.choices.push_back(choice(static_cast<int>(h), l));
+        priced.push_back(&node.choices);
+      } else {
+        node.choices = *priced[it->second];
+      }
     }
+    std::map<std::tuple<int, int, int, int, double, std::vector<int>>, const std::vector<std::vector<double>>*> matrices;
+    p.edges.reserve(c_.folded->edges.size());
     for (const FoldedEdge& e : c_.folded->edges) {
-      CutProblemEdge edge;
+      CutProblemEdge& edge = p.edges.emplace_back();
       edge.from = e.from;
       edge.to = e.to;
+      const auto [it, fresh] =
+          matrices.try_emplace({class_of[e.from], class_of[e.to], e.from_output, e.to_input, e.share, e.dim_map}, nullptr);
+      if (!fresh) {
+        edge.cost = *it->second;
+        continue;
+      }
       edge.cost.assign(p.nodes[e.from].choices.size(), std::vector<double>(p.nodes[e.to].choices.size(), 0.0));
       for (std::size_t a = 0; a < p.nodes[e.from].choices.size(); ++a)
         for (std::size_t b = 0; b < p.nodes[e.to].choices.size(); ++b)
           edge.cost[a][b] = edge_cost(e, p.nodes[e.from].choices[a].loop, p.nodes[e.to].choices[b].loop);
-      p.edges.push_back(std::move(edge));
+      it->second = &edge.cost;  // p.edges was reserved: the address stays
     }
     return p;
   }
 
  private:
+  template <class T>
+  static void put(std::string& key, const T& value) {
+    key.append(reinterpret_cast<const char*>(&value), sizeof value);
+  }
+
+  // Everything choice() and allowed() read of heavy operator h: two operators with the
+  // same signature have the same choices at the same costs.
+  void signature(int h, std::string& key) const {
+    const NodeId id = c_.folded->heavy[h];
+    const Node& node = g_.node(id);
+    const NumericNode& nn = c_.ng->node(id);
+    key.clear();
+    put(key, nn.kind);
+    put(key, nn.flops.at(c_.micro_batch));
+    put(key, nn.loops.size());
+    for (std::size_t l = 0; l < nn.loops.size(); ++l) {
+      put(key, nn.loops[l].reduction);
+      put(key, nn.loops[l].extent.at(c_.micro_batch));
+      key += nn.space.loops[l].name;
+      key += '\0';
+    }
+    for (const auto* maps : {&nn.space.input_dims, &nn.space.output_dims}) {
+      put(key, maps->size());
+      for (const auto& dims : *maps) {
+        put(key, dims.size());
+        for (int d : dims) put(key, d);
+      }
+    }
+    const NodeCut& cut = cuts_[h];
+    put(key, cut.loop_axes.size());
+    for (const auto& axes : cut.loop_axes) {
+      put(key, axes.size());
+      for (int a : axes) put(key, a);
+    }
+    for (const auto* tensors : {&node.inputs, &node.outputs}) {
+      put(key, tensors->size());
+      for (TensorId t : *tensors) {
+        put(key, t == kNone);
+        if (t == kNone) continue;
+        const TensorFacts& f = c_.ng->facts(t);
+        put(key, f.elements.at(c_.micro_batch));
+        put(key, element_bytes(t));
+        put(key, f.needs_gradient);
+        put(key, f.parameter);
+        put(key, f.graph_output);
+      }
+    }
+  }
+
   double ways(const std::vector<int>& axes) const {
     double w = 1;
     for (int a : axes) w *= c_.mesh->axes()[a].size;
@@ -105,9 +180,12 @@ class LevelBuilder {
     return local_bytes(t, s) * (s.dim_of(axis_) >= 0 ? n_ : 1);
   }
 
+  // Priced once per (kind, bytes): repeated layers ask the same.
   double coll(Collective kind, double bytes) const {
     if (bytes <= 0 || n_ <= 1) return 0;
-    return hardware::collective_time(*c_.cluster, kind, group_, bytes).seconds;
+    const auto [it, fresh] = priced_.try_emplace({static_cast<int>(kind), bytes}, 0.0);
+    if (fresh) it->second = hardware::collective_time(*c_.cluster, kind, group_, bytes).seconds;
+    return it->second;
   }
 
   bool needs_gradient(TensorId t) const { return c_.ng->facts(t).needs_gradient; }
@@ -192,6 +270,7 @@ class LevelBuilder {
   hardware::GroupShape group_;
   std::vector<std::vector<NodeCut>> cut_with_;
   double act_bytes_ = 2;
+  mutable std::map<std::pair<int, double>, double> priced_;  // coll's
 };
 
 }  // namespace

@@ -68,6 +68,11 @@ class Propagator {
     cache_.shapes.resize(g_.tensors().size());
     cache_.extents.resize(n);
     cache_.extents_known.resize(n, false);
+    std::vector<long> mesh_key;
+    for (const auto& a : mesh_.axes()) mesh_key.insert(mesh_key.end(), {a.size, a.level, a.stride});
+    mesh_key.push_back(plan_.pipeline_axis);
+    mesh_id_ = cache_.mesh_ids.try_emplace(mesh_key, static_cast<int>(cache_.mesh_ids.size())).first->second;
+    if (cache_.node_class.size() != n) classify_nodes();
   }
 
   void run() {
@@ -141,6 +146,108 @@ class Propagator {
     if (fixed_[n]) return false;
     if (decided_[n] && !stale_[n]) return false;
     stale_[n] = 0;
+    context_key(n);
+    auto known = cache_.choices.find(key_);
+    if (known == cache_.choices.end()) known = cache_.choices.emplace(key_, choose(n)).first;
+    const NodeCut& best = known->second;
+    const bool changed = !decided_[n] || !(plan_.node_cuts[n] == best);
+    if (changed) plan_.node_cuts[n] = best;
+    decided_[n] = true;
+    if (changed) mark_neighbours_stale(n);
+    return changed;
+  }
+
+  // Everything choose(n) reads, as numbers (see PropagationCache::choices).
+  void context_key(NodeId n) {
+    key_.clear();
+    key_.push_back(mesh_id_);
+    key_.push_back(cache_.node_class[n]);
+    key_.push_back(decided_[n]);
+    if (decided_[n]) append_cut(plan_.node_cuts[n]);
+    for (const auto& e : inputs_of(n)) {
+      const bool known = e.other != kNone && decided_[e.other];
+      key_.push_back(known);
+      if (known) append_layout(producer_sharding(e));
+    }
+    for (const auto& e : outputs_of(n)) {
+      key_.push_back(decided_[e.other]);
+      if (decided_[e.other]) append_layout(consumer_sharding(e));
+    }
+  }
+
+  void append_cut(const NodeCut& c) {
+    key_.push_back(static_cast<std::int64_t>(c.loop_axes.size()));
+    for (const auto& axes : c.loop_axes) {
+      key_.push_back(static_cast<std::int64_t>(axes.size()));
+      key_.insert(key_.end(), axes.begin(), axes.end());
+    }
+  }
+
+  void append_layout(const EdgeLayout& l) {
+    if (!l.cut) {
+      key_.push_back(-1);
+      return;
+    }
+    key_.push_back(static_cast<std::int64_t>(l.partial_axes()));
+    for (int d = 0; d < l.rank; ++d) {
+      const auto& axes = l.dim_axes(d);
+      key_.push_back(static_cast<std::int64_t>(axes.size()));
+      key_.insert(key_.end(), axes.begin(), axes.end());
+    }
+  }
+
+  // Nodes alike in everything choose() reads of the graph share a class: operator kind (and
+  // whether it is a Split), loops (reduction, numeric extent), operand maps, and per edge
+  // its indices, rank, element size and the tensor's numeric shape.
+  void classify_nodes() {
+    const std::size_t n = g_.nodes().size();
+    std::map<std::vector<double>, int> ids;
+    std::vector<double> sig;
+    cache_.node_class.assign(n, 0);
+    auto dims = [&](const std::vector<std::vector<int>>& maps) {
+      sig.push_back(static_cast<double>(maps.size()));
+      for (const auto& m : maps) {
+        sig.push_back(static_cast<double>(m.size()));
+        sig.insert(sig.end(), m.begin(), m.end());
+      }
+    };
+    auto shape = [&](TensorId t) {
+      const auto& s = numeric_shape(t);
+      if (!s) return sig.push_back(-1);
+      sig.push_back(static_cast<double>(s->size()));
+      sig.insert(sig.end(), s->begin(), s->end());
+    };
+    for (NodeId id = 0; id < static_cast<NodeId>(n); ++id) {
+      const IterationSpace& space = spaces_[id];
+      sig.clear();
+      sig.push_back(static_cast<double>(space.kind));
+      sig.push_back(g_.node(id).op_type == "Split");
+      sig.push_back(static_cast<double>(space.loops.size()));
+      for (std::size_t l = 0; l < space.loops.size(); ++l) {
+        const std::optional<double> x = extent(id, l);
+        sig.push_back(space.loops[l].reduction);
+        sig.push_back(x.has_value());
+        sig.push_back(x.value_or(0));
+      }
+      dims(space.input_dims);
+      dims(space.output_dims);
+      for (const auto& e : inputs_of(id)) {
+        sig.insert(sig.end(), {static_cast<double>(e.own), static_cast<double>(e.rank), e.element_bytes,
+                               static_cast<double>(e.other == kNone)});
+        shape(e.tensor);
+      }
+      sig.push_back(-2);
+      for (const auto& e : outputs_of(id)) {
+        sig.insert(sig.end(), {static_cast<double>(e.own), static_cast<double>(e.rank), e.element_bytes,
+                               static_cast<double>(e.other == id)});
+        shape(e.tensor);
+      }
+      cache_.node_class[id] = ids.try_emplace(sig, static_cast<int>(ids.size())).first->second;
+    }
+  }
+
+  // The cut a visit of n picks (see the header).
+  NodeCut choose(NodeId n) {
     const std::vector<NodeCut> cands = candidates(n);
     const NodeCut* best = nullptr;
     double best_bytes = 0, best_ways = 0;
@@ -153,11 +260,7 @@ class Propagator {
           best = &c, best_bytes = bytes, best_ways = ways;
         }
       }
-    const bool changed = !decided_[n] || !(plan_.node_cuts[n] == *best);
-    plan_.node_cuts[n] = *best;
-    decided_[n] = true;
-    if (changed) mark_neighbours_stale(n);
-    return changed;
+    return *best;
   }
 
   NodeCut empty_cut(NodeId n) const {
@@ -299,9 +402,17 @@ class Propagator {
   RedistributionMemo& memo_;
   std::vector<char> decided_;
   std::vector<char> stale_;  // a neighbour's cut changed since the node's last visit
+  int mesh_id_ = 0;
+  std::vector<std::int64_t> key_;  // context_key's
 };
 
 }  // namespace
+
+std::size_t PropagationCache::KeyHash::operator()(const std::vector<std::int64_t>& key) const {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
+  for (std::int64_t v : key) h = (h ^ static_cast<std::uint64_t>(v)) * 1099511628211ull;
+  return static_cast<std::size_t>(h);
+}
 
 std::vector<IterationSpace> node_iteration_spaces(Graph& graph) {
   std::vector<IterationSpace> spaces;

@@ -17,8 +17,11 @@
 // reduction loop, a parallel loop that maps to no output dim (except Split's axis, read
 // as the head-interleaved layout Megatron uses for a fused QKV), an axis used twice, the
 // plan's pipeline axis.
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/ir/graph.h"
@@ -57,6 +60,17 @@ struct PropagationCache {
   std::vector<Edge> in_edges, out_edges;
   std::vector<int> in_start, out_start;  // node n's edges: [start[n], start[n+1])
   RedistributionMemos redistributions;
+  // A visit's choice is a function of the node's class (its operator, numeric iteration
+  // space and edges' tensors: identical in every repeated layer), the mesh and pipeline
+  // axis, its own cut when decided, and its decided neighbours' layouts of the shared
+  // tensors; each choice is remembered under that key, so a layer repeated 96 times is
+  // priced once per neighbourhood.
+  std::vector<int> node_class;            // per node; empty until the first call
+  std::map<std::vector<long>, int> mesh_ids;  // (size, level, stride) of every axis + pipeline axis
+  struct KeyHash {
+    std::size_t operator()(const std::vector<std::int64_t>& key) const;
+  };
+  std::unordered_map<std::vector<std::int64_t>, NodeCut, KeyHash> choices;
 };
 
 // `plan.node_cuts` and `fixed` are sized to the node count (node_cuts is resized when

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -17,11 +18,17 @@ double compute_duration(const hardware::Device& device, const Task& task) {
 }
 
 CompiledProgram compile_program(const Program& program, const hardware::Cluster& cluster) {
+  return compile_program(program, cluster, index_program(program));
+}
+
+CompiledProgram compile_program(const Program& program, const hardware::Cluster& cluster,
+                                const ProgramIndex& index) {
   CompiledProgram out;
   out.num_levels = static_cast<int>(cluster.levels.size());
   int n = program.num_ranks();
   out.class_of_rank.assign(n, -1);
-  std::unordered_map<std::string, int> class_index, collective_ids;
+  std::unordered_map<std::string, int> class_index;
+  std::unordered_map<std::string_view, int> collective_ids;  // keys point into the program's task ids
   for (size_t c = 0; c < program.rank_classes.size(); ++c) {
     class_index[program.rank_classes[c].name] = static_cast<int>(c);
     for (int r : program.rank_classes[c].ranks) out.class_of_rank[r] = static_cast<int>(c);
@@ -35,24 +42,24 @@ CompiledProgram compile_program(const Program& program, const hardware::Cluster&
     size_t m = rc.tasks.size();
     cc.task_stream.resize(m);
     cc.dep_count.assign(m, 0);
-    cc.dependents.resize(m);
     cc.duration_s.assign(m, 0);
     cc.collective_id.assign(m, -1);
-    cc.group_axes.resize(m);
+    cc.group.assign(m, -1);
     cc.peer_class.assign(m, -1);
     cc.matched_recv.assign(m, -1);
     cc.rank_position.assign(n, -1);
     for (size_t i = 0; i < rc.ranks.size(); ++i) cc.rank_position[rc.ranks[i]] = static_cast<int>(i);
-    std::unordered_map<std::string, int> stream_index, task_index;
+    std::unordered_map<std::string_view, int> stream_index;
+    std::map<std::vector<int>, int> group_index;
+    std::vector<int> axes;
     bool has_compute = std::any_of(rc.tasks.begin(), rc.tasks.end(), [](const Task& t) { return t.stream == kComputeStream; });
     if (has_compute) {
-      stream_index[std::string(kComputeStream)] = 0;
+      stream_index[kComputeStream] = 0;
       cc.streams.emplace_back(kComputeStream);
       cc.stream_tasks.emplace_back();
     }
     for (size_t i = 0; i < m; ++i) {
       const Task& t = rc.tasks[i];
-      task_index[t.id] = static_cast<int>(i);
       auto [it, fresh] = stream_index.try_emplace(t.stream, static_cast<int>(cc.streams.size()));
       if (fresh) {
         cc.streams.push_back(t.stream);
@@ -69,16 +76,26 @@ CompiledProgram compile_program(const Program& program, const hardware::Cluster&
       }
       if (t.kind == TaskKind::collective) {
         cc.collective_id[i] = collective_ids.try_emplace(t.id, static_cast<int>(collective_ids.size())).first->second;
-        for (const auto& axis : t.group) cc.group_axes[i].push_back(axis_index(program.mesh, axis));
+        axes.clear();
+        for (const auto& axis : t.group) axes.push_back(axis_index(program.mesh, axis));
+        auto [g, added] = group_index.try_emplace(axes, static_cast<int>(cc.groups.size()));
+        if (added) cc.groups.push_back(axes);
+        cc.group[i] = g->second;
       }
       if (t.kind == TaskKind::send || t.kind == TaskKind::recv) cc.peer_class[i] = class_index.at(t.peer);
       if (t.kind == TaskKind::recv) recvs[{cc.peer_class[i], static_cast<int>(c)}].push_back(static_cast<int>(i));
     }
+    // Dependents packed by task (counting sort on the dependency, program order kept).
+    const std::vector<int>& targets = index.deps.at(c);
+    std::vector<int> count(m + 1, 0);
+    for (int d : targets) ++count[d + 1];
+    for (size_t i = 0; i < m; ++i) cc.dep_count[i] = static_cast<int>(rc.tasks[i].deps.size());
+    for (size_t i = 0; i < m; ++i) count[i + 1] += count[i];
+    cc.dependent_start = count;
+    cc.dependent_list.resize(targets.size());
+    std::size_t k = 0;
     for (size_t i = 0; i < m; ++i)
-      for (const auto& d : rc.tasks[i].deps) {
-        cc.dependents[task_index.at(d)].push_back(static_cast<int>(i));
-        ++cc.dep_count[i];
-      }
+      for (int d = 0; d < cc.dep_count[i]; ++d) cc.dependent_list[count[targets[k++]]++] = static_cast<int>(i);
   }
   for (size_t c = 0; c < program.rank_classes.size(); ++c) {
     std::map<int, int> sent_to;  // peer class -> sends so far
@@ -99,7 +116,7 @@ void check_symmetry(const Program& program, const CompiledProgram& compiled) {
     std::map<std::vector<int>, std::string> axis_sets;  // distinct groups -> a task using it
     std::map<int, std::string> peers;
     for (size_t i = 0; i < rc.tasks.size(); ++i) {
-      if (rc.tasks[i].kind == TaskKind::collective) axis_sets.emplace(cc.group_axes[i], rc.tasks[i].id);
+      if (rc.tasks[i].kind == TaskKind::collective) axis_sets.emplace(cc.group_axes(static_cast<int>(i)), rc.tasks[i].id);
       if (rc.tasks[i].kind == TaskKind::send || rc.tasks[i].kind == TaskKind::recv) peers.emplace(cc.peer_class[i], rc.tasks[i].id);
     }
     auto class_multiset = [&](int rank, const std::vector<int>& axes) {

@@ -1,23 +1,33 @@
 #pragma once
 // The step program turned into indices for the engine: streams, dependents, task
 // durations, collective ids shared across classes, send -> recv matches.
+#include <span>
 #include <string>
 #include <vector>
 
 #include "hardware/cluster.h"
 #include "simulator/program/program.h"
+#include "simulator/program/task_index.h"
 
 namespace symtensor::sim {
 
 struct CompiledClass {
+  std::span<const int> dependents(int task) const {
+    return {dependent_list.data() + dependent_start[task], dependent_list.data() + dependent_start[task + 1]};
+  }
+  const std::vector<int>& group_axes(int task) const { return groups[group[task]]; }
+
   std::vector<std::string> streams;         // "compute" first when present
   std::vector<std::vector<int>> stream_tasks;  // task indices per stream, program order
   std::vector<int> task_stream;
   std::vector<int> dep_count;
-  std::vector<std::vector<int>> dependents;
+  // Task i's dependents are dependent_list[dependent_start[i] .. dependent_start[i+1]).
+  std::vector<int> dependent_start;
+  std::vector<int> dependent_list;
   std::vector<double> duration_s;           // compute / optimizer tasks
   std::vector<int> collective_id;           // shared id of the task name (-1 if not a collective)
-  std::vector<std::vector<int>> group_axes; // collectives: mesh axis indices
+  std::vector<int> group;                   // collectives: index into groups (-1 if not a collective)
+  std::vector<std::vector<int>> groups;     // the distinct groups' mesh axis indices
   std::vector<int> peer_class;              // send/recv: the other class
   std::vector<int> matched_recv;            // send: task index of its recv in peer_class
   std::vector<int> rank_position;           // rank -> index in this class's ranks (-1 if absent)
@@ -33,6 +43,9 @@ struct CompiledProgram {
 double compute_duration(const hardware::Device& device, const Task& task);
 
 CompiledProgram compile_program(const Program& program, const hardware::Cluster& cluster);
+// The same with each class's task index at hand (validate_program_indexed's).
+CompiledProgram compile_program(const Program& program, const hardware::Cluster& cluster,
+                                const ProgramIndex& index);
 
 // Throws when a rank of some class sees different classes in a collective group (or a
 // different link level to its pipeline peer) than the class's first rank does: such a

@@ -21,9 +21,10 @@ int num_entities(const Program& program, SimMode mode) {
 }
 
 CompiledProgram checked_compile(const Program& program, const hardware::Cluster& cluster) {
-  validate_program(program);  // programs built in code have not been through program_from_json
+  // Programs built in code have not been through program_from_json.
+  const ProgramIndex index = validate_program_indexed(program);
   validate_against_cluster(program, cluster);
-  return compile_program(program, cluster);
+  return compile_program(program, cluster, index);
 }
 
 }  // namespace
@@ -53,9 +54,8 @@ Engine::Engine(const Program& program, const hardware::Cluster& cluster, const S
     st.stream_busy.assign(cc.streams.size(), 0);
     st.peak_bytes = program.rank_classes[st.rank_class].static_memory.total();
     st.memory.push_back({0, st.peak_bytes, "static"});
+    st.groups.assign(cc.groups.size(), {});
   }
-  plan_cache_.resize(program.rank_classes.size());
-  for (size_t c = 0; c < program.rank_classes.size(); ++c) plan_cache_[c].resize(program.rank_classes[c].tasks.size());
 }
 
 int Engine::entity_of_rank(int rank) const {
@@ -111,7 +111,7 @@ void Engine::finish_task(int entity, int task, double now) {
   int stream = cc.task_stream[task];
   st.stream_busy[stream] = 0;
   ++st.stream_head[stream];
-  for (int d : cc.dependents[task])
+  for (int d : cc.dependents(task))
     if (--st.deps_left[d] == 0) try_start(entity, cc.task_stream[d], now);
   try_start(entity, stream, now);
 }

@@ -3,7 +3,9 @@
 // their class's streams like CUDA streams: in program order, a task starting once it is at
 // the head of its stream and its dependencies are done.
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -27,6 +29,13 @@ struct EntityState {
   double live_bytes = 0;
   double peak_bytes = 0;
   std::vector<MemoryPoint> memory;
+  // Per group of its class (CompiledClass::groups), once first asked: the entities of its
+  // group there (count, and the least one, which keys the rendezvous).
+  struct GroupEntities {
+    int count = 0;  // 0: not computed yet
+    int first = 0;
+  };
+  std::vector<GroupEntities> groups;
 };
 
 struct FlowSpec {
@@ -90,7 +99,11 @@ class Engine {
   std::vector<int> free_instances_;
   std::unordered_map<std::uint64_t, int> open_instances_;
   std::vector<P2PTransfer> transfers_;
-  std::vector<std::vector<std::unique_ptr<FlowPlan>>> plan_cache_;  // [class][task], symmetric mode
+  // Symmetric mode: one plan per (class, group, collective, algorithm, bytes), shared by
+  // every task asking the same (each micro-batch, each layer).
+  using PlanKey = std::tuple<int, int, int, int, double>;
+  std::map<PlanKey, std::unique_ptr<FlowPlan>> plan_cache_;
+  const EntityState::GroupEntities& group_entities(int entity, int task);
   double now_ = 0;
 };
 

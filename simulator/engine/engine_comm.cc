@@ -12,7 +12,7 @@ namespace symtensor::sim {
 
 FlowPlan Engine::build_plan(int rank_class, int task, int rank, bool dedupe) {
   const Task& t = program_.rank_classes[rank_class].tasks[task];
-  const auto& axes = compiled_.classes[rank_class].group_axes[task];
+  const auto& axes = compiled_.classes[rank_class].group_axes(task);
   std::vector<int> members = group_of(program_.mesh, rank, axes);
   hardware::CollectiveAlgorithm algorithm = t.algorithm;
   if (algorithm == hardware::CollectiveAlgorithm::automatic)
@@ -61,24 +61,34 @@ FlowPlan Engine::build_plan(int rank_class, int task, int rank, bool dedupe) {
 }
 
 const FlowPlan& Engine::symmetric_plan(int rank_class, int task) {
-  auto& slot = plan_cache_[rank_class][task];
+  const Task& t = program_.rank_classes[rank_class].tasks[task];
+  auto& slot = plan_cache_[{rank_class, compiled_.classes[rank_class].group[task], static_cast<int>(t.collective),
+                            static_cast<int>(t.algorithm), t.bytes}];
   if (!slot)
     slot = std::make_unique<FlowPlan>(
         build_plan(rank_class, task, program_.rank_classes[rank_class].ranks.front(), true));
   return *slot;
 }
 
+const EntityState::GroupEntities& Engine::group_entities(int entity, int task) {
+  EntityState& st = entities_[entity];
+  const CompiledClass& cc = compiled_.classes[st.rank_class];
+  EntityState::GroupEntities& g = st.groups[cc.group[task]];
+  if (g.count > 0) return g;
+  std::vector<int> entities;
+  for (int m : group_of(program_.mesh, st.rank, cc.group_axes(task))) entities.push_back(entity_of_rank(m));
+  std::sort(entities.begin(), entities.end());
+  entities.erase(std::unique(entities.begin(), entities.end()), entities.end());
+  g.count = static_cast<int>(entities.size());
+  g.first = entities.front();
+  return g;
+}
+
 void Engine::arrive_collective(int entity, int task, double now) {
   EntityState& st = entities_[entity];
   const CompiledClass& cc = compiled_.classes[st.rank_class];
-  std::vector<int> members = group_of(program_.mesh, st.rank, cc.group_axes[task]);
-  std::vector<int> group_entities;
-  group_entities.reserve(members.size());
-  for (int m : members) group_entities.push_back(entity_of_rank(m));
-  std::sort(group_entities.begin(), group_entities.end());
-  group_entities.erase(std::unique(group_entities.begin(), group_entities.end()), group_entities.end());
-  std::uint64_t key = (static_cast<std::uint64_t>(cc.collective_id[task]) << 32) |
-                      static_cast<std::uint32_t>(group_entities.front());
+  const EntityState::GroupEntities group = group_entities(entity, task);
+  std::uint64_t key = (static_cast<std::uint64_t>(cc.collective_id[task]) << 32) | static_cast<std::uint32_t>(group.first);
   auto [it, fresh] = open_instances_.try_emplace(key, -1);
   if (fresh) {
     if (free_instances_.empty()) {
@@ -90,7 +100,7 @@ void Engine::arrive_collective(int entity, int task, double now) {
     }
     CollectiveInstance& inst = instances_[it->second];
     inst = CollectiveInstance{};
-    inst.expected = static_cast<int>(group_entities.size());
+    inst.expected = group.count;
     inst.key = key;
   }
   int index = it->second;

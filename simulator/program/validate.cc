@@ -1,8 +1,10 @@
 #include "simulator/program/validate.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -78,10 +80,11 @@ void validate_task_fields(const Program& p, const RankClass& rc, const Task& t) 
     fail(rc, t, fmt::format("{} tasks need a communication stream, not '{}'", to_string(t.kind), kComputeStream));
   if (t.kind == TaskKind::collective) {
     if (t.group.empty()) fail(rc, t, "collective with an empty group");
-    std::set<std::string> seen;
-    for (const auto& axis : t.group) {
+    for (size_t k = 0; k < t.group.size(); ++k) {
+      const auto& axis = t.group[k];
       if (axis_index(p.mesh, axis) < 0) fail(rc, t, fmt::format("group axis '{}' is not a mesh axis", axis));
-      if (!seen.insert(axis).second) fail(rc, t, fmt::format("group axis '{}' listed twice", axis));
+      if (std::find(t.group.begin(), t.group.begin() + static_cast<std::ptrdiff_t>(k), axis) != t.group.begin() + static_cast<std::ptrdiff_t>(k))
+        fail(rc, t, fmt::format("group axis '{}' listed twice", axis));
     }
   }
   if (t.kind == TaskKind::send || t.kind == TaskKind::recv) {
@@ -94,26 +97,35 @@ void validate_task_fields(const Program& p, const RankClass& rc, const Task& t) 
 }
 
 // Kahn's algorithm over dependencies plus "previous task on the same stream".
-void validate_acyclic(const RankClass& rc, const std::unordered_map<std::string, int>& index) {
+void validate_acyclic(const RankClass& rc, const TaskIndex& index, std::vector<int>& deps) {
   size_t n = rc.tasks.size();
-  std::vector<std::vector<int>> out(n);
+  // Edges (from, to), then packed by `from` (out[start[v] .. start[v+1])).
+  std::vector<std::pair<int, int>> edges;
   std::vector<int> indegree(n, 0);
-  std::unordered_map<std::string, int> last_on_stream;
+  std::unordered_map<std::string_view, int> last_on_stream;
   for (size_t i = 0; i < n; ++i) {
     const Task& t = rc.tasks[i];
     for (const auto& d : t.deps) {
-      auto it = index.find(d);
-      if (it == index.end()) fail(rc, t, fmt::format("unknown dependency '{}'", d));
-      if (it->second == static_cast<int>(i)) fail(rc, t, "depends on itself");
-      out[it->second].push_back(static_cast<int>(i));
+      const int k = find_dependency(rc, index, static_cast<int>(i), d);
+      if (k < 0) fail(rc, t, fmt::format("unknown dependency '{}'", d));
+      if (k == static_cast<int>(i)) fail(rc, t, "depends on itself");
+      deps.push_back(k);
+      edges.emplace_back(k, static_cast<int>(i));
       ++indegree[i];
     }
     auto [it, fresh] = last_on_stream.try_emplace(t.stream, static_cast<int>(i));
     if (!fresh) {
-      out[it->second].push_back(static_cast<int>(i));
+      edges.emplace_back(it->second, static_cast<int>(i));
       ++indegree[i];
       it->second = static_cast<int>(i);
     }
+  }
+  std::vector<int> start(n + 1, 0), out(edges.size());
+  for (const auto& [from, to] : edges) ++start[from + 1];
+  for (size_t i = 0; i < n; ++i) start[i + 1] += start[i];
+  {
+    std::vector<int> fill(start.begin(), start.end() - 1);
+    for (const auto& [from, to] : edges) out[fill[from]++] = to;
   }
   std::vector<int> ready;
   for (size_t i = 0; i < n; ++i)
@@ -123,8 +135,8 @@ void validate_acyclic(const RankClass& rc, const std::unordered_map<std::string,
     int v = ready.back();
     ready.pop_back();
     ++visited;
-    for (int w : out[v])
-      if (--indegree[w] == 0) ready.push_back(w);
+    for (int k = start[v]; k < start[v + 1]; ++k)
+      if (--indegree[out[k]] == 0) ready.push_back(out[k]);
   }
   if (visited == n) return;
   for (size_t i = 0; i < n; ++i)
@@ -133,18 +145,25 @@ void validate_acyclic(const RankClass& rc, const std::unordered_map<std::string,
            "dependency cycle (counting stream order: a task cannot wait for a later task of its own stream)");
 }
 
-void validate_collective_peers(const Program& p, const std::vector<std::unordered_map<std::string, int>>& index,
-                               const std::vector<int>& owner) {
+void validate_collective_peers(const Program& p, const std::vector<TaskIndex>& index, const std::vector<int>& owner) {
+  std::vector<int> axes;
+  std::vector<std::pair<int, int>> classes;  // (owner class, a member rank of it), one per class
   for (size_t c = 0; c < p.rank_classes.size(); ++c) {
     const auto& rc = p.rank_classes[c];
     for (const auto& t : rc.tasks) {
       if (t.kind != TaskKind::collective) continue;
-      std::vector<int> axes;
+      axes.clear();
       for (const auto& a : t.group) axes.push_back(axis_index(p.mesh, a));
-      for (int member : group_of(p.mesh, rc.ranks.front(), axes)) {
-        const RankClass& other = p.rank_classes[owner[member]];
-        auto it = index[owner[member]].find(t.id);
-        if (it == index[owner[member]].end())
+      // What is checked depends only on the member's class: one check per class.
+      classes.clear();
+      for (int member : group_of(p.mesh, rc.ranks.front(), axes))
+        if (std::none_of(classes.begin(), classes.end(), [&](const auto& k) { return k.first == owner[member]; }))
+          classes.emplace_back(owner[member], member);
+      for (const auto& [cls, member] : classes) {
+        if (cls == static_cast<int>(c)) continue;  // the task itself (ids are unique in a class)
+        const RankClass& other = p.rank_classes[cls];
+        auto it = index[cls].find(t.id);
+        if (it == index[cls].end())
           fail(rc, t, fmt::format("group member rank {} (class '{}') has no task '{}'", member, other.name, t.id));
         const Task& o = other.tasks[it->second];
         if (o.kind != TaskKind::collective || o.collective != t.collective || o.bytes != t.bytes || o.group != t.group)
@@ -184,23 +203,30 @@ void validate_send_recv(const Program& p) {
 
 }  // namespace
 
-void validate_program(const Program& p) {
+void validate_program(const Program& p) { validate_program_indexed(p); }
+
+ProgramIndex validate_program_indexed(const Program& p) {
   validate_mesh(p);
   validate_classes(p);
-  std::vector<std::unordered_map<std::string, int>> index(p.rank_classes.size());
+  ProgramIndex out;
+  out.deps.resize(p.rank_classes.size());
+  std::vector<TaskIndex>& index = out.tasks;
+  index.resize(p.rank_classes.size());
   for (size_t c = 0; c < p.rank_classes.size(); ++c) {
     const auto& rc = p.rank_classes[c];
+    index[c].reserve(rc.tasks.size());
     for (size_t i = 0; i < rc.tasks.size(); ++i) {
       validate_task_fields(p, rc, rc.tasks[i]);
       if (!index[c].emplace(rc.tasks[i].id, static_cast<int>(i)).second) fail(rc, rc.tasks[i], "duplicate task id");
     }
-    validate_acyclic(rc, index[c]);
+    validate_acyclic(rc, index[c], out.deps[c]);
   }
   std::vector<int> owner(p.num_ranks());
   for (size_t c = 0; c < p.rank_classes.size(); ++c)
     for (int r : p.rank_classes[c].ranks) owner[r] = static_cast<int>(c);
   validate_collective_peers(p, index, owner);
   validate_send_recv(p);
+  return out;
 }
 
 void validate_against_cluster(const Program& p, const hardware::Cluster& cluster) {

@@ -1,5 +1,6 @@
 #pragma once
 #include "simulator/program/program.h"
+#include "simulator/program/task_index.h"
 
 namespace symtensor::sim {
 
@@ -9,6 +10,9 @@ namespace symtensor::sim {
 // mesh axes and every group member's class has the same collective (same id), send/recv
 // pair up. Throws std::runtime_error with one line naming the class and task.
 void validate_program(const Program& program);
+// The same checks, returning the index they built (the engine needs it again to compile
+// the program).
+ProgramIndex validate_program_indexed(const Program& program);
 
 // Checks what needs the cluster: axis levels exist and fit the levels' sizes, and every
 // precision used by a priced task has a peak.
