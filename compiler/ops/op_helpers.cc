@@ -233,11 +233,7 @@ int add_loop(IterationSpace& space, std::string name, GiNaC::ex extent, bool red
 
 int add_indexed_loop(IterationSpace& space, const char* prefix, std::size_t index, GiNaC::ex extent,
                      bool reduction) {
-  // Appended, not `prefix + std::to_string(index)`: GCC 12 warns falsely on that inlined
-  // operator+ (bug 105651) wherever it inlines it.
-  std::string name(prefix);
-  name += std::to_string(index);
-  return add_loop(space, std::move(name), std::move(extent), reduction);
+  return add_loop(space, prefix + std::to_string(index), std::move(extent), reduction);
 }
 
 std::vector<int> identity_dims(std::size_t rank, int first) {
