@@ -268,7 +268,7 @@ class Search {
     if (search_.solver == LevelSolver::ilp) return;  // the ILP check judges the level step alone
     Plan dp;
     try {
-      dp = make_data_parallel_plan(g_, cluster_, options_, 0);
+      dp = make_data_parallel_plan(g_, cluster_, options_, 0, spaces_, &propagation_);
     } catch (const std::exception&) {
       return;
     }

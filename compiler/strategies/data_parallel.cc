@@ -9,6 +9,11 @@ namespace symtensor::compiler {
 
 Plan make_data_parallel_plan(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options,
                              int zero_stage) {
+  return make_data_parallel_plan(graph, cluster, options, zero_stage, node_iteration_spaces(graph));
+}
+
+Plan make_data_parallel_plan(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options,
+                             int zero_stage, const std::vector<IterationSpace>& spaces, PropagationCache* cache) {
   Plan plan = plan_skeleton(zero_stage == 3 ? "zero3" : "dp", graph, cluster, options);
   plan.zero_stage = zero_stage;
   for (auto it = cluster.levels.rbegin(); it != cluster.levels.rend(); ++it) plan.mesh_factors.push_back({it->size});
@@ -22,7 +27,6 @@ Plan make_data_parallel_plan(Graph& graph, const hardware::Cluster& cluster, con
   for (int a = 0; a < static_cast<int>(mesh.axes().size()); ++a)
     if (mesh.axes()[a].size > 1) axes.push_back(a);
 
-  const std::vector<IterationSpace> spaces = node_iteration_spaces(graph);
   const std::size_t n = graph.nodes().size();
   plan.stage_of_node.assign(n, 0);
   plan.node_cuts.assign(n, NodeCut{});
@@ -39,7 +43,7 @@ Plan make_data_parallel_plan(Graph& graph, const hardware::Cluster& cluster, con
     fixed[id] = any = true;
   }
   if (!any) throw std::runtime_error(plan.strategy + ": no operator of '" + graph.source + "' has a `batch` loop");
-  propagate_cuts(graph, mesh, plan, fixed, spaces);
+  propagate_cuts(graph, mesh, plan, fixed, spaces, cache);
   return plan;
 }
 

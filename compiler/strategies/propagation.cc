@@ -66,6 +66,7 @@ class Propagator {
         if (fixed_[id] && !(plan_.node_cuts[id] == (*previous)[id])) mark_neighbours_stale(static_cast<NodeId>(id));
     }
     cache_.shapes.resize(g_.tensors().size());
+    cache_.shapes_known.resize(g_.tensors().size(), 0);
     cache_.extents.resize(n);
     cache_.extents_known.resize(n, false);
     std::vector<long> mesh_key;
@@ -368,20 +369,36 @@ class Propagator {
   // when a dim is still not a whole number.
   const std::optional<std::vector<long>>& numeric_shape(TensorId t) {
     auto& shape = cache_.shapes[t];
-    if (shape) return shape;
-    GiNaC::exmap unbound;
-    for (const auto& [name, sym] : g_.symbols.all())
-      if (!g_.symbols.bindings().count(name)) unbound[sym] = kUnboundDimValue;
+    if (shape || cache_.shapes_known[t]) return shape;
+    cache_.shapes_known[t] = 1;
     std::vector<long> dims;
     for (const GiNaC::ex& d : g_.tensor(t).shape) {
-      const GiNaC::ex v = GiNaC::evalf(g_.symbols.substitute(d).subs(unbound));
-      if (!GiNaC::is_a<GiNaC::numeric>(v)) return shape;
-      const double x = GiNaC::ex_to<GiNaC::numeric>(v).to_double();
-      if (x != std::floor(x)) return shape;
-      dims.push_back(static_cast<long>(x));
+      const std::optional<long> v = dim_value(d);
+      if (!v) return shape;
+      dims.push_back(*v);
     }
     shape = std::move(dims);
     return shape;
+  }
+
+  // A dim after the graph's bindings, free symbols at kUnboundDimValue; nullopt when not a
+  // whole number. Each distinct expression is evaluated once (tensors share a few dims).
+  std::optional<long> dim_value(const GiNaC::ex& d) {
+    const auto known = cache_.dim_values.find(d);
+    if (known != cache_.dim_values.end()) return known->second;
+    if (!unbound_) {
+      unbound_.emplace();
+      for (const auto& [name, sym] : g_.symbols.all())
+        if (!g_.symbols.bindings().count(name)) (*unbound_)[sym] = kUnboundDimValue;
+    }
+    std::optional<long> out;
+    const GiNaC::ex v = GiNaC::evalf(g_.symbols.substitute(d).subs(*unbound_));
+    if (GiNaC::is_a<GiNaC::numeric>(v)) {
+      const double x = GiNaC::ex_to<GiNaC::numeric>(v).to_double();
+      if (x == std::floor(x)) out = static_cast<long>(x);
+    }
+    cache_.dim_values.emplace(d, out);
+    return out;
   }
 
   // Unreachable shardings cost kImpossible: never chosen while any other candidate exists.
@@ -404,6 +421,7 @@ class Propagator {
   std::vector<char> stale_;  // a neighbour's cut changed since the node's last visit
   int mesh_id_ = 0;
   std::vector<std::int64_t> key_;  // context_key's
+  std::optional<GiNaC::exmap> unbound_;  // dim_value's: the graph's free symbols at kUnboundDimValue
 };
 
 }  // namespace

@@ -43,6 +43,8 @@ std::vector<IterationSpace> node_iteration_spaces(Graph& graph);
 // one graph (the search). Belongs to one graph; not thread-safe.
 struct PropagationCache {
   std::vector<std::optional<std::vector<long>>> shapes;        // per tensor, free dims at kUnboundDimValue
+  std::vector<char> shapes_known;                              // per tensor: `shapes` was evaluated
+  std::map<GiNaC::ex, std::optional<long>, GiNaC::ex_is_less> dim_values;  // per dim expression
   std::vector<std::vector<std::optional<double>>> extents;    // per node and loop; nullopt while symbolic
   std::vector<bool> extents_known;                             // per node
   std::vector<NodeId> order;                                   // topological; empty until the first call

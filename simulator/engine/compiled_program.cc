@@ -29,7 +29,9 @@ CompiledProgram compile_program(const Program& program, const hardware::Cluster&
   out.class_of_rank.assign(n, -1);
   std::unordered_map<std::string, int> class_index;
   std::unordered_map<std::string_view, int> collective_ids;  // keys point into the program's task ids
-  for (size_t c = 0; c < program.rank_classes.size(); ++c) {
+  std::size_t tasks = 0;
+  for (const RankClass& rc : program.rank_classes) tasks += rc.tasks.size();
+  collective_ids.reserve(tasks / 4);  for (size_t c = 0; c < program.rank_classes.size(); ++c) {
     class_index[program.rank_classes[c].name] = static_cast<int>(c);
     for (int r : program.rank_classes[c].ranks) out.class_of_rank[r] = static_cast<int>(c);
   }
@@ -49,24 +51,24 @@ CompiledProgram compile_program(const Program& program, const hardware::Cluster&
     cc.matched_recv.assign(m, -1);
     cc.rank_position.assign(n, -1);
     for (size_t i = 0; i < rc.ranks.size(); ++i) cc.rank_position[rc.ranks[i]] = static_cast<int>(i);
-    std::unordered_map<std::string_view, int> stream_index;
     std::map<std::vector<int>, int> group_index;
     std::vector<int> axes;
     bool has_compute = std::any_of(rc.tasks.begin(), rc.tasks.end(), [](const Task& t) { return t.stream == kComputeStream; });
     if (has_compute) {
-      stream_index[kComputeStream] = 0;
       cc.streams.emplace_back(kComputeStream);
       cc.stream_tasks.emplace_back();
     }
     for (size_t i = 0; i < m; ++i) {
       const Task& t = rc.tasks[i];
-      auto [it, fresh] = stream_index.try_emplace(t.stream, static_cast<int>(cc.streams.size()));
-      if (fresh) {
+      // A class has a handful of streams: found by comparison, not hashing.
+      const auto found = std::find(cc.streams.begin(), cc.streams.end(), t.stream);
+      const int stream = static_cast<int>(found - cc.streams.begin());
+      if (found == cc.streams.end()) {
         cc.streams.push_back(t.stream);
         cc.stream_tasks.emplace_back();
       }
-      cc.task_stream[i] = it->second;
-      cc.stream_tasks[it->second].push_back(static_cast<int>(i));
+      cc.task_stream[i] = stream;
+      cc.stream_tasks[stream].push_back(static_cast<int>(i));
       if (t.kind == TaskKind::compute || t.kind == TaskKind::optimizer) {
         try {
           cc.duration_s[i] = compute_duration(cluster.device, t);

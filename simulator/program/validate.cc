@@ -101,8 +101,9 @@ void validate_acyclic(const RankClass& rc, const TaskIndex& index, std::vector<i
   size_t n = rc.tasks.size();
   // Edges (from, to), then packed by `from` (out[start[v] .. start[v+1])).
   std::vector<std::pair<int, int>> edges;
+  edges.reserve(2 * n);
   std::vector<int> indegree(n, 0);
-  std::unordered_map<std::string_view, int> last_on_stream;
+  std::vector<std::pair<std::string_view, int>> last_on_stream;
   for (size_t i = 0; i < n; ++i) {
     const Task& t = rc.tasks[i];
     for (const auto& d : t.deps) {
@@ -113,8 +114,11 @@ void validate_acyclic(const RankClass& rc, const TaskIndex& index, std::vector<i
       edges.emplace_back(k, static_cast<int>(i));
       ++indegree[i];
     }
-    auto [it, fresh] = last_on_stream.try_emplace(t.stream, static_cast<int>(i));
-    if (!fresh) {
+    // A class has a handful of streams: found by comparison, not hashing.
+    auto it = std::find_if(last_on_stream.begin(), last_on_stream.end(), [&](const auto& s) { return s.first == t.stream; });
+    if (it == last_on_stream.end()) {
+      last_on_stream.emplace_back(t.stream, static_cast<int>(i));
+    } else {
       edges.emplace_back(it->second, static_cast<int>(i));
       ++indegree[i];
       it->second = static_cast<int>(i);
