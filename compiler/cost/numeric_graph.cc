@@ -78,6 +78,15 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
 }
 
 Affine NumericGraph::compile(const GiNaC::ex& e) const {
+  // Repeated layers ask the same expressions (shapes, extents, FLOPs): each is compiled once.
+  const auto known = compiled_.find(e);
+  if (known != compiled_.end()) return known->second;
+  const Affine a = compile_new(e);
+  compiled_.emplace(e, a);
+  return a;
+}
+
+Affine NumericGraph::compile_new(const GiNaC::ex& e) const {
   GiNaC::ex v = e.subs(others_).expand();
   GiNaC::ex c0 = v, c1 = 0;
   if (has_batch_) {

@@ -5,6 +5,7 @@
 // it is compiled once to two numbers. Plans then evaluate with plain arithmetic at any
 // micro-batch size — no GiNaC in the search's inner loop. The facts every plan of the
 // graph asks again (order, shapes, what backward keeps) are computed here once as well.
+#include <map>
 #include <vector>
 
 #include "compiler/ir/graph.h"
@@ -77,6 +78,8 @@ class NumericGraph {
   Affine compile(const GiNaC::ex& e) const;
 
  private:
+  Affine compile_new(const GiNaC::ex& e) const;
+
   Graph& graph_;
   GiNaC::exmap others_;  // bindings of every dim except the batch
   GiNaC::symbol batch_;
@@ -89,6 +92,7 @@ class NumericGraph {
   std::vector<bool> quadratic_;
   std::vector<NodeId> order_;
   std::vector<SavedTensor> saved_, checkpoints_;
+  mutable std::map<GiNaC::ex, Affine, GiNaC::ex_is_less> compiled_;  // compile's, by expression
 };
 
 // The batch dim of a graph: the symbol named "batch", else the first symbolic dim of
