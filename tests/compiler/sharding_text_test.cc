@@ -7,24 +7,12 @@
 
 #include "compiler/sharding/tensor_sharding.h"
 #include "hardware/device_mesh.h"
+#include "tests/compiler/sharding_test_util.h"
 
 namespace symtensor::compiler {
 namespace {
 
-// 2 nodes x 4 GPUs; the mesh lists axes outermost first: node = 0, gpu = 1.
-hardware::DeviceMesh mesh_2x4() {
-  hardware::Cluster c;
-  c.name = "test-2x4";
-  hardware::TopologyLevel gpu, node;
-  gpu.name = "gpu";
-  gpu.size = 4;
-  gpu.bandwidth = 300e9;
-  node.name = "node";
-  node.size = 2;
-  node.bandwidth = 25e9;
-  c.levels = {gpu, node};
-  return hardware::DeviceMesh::from_cluster(c);
-}
+using symtensor::testing::mesh_2x4;  // axes outermost first: node = 0, gpu = 1
 
 std::string parse_error(const std::string& text) {
   try {
@@ -66,16 +54,16 @@ TEST(ShardingText, AcceptsSpacesAndOmittedPartialAndNormalizesPartialOrder) {
 }
 
 TEST(ShardingText, ErrorsNameTheOffendingText) {
-  EXPECT_THAT(parse_error("[{nod}]"), testing::HasSubstr("unknown mesh axis 'nod' at column 3"));
-  EXPECT_THAT(parse_error("[{nod}]"), testing::HasSubstr("sharding '[{nod}]'"));
-  EXPECT_THAT(parse_error("[{gpu},{gpu}]"), testing::HasSubstr("mesh axis 'gpu' more than once"));
-  EXPECT_THAT(parse_error("[{gpu}] partial{gpu}"), testing::HasSubstr("more than once"));
-  EXPECT_THAT(parse_error("[{gpu}"), testing::HasSubstr("expected ']' at column 7, found the end"));
-  EXPECT_THAT(parse_error("[{gpu}] partal{}"), testing::HasSubstr("expected 'partial{...}' or the end at column 9"));
-  EXPECT_THAT(parse_error("[{gpu}] partial{} x"), testing::HasSubstr("unexpected text after the partial clause"));
-  EXPECT_THAT(parse_error("[{gpu,}]"), testing::HasSubstr("expected a mesh axis name at column 7"));
-  EXPECT_THAT(parse_error("{gpu}"), testing::HasSubstr("expected '[' at column 1"));
-  EXPECT_THAT(parse_error("[{gpu node}]"), testing::HasSubstr("expected '}' at column 7, found 'node}]'"));
+  EXPECT_THAT(parse_error("[{nod}]"), ::testing::HasSubstr("unknown mesh axis 'nod' at column 3"));
+  EXPECT_THAT(parse_error("[{nod}]"), ::testing::HasSubstr("sharding '[{nod}]'"));
+  EXPECT_THAT(parse_error("[{gpu},{gpu}]"), ::testing::HasSubstr("mesh axis 'gpu' more than once"));
+  EXPECT_THAT(parse_error("[{gpu}] partial{gpu}"), ::testing::HasSubstr("more than once"));
+  EXPECT_THAT(parse_error("[{gpu}"), ::testing::HasSubstr("expected ']' at column 7, found the end"));
+  EXPECT_THAT(parse_error("[{gpu}] partal{}"), ::testing::HasSubstr("expected 'partial{...}' or the end at column 9"));
+  EXPECT_THAT(parse_error("[{gpu}] partial{} x"), ::testing::HasSubstr("unexpected text after the partial clause"));
+  EXPECT_THAT(parse_error("[{gpu,}]"), ::testing::HasSubstr("expected a mesh axis name at column 7"));
+  EXPECT_THAT(parse_error("{gpu}"), ::testing::HasSubstr("expected '[' at column 1"));
+  EXPECT_THAT(parse_error("[{gpu node}]"), ::testing::HasSubstr("expected '}' at column 7, found 'node}]'"));
 }
 
 TEST(ShardingText, ValidateRejectsUnknownAxisIds) {
