@@ -49,6 +49,29 @@ double Device::kernel_seconds(Precision p, double flops, double bytes) const {
   return std::max(math, memory) + kernel_launch_s;
 }
 
+std::optional<double> Device::attention_efficiency_for(double head_dim, double seq, bool backward) const {
+  if (attention_efficiency.empty()) return std::nullopt;
+  int group = attention_efficiency.front().head_dim;
+  for (const AttentionEfficiencyPoint& p : attention_efficiency)
+    if (p.head_dim <= head_dim) group = p.head_dim;
+  std::optional<double> result;
+  for (const AttentionEfficiencyPoint& p : attention_efficiency) {
+    if (p.head_dim != group) continue;
+    if (!result || p.min_seq <= seq) result = backward ? p.backward : p.forward;
+  }
+  return result;
+}
+
+double Device::attention_seconds(Precision p, double flops, double bytes, double head_dim, double seq,
+                                 bool backward) const {
+  const std::optional<double> e = attention_efficiency_for(head_dim, seq, backward);
+  if (!e) return kernel_seconds(p, flops, bytes);
+  if (flops <= 0 && bytes <= 0) return 0;
+  const double math = flops > 0 ? flops / (peak(p) * *e) : 0;
+  const double memory = bytes > 0 ? bytes / hbm_bandwidth : 0;
+  return std::max(math, memory) + kernel_launch_s;
+}
+
 double Device::efficiency_for(double flops) const {
   if (efficiency.empty()) {
     throw std::runtime_error(fmt::format("device '{}' has no efficiency curve", name));

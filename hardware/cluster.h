@@ -18,6 +18,14 @@ struct EfficiencyPoint {
   double efficiency = 1;
 };
 
+// A fused attention kernel's achieved/peak (16-bit peak) on inputs of at least `head_dim`
+// and `min_seq` (query length per kernel call), forward and backward separately.
+struct AttentionEfficiencyPoint {
+  int head_dim = 0;
+  double min_seq = 0;
+  double forward = 1, backward = 1;
+};
+
 struct Device {
   std::string name;
   std::map<Precision, double> peak_flops;  // FLOP/s, dense
@@ -25,6 +33,10 @@ struct Device {
   double hbm_bandwidth = 0;                // bytes/s
   std::vector<EfficiencyPoint> efficiency; // ascending min_flops
   double kernel_launch_s = 0;
+  // Fused attention (FlashAttention-style kernels): the kernel measured, and its efficiency
+  // by head dim then sequence (ascending). Empty: attention is priced as a GEMM.
+  std::string attention_kernel;
+  std::vector<AttentionEfficiencyPoint> attention_efficiency;
 
   double peak(Precision p) const;               // throws if the profile lacks p
   double efficiency_for(double flops) const;    // step lookup in `efficiency`
@@ -32,6 +44,12 @@ struct Device {
   // bytes at HBM bandwidth, plus the launch overhead; 0 for no work. The one kernel-time
   // model of SymTensor: the compiler's estimate and the simulator both use it.
   double kernel_seconds(Precision p, double flops, double bytes) const;
+  // The efficiency of a fused attention kernel: the entries of the largest head dim <= `head_dim`
+  // (else the smallest), the last of those with min_seq <= `seq`. nullopt without a table.
+  std::optional<double> attention_efficiency_for(double head_dim, double seq, bool backward) const;
+  // kernel_seconds of a fused attention kernel at attention_efficiency_for (the GEMM curve
+  // without a table).
+  double attention_seconds(Precision p, double flops, double bytes, double head_dim, double seq, bool backward) const;
 };
 
 enum class LinkKind { switch_fabric, ring, fat_tree };

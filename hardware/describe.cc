@@ -53,6 +53,15 @@ std::string describe_cluster(const Cluster& cluster) {
     separator = ", ";
   }
   out += "\n";
+  if (!d.attention_efficiency.empty()) {
+    out += fmt::format("  fused attention ({}), forward/backward by head dim and sequence:", d.attention_kernel);
+    separator = " ";
+    for (const AttentionEfficiencyPoint& p : d.attention_efficiency) {
+      out += fmt::format("{}d{} s>={:g} {:g}/{:g}", separator, p.head_dim, p.min_seq, p.forward, p.backward);
+      separator = ", ";
+    }
+    out += "\n";
+  }
 
   out += "topology (innermost first; bandwidth per GPU per direction)\n";
   for (const TopologyLevel& level : cluster.levels) {

@@ -114,9 +114,39 @@ class ProfileReader {
   std::string source_;
 };
 
+// fused_attention: {kernel: TEXT, efficiency: [{head_dim, min_seq, forward, backward}, ...]}
+// sorted by head_dim then min_seq; each head dim's first entry starts at min_seq 0.
+void read_attention_table(ProfileReader& r, const YAML::Node& node, Device& device) {
+  const std::string path = "device.fused_attention";
+  r.expect_map(node, path, {"kernel", "efficiency"});
+  device.attention_kernel = r.string(node, path, "kernel");
+  YAML::Node table = r.required(node, path, "efficiency");
+  if (!table.IsSequence() || table.size() == 0) r.fail(table, path + ".efficiency", "expected a non-empty list");
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const std::string at = fmt::format("{}.efficiency[{}]", path, i);
+    YAML::Node entry = table[i];
+    r.expect_map(entry, at, {"head_dim", "min_seq", "forward", "backward"});
+    AttentionEfficiencyPoint p;
+    p.head_dim = r.positive_int(entry, at, "head_dim");
+    p.min_seq = r.number(r.required(entry, at, "min_seq"), at + ".min_seq", 0, false);
+    for (auto [key, value] : {std::pair{"forward", &p.forward}, std::pair{"backward", &p.backward}}) {
+      *value = r.number(r.required(entry, at, key), at + "." + key, 0, true);
+      if (*value > 1) r.fail(entry[key], at + "." + key, "must be at most 1 (achieved/peak)");
+    }
+    const bool new_group = device.attention_efficiency.empty() || device.attention_efficiency.back().head_dim != p.head_dim;
+    if (!new_group && p.min_seq <= device.attention_efficiency.back().min_seq)
+      r.fail(entry["min_seq"], at + ".min_seq", "must be larger than the previous entry's");
+    if (new_group && !device.attention_efficiency.empty() && p.head_dim < device.attention_efficiency.back().head_dim)
+      r.fail(entry["head_dim"], at + ".head_dim", "entries must be sorted by head_dim");
+    if (new_group && p.min_seq != 0) r.fail(entry["min_seq"], at + ".min_seq", "each head dim's first entry must start at 0");
+    device.attention_efficiency.push_back(p);
+  }
+}
+
 Device read_device(ProfileReader& r, const YAML::Node& node) {
   const std::string path = "device";
-  r.expect_map(node, path, {"name", "peak_tflops", "memory_gb", "hbm_bandwidth_gb_per_s", "kernel_launch_us", "efficiency"});
+  r.expect_map(node, path,
+               {"name", "peak_tflops", "memory_gb", "hbm_bandwidth_gb_per_s", "kernel_launch_us", "efficiency", "fused_attention"});
   Device device;
   device.name = r.string(node, path, "name");
 
@@ -148,6 +178,7 @@ Device read_device(ProfileReader& r, const YAML::Node& node) {
     }
     device.efficiency.push_back(point);
   }
+  if (node["fused_attention"].IsDefined()) read_attention_table(r, node["fused_attention"], device);
   return device;
 }
 

@@ -1,5 +1,6 @@
 #include "compiler/analysis/model_stats.h"
 
+#include "compiler/fusion/fusion_pass.h"
 #include "compiler/ops/op_semantics.h"
 
 namespace symtensor::compiler {
@@ -20,6 +21,10 @@ ModelStats compute_model_stats(Graph& graph) {
   s.parameter_bytes = 0;
   s.forward_flops = 0;
   s.gemm_flops = 0;
+  s.attention_flops = 0;
+  const std::string prefix = kFusedMetadataPrefix;
+  for (const auto& [key, value] : graph.metadata)
+    if (key.rfind(prefix, 0) == 0) s.fused[key.substr(prefix.size())] = value;
   for (const Tensor& t : graph.tensors()) {
     if (!t.is_parameter) continue;
     s.parameter_count += t.num_elements();
@@ -32,12 +37,14 @@ ModelStats compute_model_stats(Graph& graph) {
     const IterationSpace space = iteration_space_of(graph, id);
     s.forward_flops += space.flops;
     if (space.kind == OpKind::gemm || space.kind == OpKind::convolution) s.gemm_flops += space.flops;
+    if (space.kind == OpKind::attention) s.attention_flops += space.flops;
     s.node_costs.push_back({id, space.flops, space.bytes});
   }
   s.parameter_count = s.parameter_count.expand();
   s.parameter_bytes = s.parameter_bytes.expand();
   s.forward_flops = s.forward_flops.expand();
   s.gemm_flops = s.gemm_flops.expand();
+  s.attention_flops = s.attention_flops.expand();
   return s;
 }
 

@@ -19,6 +19,9 @@ struct ModelStats {
   GiNaC::ex parameter_bytes;
   GiNaC::ex forward_flops;     // every operator with semantics
   GiNaC::ex gemm_flops;        // MatMul/Gemm/Einsum/Conv only (the convention of published formulas)
+  GiNaC::ex attention_flops;   // fused attention kernels (causal ones counted half)
+  // What the fusion pass replaced, per pattern: "count; detail" (Graph metadata).
+  std::map<std::string, std::string> fused;
   std::map<std::string, int> op_histogram;
   std::vector<std::string> opaque_ops;   // "name (OpType)"
   std::vector<NodeCost> node_costs;      // one per node

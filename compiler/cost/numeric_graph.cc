@@ -59,6 +59,11 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
     n.flops = compile(n.space.flops);
     n.bytes = compile(n.space.bytes);
     for (TensorId out : graph.node(id).outputs) n.quadratic_output |= out != kNone && quadratic_[out];
+    if (n.kind == OpKind::attention)
+      for (std::size_t l = 0; l < n.space.loops.size(); ++l) {
+        if (n.space.loops[l].name == "d") n.head_dim_loop = static_cast<int>(l);
+        if (n.space.loops[l].name == "sq") n.query_loop = static_cast<int>(l);
+      }
     nodes_.push_back(std::move(n));
   }
   for (TensorId t = 0; t < static_cast<TensorId>(graph.tensors().size()); ++t) {

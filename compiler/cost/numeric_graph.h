@@ -28,6 +28,9 @@ struct NumericNode {
   std::vector<NumericLoop> loops;
   Affine flops, bytes;
   bool quadratic_output = false;  // an output is quadratic_in_sequence (selective recompute redoes the node)
+  // Fused attention (OpKind::attention): its head-dim and query-sequence loops, which pick
+  // the kernel's efficiency; -1 otherwise.
+  int head_dim_loop = -1, query_loop = -1;
   IterationSpace space;  // symbolic original (maps, names), for shardings and formulas
 };
 

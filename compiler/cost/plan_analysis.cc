@@ -397,7 +397,9 @@ class Analyzer {
     if (t == kNone || i >= nn.space.input_dims.size()) return;
     const OperandLayout want = OperandLayout::input(nn.space, cut, static_cast<int>(i));
     local_bytes += local_elements(t, want) * element_bytes(t);
-    if (train && needs_gradient(t)) ++gradient_inputs;
+    // A fused attention's mask (input 3) gets no gradient.
+    const bool differentiable = train && needs_gradient(t) && !(nn.kind == OpKind::attention && i >= 3);
+    if (differentiable) ++gradient_inputs;
     if (old && !(*dirty)[t]) {
       const auto [fwd_begin, bwd_begin] = i == 0 ? std::pair<int, int>{0, 0} : old_ends_[i - 1];
       const auto [fwd_end, bwd_end] = old_ends_[i];
@@ -411,7 +413,7 @@ class Analyzer {
       for (auto& op : redistribute(t, have->sharding(), want.sharding())) w.fwd_comm.push_back(std::move(op));
     // Gradients arriving in the same layout from several consumers are summed locally
     // first (Q, K and V share their input): one redistribution.
-    if (train && needs_gradient(t)) {
+    if (differentiable) {
       const OperandLayout grad = OperandLayout::input_gradient(nn.space, cut, static_cast<int>(i));
       if (first_delivery(state_.delivered_gradients[t], grad) && !(grad.partial_axes() == 0 && grad.same_split(*have)))
         for (auto& op : redistribute(t, grad.sharding(), without_partial(have->sharding()))) w.bwd_comm.push_back(std::move(op));
@@ -458,7 +460,25 @@ class Analyzer {
       w.bwd_bytes = gradient_inputs > 0 ? w.fwd_bytes * (1 + gradient_inputs) : 0;
       w.bwd_seconds = gradient_inputs > 0 ? cluster_.device.kernel_seconds(plan_.precision, w.bwd_flops, w.bwd_bytes) : 0;
     }
+    if (nn.kind == OpKind::attention) price_attention(w, nn, cut, train && gradient_inputs > 0);
     return w;
+  }
+
+  // A fused attention kernel at its own efficiency (by head dim and local query length).
+  // Its backward recomputes the scores: 2.5x the forward FLOPs (FlashAttention-2's count,
+  // five matrix products against two), reading Q, K, V, O and dO and writing dQ, dK, dV.
+  void price_attention(OpWork& w, const NumericNode& nn, const NodeCut& cut, bool backward) const {
+    double query_ways = 1;
+    if (nn.query_loop < static_cast<int>(cut.loop_axes.size()))
+      for (int a : cut.loop_axes[nn.query_loop]) query_ways *= mesh_.axes().at(a).size;
+    const double head_dim = nn.loops.at(nn.head_dim_loop).extent.at(batch_);
+    const double seq = nn.loops.at(nn.query_loop).extent.at(batch_) / query_ways;
+    const hardware::Device& device = cluster_.device;
+    w.fwd_seconds = device.attention_seconds(plan_.precision, w.fwd_flops, w.fwd_bytes, head_dim, seq, false);
+    if (!backward) return;
+    w.bwd_flops = 2.5 * w.fwd_flops;
+    w.bwd_bytes = 2 * w.fwd_bytes;
+    w.bwd_seconds = device.attention_seconds(plan_.precision, w.bwd_flops, w.bwd_bytes, head_dim, seq, true);
   }
 
   // Each parameter: its layout at its first consumer, and the union of the axes over

@@ -70,6 +70,11 @@ std::vector<SavedTensor> saved_tensors(const NumericGraph& ng) {
       case OpKind::softmax:
         keep(node.outputs.at(0), id);
         break;
+      case OpKind::attention:
+        // FlashAttention keeps Q, K, V (and O with the row log-sum-exp, which the output
+        // projection keeps as its input already); no score tensor.
+        for (std::size_t i = 0; i < node.inputs.size() && i < 3; ++i) keep(node.inputs[i], id);
+        break;
       case OpKind::normalization:
         if (!node.inputs.empty()) keep(node.inputs[0], id);
         break;

@@ -22,6 +22,7 @@ struct CompareCli {
   ClusterChoice cluster;
   std::string strategies = "symtensor,megatron,dp,zero3";
   bool no_simulate = false;
+  std::string attention;
   std::string out;
 };
 
@@ -29,6 +30,7 @@ void run(CompareCli& cli) {
   cli.options.strategies = strategy_list(cli.strategies, "--strategies");
   sim::check_output_dir(cli.out, "-o");
   cli.options.simulate = !cli.no_simulate;
+  cli.options.fusion.attention = compiler::parse_attention_mode(cli.attention.empty() ? "fused" : cli.attention);
   if (isatty(STDERR_FILENO)) cli.options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   const hardware::Cluster cluster = load_cluster(cli.cluster);
   const compiler::CompareResults r = compiler::run_compare(cli.options, cluster);
@@ -55,6 +57,7 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("model", cli->options.model, "ONNX model")->required();
   add_cluster_options(cmd, cli->cluster);
   cmd->add_option("--bind", cli->options.bind, "dim values, e.g. batch=8,seq=2048");
+  add_attention_option(cmd, cli->attention);
   cmd->add_option("--strategies", cli->strategies, "comma-separated: symtensor,megatron,dp,zero3");
   cmd->add_option("--megatron", cli->options.megatron,
                   "fixed Megatron knobs (tp=8,pp=2,...); default: the best of a small grid");

@@ -27,7 +27,7 @@ namespace symtensor::driver {
 namespace {
 
 struct CompileOptions {
-  std::string model, bind, strategy, megatron, plan, mode, precision, out;
+  std::string model, bind, strategy, megatron, plan, mode, precision, out, attention;
   ClusterChoice cluster;
   bool allow_oom = false, onnx = false;
 };
@@ -55,7 +55,7 @@ void run_compile(const CompileOptions& o) {
   // Refuse an unusable output folder before the (slower) import and planning.
   sim::check_output_dir(o.out, "-o");
 
-  compiler::Graph graph = import_model(o.model, o.bind, true);
+  compiler::Graph graph = import_model(o.model, o.bind, true, o.attention);
   compiler::Plan plan = compiler::make_plan(strategy, graph, cluster, so);
   if (strategy == "file") {  // a plan file keeps its mode and precision unless the command line sets them
     if (!o.mode.empty()) plan.mode = so.mode;
@@ -129,6 +129,7 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("model", o->model, "ONNX model file")->required();
   add_cluster_options(cmd, o->cluster);
   cmd->add_option("--bind", o->bind, "dim values, e.g. batch=512,seq=2048 (batch is required)");
+  add_attention_option(cmd, o->attention);
   cmd->add_option("--strategy", o->strategy, "symtensor (default) | megatron | dp | zero3 | ilp");
   cmd->add_option("--megatron", o->megatron, "Megatron knobs: tp=8,pp=8,mb=1,vp=3,sp=1,recompute=selective,distopt=1");
   cmd->add_option("--plan", o->plan, "read the plan from this plan.yaml instead of making one");

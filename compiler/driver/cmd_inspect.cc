@@ -20,6 +20,7 @@ using compiler::Tensor;
 struct InspectOptions {
   std::string model;
   std::string bind;
+  std::string attention;
   bool json = false;
   int top = 10;
 };
@@ -53,7 +54,7 @@ void print_quantity(const Graph& g, const std::string& label, const GiNaC::ex& e
 }
 
 void run_inspect(const InspectOptions& o) {
-  Graph g = import_model(o.model, o.bind, !o.json);
+  Graph g = import_model(o.model, o.bind, !o.json, o.attention);
   const compiler::ModelStats stats = compiler::compute_model_stats(g);
 
   std::vector<compiler::NodeCost> heaviest = stats.node_costs;
@@ -89,6 +90,8 @@ void run_inspect(const InspectOptions& o) {
     j["parameter_bytes"] = quantity(g, stats.parameter_bytes);
     j["forward_flops"] = quantity(g, stats.forward_flops);
     j["gemm_flops"] = quantity(g, stats.gemm_flops);
+    j["attention_flops"] = quantity(g, stats.attention_flops);
+    j["fused"] = stats.fused;
     j["operators"] = stats.op_histogram;
     j["heaviest"] = nlohmann::json::array();
     for (const auto& c : heaviest)
@@ -117,6 +120,9 @@ void run_inspect(const InspectOptions& o) {
     std::cout << "parameters: " << compiler::to_text(stats.parameter_count) << "\n";
   print_quantity(g, "forward FLOPs", stats.forward_flops, "FLOP");
   print_quantity(g, "  of which GEMM/conv", stats.gemm_flops, "FLOP");
+  if (!stats.fused.empty()) print_quantity(g, "  of which fused attention", stats.attention_flops, "FLOP");
+  std::cout << "fused:" << (stats.fused.empty() ? " nothing" : "") << "\n";
+  for (const auto& [pattern, what] : stats.fused) std::cout << "  " << pattern << ": " << what << "\n";
   std::cout << "operators (" << g.nodes().size() << " nodes):";
   for (const auto& [op, n] : stats.op_histogram) std::cout << " " << op << " " << n << ";";
   std::cout << "\nheaviest operators:\n";
@@ -137,6 +143,7 @@ void add_inspect_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("inspect", "Import an ONNX model and print its symbolic shapes, parameters and FLOPs");
   cmd->add_option("model", opts->model, "ONNX model file")->required();
   cmd->add_option("--bind", opts->bind, "Bind dim symbols, e.g. batch=8,seq=2048");
+  add_attention_option(cmd, opts->attention);
   cmd->add_flag("--json", opts->json, "Print JSON instead of text");
   cmd->add_option("--top", opts->top, "How many of the heaviest operators to list")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->callback([opts] { run_inspect(*opts); });

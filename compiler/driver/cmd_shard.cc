@@ -17,13 +17,13 @@ namespace symtensor::driver {
 namespace {
 
 struct ShardOptions {
-  std::string model, output, cluster = "dgx-a100", bind, mutate = "none";
+  std::string model, output, cluster = "dgx-a100", bind, mutate = "none", attention;
   compiler::HandPlanSpec spec;
 };
 
 void run_shard(const ShardOptions& o) {
   sim::check_output_dir(o.output, "-o");
-  compiler::Graph graph = import_model(o.model, o.bind, false);
+  compiler::Graph graph = import_model(o.model, o.bind, false, o.attention);
   const onnx::ModelProto original = compiler::read_model_file(o.model);
   const int devices = o.spec.pipeline * o.spec.data * o.spec.tensor;
   const hardware::Cluster cluster = hardware::scale_cluster(hardware::load_cluster(o.cluster), 1, devices);
@@ -49,6 +49,7 @@ void add_shard_command(CLI::App& app) {
   cmd->add_option("--tp", o->spec.tensor, "tensor-parallel ways");
   cmd->add_flag("--sp", o->spec.sequence_parallel, "sequence parallelism over the tensor axis");
   cmd->add_option("--bind", o->bind, "dim values, e.g. batch=2,seq=8 (every dim must be bound)");
+  add_attention_option(cmd, o->attention);
   cmd->add_option("--mutate", o->mutate, "test-only wrong sharding: drop-all-reduce or wrong-weight-slice");
   cmd->callback([o] { run_shard(*o); });
 }

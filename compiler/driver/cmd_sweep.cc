@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "compiler/driver/cli_lists.h"
+#include "compiler/driver/command_setup.h"
 #include "compiler/driver/commands.h"
 #include "compiler/report/process_pool.h"
 #include "compiler/report/report_files.h"
@@ -23,6 +24,7 @@ struct SweepCli {
   std::string gpus = "8..256";
   std::string strategies = "symtensor";
   int jobs = compiler::default_jobs();
+  std::string attention;
   std::string out;
 };
 
@@ -35,6 +37,7 @@ void run(SweepCli& cli) {
   if (!(cli.options.tokens > 0)) throw std::runtime_error("--tokens: expected a positive number");
   if (cli.jobs < 1) throw std::runtime_error("--jobs: expected a positive number of worker processes");
   cli.options.jobs = cli.jobs;
+  cli.options.fusion.attention = compiler::parse_attention_mode(cli.attention.empty() ? "fused" : cli.attention);
   // Progress always goes to stderr: a sweep is long enough to want it even when logged.
   cli.options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   const compiler::SweepResults r = compiler::run_sweep(cli.options);
@@ -52,6 +55,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--clusters", cli->clusters, "comma-separated hardware profiles")->required();
   cmd->add_option("--gpus", cli->gpus, "GPU counts: 8,16,64 or 8..1024 (powers of two)");
   cmd->add_option("--bind", cli->options.bind, "dim values, e.g. batch=1024,seq=4096");
+  add_attention_option(cmd, cli->attention);
   cmd->add_option("--tokens", cli->options.tokens, "tokens to train (default 1e12)");
   cmd->add_option("--strategies", cli->strategies,
                   "comma-separated: symtensor,megatron,dp,zero3 (default symtensor, whose search starts from "

@@ -17,10 +17,20 @@ hardware::Cluster load_cluster(const ClusterChoice& choice) {
   return hardware::scale_cluster(hardware::load_cluster(choice.profile), choice.nodes, choice.gpus);
 }
 
-compiler::Graph import_model(const std::string& path, const std::string& bind, bool warn_opaque) {
+void add_attention_option(CLI::App* cmd, std::string& attention) {
+  cmd->add_option("--attention", attention,
+                  "attention as a fused kernel (FlashAttention: no score tensor, backward recomputes) or "
+                  "materialized as written (MatMul, Softmax, MatMul)")
+      ->check(CLI::IsMember({"fused", "materialized"}))
+      ->default_val("fused");
+}
+
+compiler::Graph import_model(const std::string& path, const std::string& bind, bool warn_opaque,
+                             const std::string& attention) {
   compiler::ImportOptions options;
   options.bindings = compiler::parse_bindings(bind);
   options.warn_opaque = warn_opaque;
+  options.fusion.attention = compiler::parse_attention_mode(attention.empty() ? "fused" : attention);
   return compiler::import_onnx_file(path, options);
 }
 

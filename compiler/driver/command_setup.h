@@ -22,8 +22,13 @@ struct ClusterChoice {
 void add_cluster_options(CLI::App* cmd, ClusterChoice& choice);
 hardware::Cluster load_cluster(const ClusterChoice& choice);
 
-// The model with its dims bound from a --bind text ("batch=8,seq=2048").
-compiler::Graph import_model(const std::string& path, const std::string& bind, bool warn_opaque);
+// --attention fused|materialized (default fused): the fusion pass's attention mode.
+void add_attention_option(CLI::App* cmd, std::string& attention);
+
+// The model with its dims bound from a --bind text ("batch=8,seq=2048") and the fusion
+// pass run with the --attention mode ("fused" or "materialized").
+compiler::Graph import_model(const std::string& path, const std::string& bind, bool warn_opaque,
+                             const std::string& attention);
 
 // Strategy options from the command line; an empty mode or precision means train, bf16.
 compiler::StrategyOptions strategy_options(const std::string& mode, const std::string& precision,

@@ -3,6 +3,7 @@
 // Shapes are symbolic (GiNaC expressions in the model's dim symbols).
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -106,6 +107,12 @@ class Graph {
   std::vector<NodeId> topological_order() const;
 
   SymbolTable symbols;
+
+  // Set by the fusion pass (compiler/fusion): the graph as imported, and for each node the
+  // nodes of `unfused` it stands for (just itself when no pattern matched it). Both empty
+  // when no fusion ran. The ONNX rewrite works on `unfused`: its node ids are the model's.
+  std::shared_ptr<Graph> unfused;
+  std::vector<std::vector<NodeId>> fused_from;
 
  private:
   NodeId node_on_cycle() const;

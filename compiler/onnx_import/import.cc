@@ -182,6 +182,11 @@ class Importer {
       if (!graph_.symbols.contains(name)) throw std::runtime_error(source_ + ": --bind " + name + ": " + unknown_dim_message(name));
       graph_.symbols.bind(name, value);
     }
+    try {
+      run_fusion_pass(graph_, options.fusion);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(source_ + ": fusion: " + e.what());
+    }
     return std::move(graph_);
   }
 

@@ -3,6 +3,8 @@
 // shape pass (dim_params become symbols, unnamed dims fresh ones, exporter shape
 // sub-graphs are folded so Reshape targets are known symbolically).
 //
+// Then the fusion pass (compiler/fusion/fusion_pass.h) as ImportOptions::fusion says.
+//
 // Parameters are: initializers (inline or external data; external files are located,
 // never read), weight tensors held in Constant nodes (float tensors of rank >= 1 with more
 // than one element), and graph inputs listed in the model's metadata property
@@ -10,6 +12,7 @@
 #include <map>
 #include <string>
 
+#include "compiler/fusion/fusion_pass.h"
 #include "compiler/ir/graph.h"
 
 namespace onnx { class ModelProto; }
@@ -21,6 +24,7 @@ inline constexpr const char* kParametersMetadataKey = "symtensor.parameters";
 struct ImportOptions {
   std::map<std::string, double> bindings;  // dim symbol -> value (--bind batch=8)
   bool warn_opaque = true;                 // one warning per opaque op type on stderr
+  FusionOptions fusion;                    // the fusion pass run on the imported graph
 };
 
 // Throws std::runtime_error with a one-line message naming the file and the problem.

@@ -29,8 +29,17 @@
 
 namespace symtensor::compiler {
 
-enum class OpKind { gemm, convolution, elementwise, normalization, softmax, reduction, data_movement, routing, opaque };
+// attention: a fused attention kernel (FlashAttention-style: no score tensor in memory,
+// backward recomputes the scores); see compiler/ops/attention_ops.cc.
+enum class OpKind { gemm, convolution, elementwise, normalization, softmax, reduction, data_movement, routing, attention, opaque };
 std::string_view to_string(OpKind k);
+
+// Whether cutting a reduction loop of an operator of this kind leaves partial sums that a
+// reduction completes: not under a softmax, a normalization's statistics or a fused
+// attention's online softmax.
+inline bool reduction_cut_is_partial_sum(OpKind kind) {
+  return kind != OpKind::softmax && kind != OpKind::normalization && kind != OpKind::attention;
+}
 
 struct LoopDim {
   std::string name;   // "b", "m", "n", "k", "c_in" ... (for printing and rules)

@@ -23,6 +23,7 @@ std::string_view to_string(OpKind k) {
     case OpKind::reduction: return "reduction";
     case OpKind::data_movement: return "data_movement";
     case OpKind::routing: return "routing";
+    case OpKind::attention: return "attention";
     case OpKind::opaque: return "opaque";
   }
   return "unknown";
@@ -52,6 +53,7 @@ const OpRegistry& builtin_op_registry() {
   static const OpRegistry registry = [] {
     OpRegistry r;
     register_matmul_ops(r);
+    register_attention_ops(r);
     register_conv_ops(r);
     register_elementwise_ops(r);
     register_normalization_ops(r);

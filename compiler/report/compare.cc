@@ -21,6 +21,7 @@ void say(const CompareOptions& o, const std::string& line) {
 CompareResults run_compare(const CompareOptions& options, const hardware::Cluster& cluster) {
   ImportOptions io;
   io.bindings = parse_bindings(options.bind);
+  io.fusion = options.fusion;
   Graph graph = import_onnx_file(options.model, io);
   const NumericGraph numeric(graph);
 

@@ -7,13 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "compiler/fusion/fusion_pass.h"
 #include "compiler/report/results.h"
 #include "hardware/cluster.h"
 
 namespace symtensor::compiler {
 
 struct CompareOptions {
-  std::string model;       // ONNX file
+  std::string model;
+  FusionOptions fusion;    // the fusion pass on import (--attention)       // ONNX file
   std::string bind;        // "batch=8,seq=2048"
   std::vector<std::string> strategies{"symtensor", "megatron", "dp", "zero3"};
   std::string megatron;    // fixed knobs; empty: the best of a small grid

@@ -153,6 +153,7 @@ SweepResults run_sweep(const SweepOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   ImportOptions io;
   io.bindings = parse_bindings(options.bind);
+  io.fusion = options.fusion;
   io.warn_opaque = false;
   Graph graph = import_onnx_file(options.model, io);
 

@@ -6,12 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "compiler/fusion/fusion_pass.h"
 #include "compiler/report/results.h"
 
 namespace symtensor::compiler {
 
 struct SweepOptions {
   std::string model;
+  FusionOptions fusion;    // the fusion pass on import (--attention)
   std::string bind;
   std::vector<std::string> clusters;  // profile names (or paths)
   std::vector<int> gpus{8, 16, 32, 64, 128, 256};

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "compiler/analysis/model_stats.h"
+#include "compiler/fusion/unfuse_plan.h"
 #include "compiler/ops/op_semantics.h"
 #include "compiler/rewrite/split_blocks.h"
 #include "compiler/rewrite/tensor_data.h"
@@ -462,6 +463,8 @@ std::vector<int> ShardedProgram::spmd_axes() const {
 
 ShardedProgram build_sharded_program(const onnx::ModelProto& original, Graph& graph, const Plan& plan,
                                      const hardware::Cluster& cluster, Mutation mutation) {
+  // A fused graph is written as the model's own nodes, each cut as its fused node is.
+  if (graph.unfused) return Builder(original, *graph.unfused, unfuse_plan(graph, plan), cluster, mutation).run();
   return Builder(original, graph, plan, cluster, mutation).run();
 }
 

@@ -166,7 +166,7 @@ class StructureFinder {
         row.insert(partners.begin(), partners.end());
         for (NodeId n : between) {
           s_.in_tp_region[n] = true;
-          region_has_softmax |= kind(n) == OpKind::softmax;
+          region_has_softmax |= kind(n) == OpKind::softmax || kind(n) == OpKind::attention;
         }
       }
       if (region_has_softmax) s_.layer_anchors.push_back(s_.norm_anchors[r]);
@@ -179,7 +179,8 @@ class StructureFinder {
     s_.column = by_position(column);
     s_.row = by_position(row);
     for (NodeId n : order_)
-      if (s_.in_tp_region[n] && kind(n) == OpKind::gemm && !s_.weight_gemm[n]) s_.attention.push_back(n);
+      if (s_.in_tp_region[n] && (kind(n) == OpKind::attention || (kind(n) == OpKind::gemm && !s_.weight_gemm[n])))
+        s_.attention.push_back(n);
   }
 
   void find_heads_and_embeddings() {
@@ -248,7 +249,9 @@ int attention_heads_loop(const IterationSpace& space, int batch_loop) {
     const int loop = static_cast<int>(l);
     if (loop == batch_loop || space.loops[l].reduction || loop == out[out.size() - 1] || loop == out[out.size() - 2]) continue;
     bool everywhere = maps(out, loop);
-    for (const auto& dims : space.input_dims) everywhere &= maps(dims, loop);
+    // A fused attention's Q, K and V (its mask may broadcast over the heads).
+    const std::size_t operands = space.kind == OpKind::attention ? 3 : space.input_dims.size();
+    for (std::size_t i = 0; i < operands && i < space.input_dims.size(); ++i) everywhere &= maps(space.input_dims[i], loop);
     if (everywhere) return loop;
   }
   return -1;

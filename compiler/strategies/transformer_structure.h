@@ -9,7 +9,7 @@
 // - column-parallel GEMMs: the first weight GEMMs reached from a normalization region's
 //   output whose output in turn reaches a weight GEMM before any normalization region;
 //   those GEMMs are row-parallel, and the nodes in between form the tensor-parallel region
-//   (attention GEMMs are the gemm operators there without weights);
+//   (attention GEMMs are the gemm operators there without weights, and fused attention);
 // - vocabulary head: a weight GEMM that is neither and from which no weight GEMM is reachable;
 // - embeddings: Gathers from a parameter;
 // - layers: each normalization region whose tensor-parallel region holds a softmax starts

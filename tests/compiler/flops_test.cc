@@ -53,8 +53,17 @@ onnx::ModelProto gpt_layer(std::int64_t h, std::int64_t heads) {
 
 TEST(Flops, GptLayerGemmFlopsMatchPublishedFormula) {
   for (auto [h, heads] : {std::pair<std::int64_t, std::int64_t>{64, 4}, {96, 8}}) {
-    Graph g = import_onnx_model(gpt_layer(h, heads), "gpt_layer");
+    ImportOptions materialized;
+    materialized.fusion.attention = AttentionMode::materialized;
+    Graph g = import_onnx_model(gpt_layer(h, heads), "gpt_layer", materialized);
     const ModelStats stats = compute_model_stats(g);
+    // Fused (the default), the attention GEMMs are one kernel with the same FLOPs (no mask).
+    Graph fused = import_onnx_model(gpt_layer(h, heads), "gpt_layer");
+    const ModelStats fused_stats = compute_model_stats(fused);
+    const GiNaC::ex fb = fused.symbols.get("batch"), fs = fused.symbols.get("seq");
+    EXPECT_TRUE((fused_stats.attention_flops - 4 * fb * fs * fs * h).expand().is_zero())
+        << fused_stats.attention_flops;
+    EXPECT_EQ(fused_stats.fused.count("attention"), 1u);
     const GiNaC::ex b = g.symbols.get("batch"), s = g.symbols.get("seq");
     const GiNaC::ex expected = 24 * b * s * h * h + 4 * b * s * s * h;
     EXPECT_TRUE((stats.gemm_flops - expected).expand().is_zero())

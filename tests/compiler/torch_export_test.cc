@@ -37,10 +37,18 @@ INSTANTIATE_TEST_SUITE_P(Exports, TorchExport, ::testing::Values("gpt_tiny", "en
 
 TEST(TorchExport, TinyGptGemmFlopsFollowTheLayerFormula) {
   // 2 layers, h 64, vocab 256, tied head: per layer 24·b·s·h² + 4·b·s²·h, head 2·b·s·h·V.
-  Graph g = import_onnx_file(kDir + "gpt_tiny.onnx");
+  ImportOptions materialized;
+  materialized.fusion.attention = AttentionMode::materialized;
+  Graph g = import_onnx_file(kDir + "gpt_tiny.onnx", materialized);
   const GiNaC::ex b = g.symbols.get("batch"), s = g.symbols.get("seq");
   const GiNaC::ex expected = 2 * (24 * b * s * 64 * 64 + 4 * b * s * s * 64) + 2 * b * s * 64 * 256;
   EXPECT_TRUE((compute_model_stats(g).gemm_flops - expected).expand().is_zero()) << compute_model_stats(g).gemm_flops;
+  // Fused (the default): each layer's MatMul/Div/Softmax/MatMul (no mask) is one kernel.
+  Graph fused = import_onnx_file(kDir + "gpt_tiny.onnx");
+  const ModelStats stats = compute_model_stats(fused);
+  const GiNaC::ex fb = fused.symbols.get("batch"), fs = fused.symbols.get("seq");
+  EXPECT_TRUE((stats.attention_flops - 2 * 4 * fb * fs * fs * 64).expand().is_zero()) << stats.attention_flops;
+  EXPECT_EQ(stats.fused.at("attention"), "2; not causal; e.g. /blocks.0/FusedAttention");
 }
 
 }  // namespace

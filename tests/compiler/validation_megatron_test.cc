@@ -50,6 +50,7 @@ Outcome simulate_row(const Row& row, bool overlap) {
   ImportOptions io;
   io.bindings = {{"batch", row.batch}, {"seq", static_cast<double>(config.seq)}};
   io.warn_opaque = false;
+  io.fusion.attention = AttentionMode::materialized;  // the SC'21 runs had no flash attention
   Graph graph = import_onnx_model(models::build_model(config), row.preset, io);
   const hardware::Cluster cluster = hardware::scale_cluster(hardware::load_cluster("dgx-a100"), row.gpus / 8, std::nullopt);
   StrategyOptions so;

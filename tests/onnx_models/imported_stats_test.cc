@@ -16,21 +16,25 @@ namespace {
 struct Figures {
   double parameters = 0;
   double gemm_flops = 0;
+  double attention_flops = 0;  // fused attention kernels
 };
 
-Figures imported(const std::string& preset, double seq) {
+// Attention materialized (MatMul, Softmax, MatMul) unless `fused`: published formulas count
+// its two GEMMs whole.
+Figures imported(const std::string& preset, double seq, bool fused = false) {
   onnx::ModelProto model = build_model(preset_config(preset));
   compiler::ImportOptions options;
   options.bindings = {{"batch", 1.0}};
   if (seq > 0) options.bindings["seq"] = seq;
   options.warn_opaque = false;
+  options.fusion.attention = fused ? compiler::AttentionMode::fused : compiler::AttentionMode::materialized;
   compiler::Graph graph = compiler::import_onnx_model(model, preset, options);
   compiler::ModelStats stats = compiler::compute_model_stats(graph);
   auto params = graph.symbols.evaluate(stats.parameter_count);
   auto flops = graph.symbols.evaluate(stats.gemm_flops);
   EXPECT_TRUE(params && flops) << preset << ": statistics still hold free symbols";
   EXPECT_EQ(params.value_or(0), static_cast<double>(count_parameters(model))) << preset;
-  return {params.value_or(0), flops.value_or(0)};
+  return {params.value_or(0), flops.value_or(0), graph.symbols.evaluate(stats.attention_flops).value_or(-1)};
 }
 
 TEST(ImportedStats, GptForwardGemmFlops) {
@@ -42,6 +46,10 @@ TEST(ImportedStats, GptForwardGemmFlops) {
     const double l = c.layers, h = c.hidden, V = c.vocab, s = c.seq;
     const double expected = 24 * l * s * h * h * (1 + s / (6 * h)) + 2 * s * h * V;
     EXPECT_DOUBLE_EQ(imported(preset, s).gemm_flops, expected) << preset;
+    // Fused, causal: the two attention GEMMs (4s^2h per layer) become one kernel doing half.
+    const Figures fused = imported(preset, s, true);
+    EXPECT_DOUBLE_EQ(fused.attention_flops, l * 2 * s * s * h) << preset;
+    EXPECT_DOUBLE_EQ(fused.gemm_flops + fused.attention_flops, expected - l * 2 * s * s * h) << preset;
   }
 }
 
@@ -65,7 +73,7 @@ TEST(ImportedStats, MixtralComputesEveryExpert) {
   const double l = c.layers, h = c.hidden, I = c.intermediate, V = c.vocab, E = c.experts, s = 2048;
   const double dense = l * (4 * s * h * h + 4 * s * h * 1024 + 2 * s * h * E + E * 6 * s * h * I + 4 * s * s * h) +
                        2 * s * h * V;
-  const Figures f = imported("mixtral-8x7b", s);
+  const Figures f = imported("mixtral-8x7b", s);  // materialized attention
   EXPECT_DOUBLE_EQ(f.gemm_flops, dense);
   const double routed = dense - l * (E - c.top_k) * 6 * s * h * I;
   const double active = 12879925248.0;

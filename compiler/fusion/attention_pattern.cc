@@ -1,0 +1,217 @@
+#include "compiler/fusion/attention_pattern.h"
+
+#include <set>
+
+#include "compiler/ops/op_helpers.h"
+
+namespace symtensor::compiler {
+namespace {
+
+const Node* producer(const Graph& g, TensorId t) {
+  if (t == kNone) return nullptr;
+  const NodeId p = g.tensor(t).producer;
+  return p == kNone ? nullptr : &g.node(p);
+}
+
+bool plain_domain(const Node& n) { return n.domain.empty() || n.domain == "ai.onnx"; }
+
+// Read by exactly one node and not a graph output: safe to fold into a fused node.
+bool internal(const Graph& g, TensorId t) {
+  const Tensor& tensor = g.tensor(t);
+  return !tensor.is_graph_output && tensor.consumers.size() == 1;
+}
+
+// A scalar (or one-element) constant: the attention scale.
+std::optional<double> scalar_value(const Graph& g, TensorId t) {
+  const Tensor& tensor = g.tensor(t);
+  if (!tensor.value || tensor.value->size() != 1) return std::nullopt;
+  if (!GiNaC::is_a<GiNaC::numeric>((*tensor.value)[0])) return std::nullopt;
+  return GiNaC::ex_to<GiNaC::numeric>((*tensor.value)[0]).to_double();
+}
+
+bool is_constant_operand(const Graph& g, TensorId t) {
+  if (t == kNone) return false;
+  const Tensor& tensor = g.tensor(t);
+  if (tensor.is_constant) return ops::product(tensor.shape).is_equal(1) || tensor.shape.empty();
+  return false;
+}
+
+// Data paths that keep a mask's pattern: reshapes, casts, broadcasts, slices.
+bool mask_passthrough(const std::string& op) {
+  static const std::set<std::string> ops = {"Unsqueeze", "Squeeze", "Reshape", "Expand", "Cast", "Slice", "Identity", "Not"};
+  return ops.count(op) != 0;
+}
+
+// The tensor behind unsqueezes/casts (the positions a comparison looks at).
+TensorId strip_views(const Graph& g, TensorId t) {
+  for (int steps = 0; steps < 8; ++steps) {
+    const Node* p = producer(g, t);
+    if (!p || !plain_domain(*p) || p->inputs.empty() || !mask_passthrough(p->op_type)) break;
+    t = p->inputs[0];
+  }
+  return t;
+}
+
+struct Chain {
+  NodeId first_matmul = kNone;
+  std::vector<NodeId> members;
+  TensorId q = kNone, k = kNone, v = kNone, mask = kNone;
+  double scale = 1;
+};
+
+}  // namespace
+
+bool is_causal_mask(const Graph& g, TensorId mask) {
+  std::vector<TensorId> stack{mask};
+  std::set<TensorId> seen;
+  while (!stack.empty()) {
+    const TensorId t = stack.back();
+    stack.pop_back();
+    if (t == kNone || !seen.insert(t).second || seen.size() > 32) continue;
+    const Node* p = producer(g, t);
+    if (!p || !plain_domain(*p)) continue;
+    const std::string& op = p->op_type;
+    if (op == "Trilu") return true;
+    if (op == "Greater" || op == "Less" || op == "GreaterOrEqual" || op == "LessOrEqual") {
+      // Positions compared with themselves along two different axes: position i vs j.
+      const TensorId a = p->inputs.at(0), b = p->inputs.at(1);
+      const TensorId sa = strip_views(g, a), sb = strip_views(g, b);
+      const Shape& shape_a = g.tensor(a).shape;
+      const Shape& shape_b = g.tensor(b).shape;
+      if (sa == sb && sa != a && shape_a.size() == shape_b.size() && shape_a.size() >= 2) return true;
+      const Node* ra = producer(g, sa);
+      const Node* rb = producer(g, sb);
+      if (ra && rb && ra->op_type == "Range" && rb->op_type == "Range") return true;
+      continue;
+    }
+    // Where(cond, -big, 0) and the views of a mask lead to its condition.
+    if (op == "Where") {
+      stack.push_back(p->inputs.at(0));
+    } else if (mask_passthrough(op) || op == "Mul" || op == "Sub") {
+      for (TensorId in : p->inputs) stack.push_back(in);
+    }
+  }
+  return false;
+}
+
+namespace {
+
+// Walks back from a Softmax to the scores MatMul; nullopt when the chain is not attention.
+std::optional<Chain> chain_from_softmax(const Graph& g, NodeId softmax) {
+  const Node& s = g.node(softmax);
+  if (s.inputs.empty() || s.outputs.empty()) return std::nullopt;
+  const Shape& scores_shape = g.tensor(s.inputs[0]).shape;
+  const std::size_t rank = scores_shape.size();
+  if (rank < 3) return std::nullopt;
+  const std::int64_t axis = s.attr_int("axis", s.opset > 0 && s.opset < 13 ? 1 : -1);
+  if (axis != -1 && axis != static_cast<std::int64_t>(rank) - 1) return std::nullopt;
+  Chain c;
+  // Softmax's output feeds exactly one MatMul as its left operand.
+  const TensorId probs = s.outputs[0];
+  if (!internal(g, probs)) return std::nullopt;
+  const NodeId m2 = g.tensor(probs).consumers[0];
+  const Node& pv = g.node(m2);
+  if (pv.op_type != "MatMul" || !plain_domain(pv) || pv.inputs.at(0) != probs) return std::nullopt;
+  c.v = pv.inputs.at(1);
+  c.members = {softmax, m2};
+  TensorId x = s.inputs[0];
+  bool scaled = false, masked = false;
+  for (int steps = 0; steps < 3; ++steps) {
+    if (!internal(g, x)) return std::nullopt;
+    const NodeId pid = g.tensor(x).producer;
+    if (pid == kNone) return std::nullopt;
+    const Node& p = g.node(pid);
+    if (!plain_domain(p)) return std::nullopt;
+    if (p.op_type == "MatMul") {
+      c.first_matmul = pid;
+      c.q = p.inputs.at(0);
+      c.k = p.inputs.at(1);
+      c.members.push_back(pid);
+      break;
+    }
+    if (!scaled && (p.op_type == "Div" || p.op_type == "Mul") && p.inputs.size() == 2 && is_constant_operand(g, p.inputs[1])) {
+      const auto value = scalar_value(g, p.inputs[1]);
+      if (value && *value != 0) c.scale = p.op_type == "Div" ? 1 / *value : *value;
+      scaled = true;
+      x = p.inputs[0];
+    } else if (!masked && p.op_type == "Add" && p.inputs.size() == 2) {
+      // The scores are the operand made by the chain (a MatMul, or its scaling).
+      auto on_chain = [&](TensorId t) {
+        const Node* q = producer(g, t);
+        return q && internal(g, t) && (q->op_type == "MatMul" || q->op_type == "Div" || q->op_type == "Mul");
+      };
+      if (on_chain(p.inputs[0]) == on_chain(p.inputs[1])) return std::nullopt;
+      const int chain_side = on_chain(p.inputs[0]) ? 0 : 1;
+      c.mask = p.inputs[1 - chain_side];
+      masked = true;
+      x = p.inputs[chain_side];
+    } else if (!masked && p.op_type == "Where" && p.inputs.size() == 3) {
+      c.mask = p.inputs[0];
+      masked = true;
+      x = p.inputs[1];
+    } else {
+      return std::nullopt;
+    }
+    c.members.push_back(pid);
+  }
+  if (c.first_matmul == kNone) return std::nullopt;
+  for (TensorId t : {c.q, c.k, c.v}) {
+    const Tensor& tensor = g.tensor(t);
+    if (!tensor.shape_known || tensor.shape.size() != rank) return std::nullopt;
+  }
+  if (c.mask != kNone && g.tensor(c.mask).shape.size() > rank) return std::nullopt;
+  return c;
+}
+
+std::string fused_name(const Graph& g, const Node& first, std::set<std::string>& taken) {
+  const auto slash = first.name.rfind('/');
+  const std::string base = (slash == std::string::npos ? std::string() : first.name.substr(0, slash + 1)) + "FusedAttention";
+  std::string name = base;
+  for (int i = 1; taken.count(name) || g.find_tensor(name) != kNone; ++i) name = base + "_" + std::to_string(i);
+  taken.insert(name);
+  return name;
+}
+
+}  // namespace
+
+PatternResult match_attention(const Graph& g) {
+  PatternResult result;
+  std::set<std::string> taken;
+  for (const Node& n : g.nodes()) taken.insert(n.name);
+  int causal_count = 0, grouped = 0;
+  for (NodeId id = 0; id < static_cast<NodeId>(g.nodes().size()); ++id) {
+    const Node& n = g.node(id);
+    if (n.op_type != "Softmax" || !plain_domain(n)) continue;
+    const auto chain = chain_from_softmax(g, id);
+    if (!chain) continue;
+    const Node& pv = g.node(chain->members[1]);
+    const bool causal = chain->mask != kNone && is_causal_mask(g, chain->mask);
+    Node fused;
+    fused.name = fused_name(g, g.node(chain->first_matmul), taken);
+    fused.op_type = "FusedAttention";
+    fused.domain = "ai.symtensor";
+    fused.opset = 1;
+    fused.inputs = {chain->q, chain->k, chain->v};
+    if (chain->mask != kNone && !causal) fused.inputs.push_back(chain->mask);
+    fused.outputs = {pv.outputs.at(0)};
+    fused.attributes["causal"] = std::int64_t{causal ? 1 : 0};
+    fused.attributes["scale"] = chain->scale;
+    causal_count += causal ? 1 : 0;
+    const Shape& k = g.tensor(chain->k).shape;
+    for (const auto& d : k)
+      if (ops::is_one(d)) {
+        ++grouped;
+        break;
+      }
+    result.matches.push_back({chain->members, std::move(fused)});
+  }
+  if (!result.matches.empty()) {
+    const int total = static_cast<int>(result.matches.size());
+    result.detail = (causal_count == total ? "causal" : causal_count == 0 ? "not causal" : std::to_string(causal_count) + " causal");
+    if (grouped) result.detail += ", grouped-query";
+    result.detail += "; e.g. " + result.matches.front().fused.name;
+  }
+  return result;
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,36 @@
+#pragma once
+// The fusion pass, between import and cost: subgraphs as exporters write them become the
+// fused operators training stacks run (FlashAttention-style attention, ...). One file per
+// pattern; fusion_pass.cc lists them in the order they run.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+
+namespace symtensor::compiler {
+
+enum class AttentionMode { fused, materialized };
+std::string_view to_string(AttentionMode mode);
+AttentionMode parse_attention_mode(std::string_view text);  // throws "--attention: ..."
+
+struct FusionOptions {
+  AttentionMode attention = AttentionMode::fused;
+};
+
+struct FusionSummary {
+  struct Entry {
+    std::string pattern;   // "attention"
+    int count = 0;         // subgraphs replaced
+    std::string detail;    // "causal, grouped-query; e.g. /h.0/attn/FusedAttention"
+  };
+  std::vector<Entry> entries;  // patterns that matched, in pass order
+};
+
+// Runs every enabled pattern on `graph` in order. Also records the summary in the graph's
+// metadata (kFusedMetadataPrefix + pattern = "count; detail") for `inspect`.
+FusionSummary run_fusion_pass(Graph& graph, const FusionOptions& options);
+
+inline constexpr const char* kFusedMetadataPrefix = "symtensor.fused.";
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,90 @@
+#include "compiler/fusion/graph_splice.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace symtensor::compiler {
+
+Graph splice_matches(const Graph& graph, const std::vector<FusionMatch>& matches) {
+  const int nodes = static_cast<int>(graph.nodes().size());
+  // Per old node: -1 kept as is, else the match it belongs to; the match's fused node
+  // takes the place of its last member.
+  std::vector<int> match_of(nodes, -1);
+  std::vector<NodeId> last(matches.size(), kNone);
+  for (std::size_t m = 0; m < matches.size(); ++m) {
+    for (NodeId id : matches[m].members) {
+      if (match_of.at(id) >= 0) throw std::logic_error("fusion: node '" + graph.node(id).name + "' matched twice");
+      match_of[id] = static_cast<int>(m);
+      last[m] = std::max(last[m], id);
+    }
+  }
+  // The node sequence after replacement (old node id, or -1 - match for a fused node).
+  std::vector<int> sequence;
+  for (NodeId id = 0; id < nodes; ++id) {
+    if (match_of[id] < 0) sequence.push_back(id);
+    else if (last[match_of[id]] == id) sequence.push_back(-1 - match_of[id]);
+  }
+  auto node_at = [&](int entry) -> const Node& { return entry >= 0 ? graph.node(entry) : matches[-1 - entry].fused; };
+
+  // Remove nodes nobody reads, last first.
+  std::vector<int> readers(graph.tensors().size(), 0);
+  for (int entry : sequence)
+    for (TensorId in : node_at(entry).inputs)
+      if (in != kNone) ++readers[in];
+  std::vector<bool> alive(sequence.size(), true);
+  for (std::size_t i = sequence.size(); i-- > 0;) {
+    const Node& n = node_at(sequence[i]);
+    bool used = false;
+    for (TensorId out : n.outputs) used = used || (out != kNone && (readers[out] > 0 || graph.tensor(out).is_graph_output));
+    if (used) continue;
+    alive[i] = false;
+    for (TensorId in : n.inputs)
+      if (in != kNone) --readers[in];
+  }
+
+  Graph out;
+  out.name = graph.name;
+  out.source = graph.source;
+  out.metadata = graph.metadata;
+  out.symbols = graph.symbols;
+  out.unfused = graph.unfused ? graph.unfused : std::make_shared<Graph>(graph);
+  std::vector<TensorId> renumbered(graph.tensors().size(), kNone);
+  auto tensor = [&](TensorId old) {
+    if (old == kNone) return kNone;
+    if (renumbered[old] == kNone) {
+      Tensor t = graph.tensor(old);
+      t.producer = kNone;
+      t.consumers.clear();
+      renumbered[old] = out.add_tensor(std::move(t));
+    }
+    return renumbered[old];
+  };
+  for (TensorId in : graph.inputs) out.inputs.push_back(tensor(in));
+  for (TensorId t = 0; t < static_cast<TensorId>(graph.tensors().size()); ++t)
+    if (graph.tensor(t).is_parameter && readers[t] > 0) tensor(t);
+  auto unfused_of = [&](NodeId old) {
+    return graph.fused_from.empty() ? std::vector<NodeId>{old} : graph.fused_from.at(old);
+  };
+  for (std::size_t i = 0; i < sequence.size(); ++i) {
+    if (!alive[i]) continue;
+    Node n = node_at(sequence[i]);
+    for (TensorId& in : n.inputs) in = tensor(in);
+    for (TensorId& o : n.outputs) o = tensor(o);
+    std::vector<NodeId> from;
+    if (sequence[i] >= 0) {
+      from = unfused_of(sequence[i]);
+    } else {
+      for (NodeId member : matches[-1 - sequence[i]].members) {
+        auto more = unfused_of(member);
+        from.insert(from.end(), more.begin(), more.end());
+      }
+      std::sort(from.begin(), from.end());
+    }
+    out.add_node(std::move(n));
+    out.fused_from.push_back(std::move(from));
+  }
+  for (TensorId o : graph.outputs) out.outputs.push_back(tensor(o));
+  return out;
+}
+
+}  // namespace symtensor::compiler

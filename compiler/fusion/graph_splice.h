@@ -1,0 +1,27 @@
+#pragma once
+// Replaces matched subgraphs by fused nodes: the one graph edit the fusion patterns share.
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+
+namespace symtensor::compiler {
+
+struct FusionMatch {
+  std::vector<NodeId> members;  // the nodes the fused node replaces
+  Node fused;                   // its inputs and outputs are tensor ids of the graph matched
+};
+
+// What a pattern found: its matches and one line saying what they are.
+struct PatternResult {
+  std::vector<FusionMatch> matches;
+  std::string detail;
+};
+
+// The graph with each match's members replaced by its fused node (placed where its last
+// member was, so the order stays topological), then every node whose outputs nobody reads
+// removed (a causal mask the kernel no longer reads), and tensors renumbered. Records
+// Graph::unfused (the first graph spliced) and Graph::fused_from. Matches must not overlap.
+Graph splice_matches(const Graph& graph, const std::vector<FusionMatch>& matches);
+
+}  // namespace symtensor::compiler
