@@ -409,14 +409,23 @@ class Analyzer {
     }
     const auto& have = produced_sharding(t);
     if (!have) return;
+    // Context parallelism's K and V: passed around a ring while the blocks compute.
+    const bool ring = nn.kind == OpKind::attention && (i == 1 || i == 2) &&
+                      plan_.context_parallel_comm == ContextParallelComm::ring;
     if (first_delivery(state_.delivered[t], want) && !(*have == want))
-      for (auto& op : redistribute(t, have->sharding(), want.sharding())) w.fwd_comm.push_back(std::move(op));
+      for (auto& op : redistribute(t, have->sharding(), want.sharding())) {
+        op.overlapped = ring;
+        w.fwd_comm.push_back(std::move(op));
+      }
     // Gradients arriving in the same layout from several consumers are summed locally
     // first (Q, K and V share their input): one redistribution.
     if (differentiable) {
       const OperandLayout grad = OperandLayout::input_gradient(nn.space, cut, static_cast<int>(i));
       if (first_delivery(state_.delivered_gradients[t], grad) && !(grad.partial_axes() == 0 && grad.same_split(*have)))
-        for (auto& op : redistribute(t, grad.sharding(), without_partial(have->sharding()))) w.bwd_comm.push_back(std::move(op));
+        for (auto& op : redistribute(t, grad.sharding(), without_partial(have->sharding()))) {
+          op.overlapped = ring;
+          w.bwd_comm.push_back(std::move(op));
+        }
     }
   }
 
@@ -627,6 +636,12 @@ class Analyzer {
 };
 
 }  // namespace
+
+double exposed_seconds(const std::vector<CommOp>& ops, double kernel_seconds) {
+  double blocking = 0, overlapped = 0;
+  for (const CommOp& op : ops) (op.overlapped ? overlapped : blocking) += op.seconds;
+  return blocking + std::max(0.0, overlapped - kernel_seconds);
+}
 
 double after_step_seconds(const PlanAnalysis& analysis) {
   std::vector<double> regather(analysis.stage_memory.size(), 0.0);

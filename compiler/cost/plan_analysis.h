@@ -29,7 +29,15 @@ struct CommOp {
   double bytes = 0;            // S as nccl-tests defines it
   double seconds = 0;          // analytic (hardware::collective_time)
   TensorId tensor = kNone;     // the tensor moved
+  // Runs beside its operator's kernel instead of before it (ring attention passes K/V
+  // blocks while it computes on the previous ones): only what exceeds the kernel's time is
+  // exposed (exposed_seconds).
+  bool overlapped = false;
 };
+
+// Time `ops` add to the critical path of an operator whose kernel takes `kernel_seconds`:
+// the blocking ones whole, the overlapped ones beyond the kernel's time.
+double exposed_seconds(const std::vector<CommOp>& ops, double kernel_seconds);
 
 struct OpWork {
   NodeId node = kNone;

@@ -32,10 +32,10 @@ StepEstimate estimate_step(const PlanAnalysis& a, const Plan& plan, const hardwa
   StepEstimate e;
   for (const OpWork& w : a.ops) {
     fwd_compute[w.stage] += w.fwd_seconds;
-    fwd_comm[w.stage] += sum_seconds(w.fwd_comm);
+    fwd_comm[w.stage] += exposed_seconds(w.fwd_comm, w.fwd_seconds);
     if (!train) continue;
     bwd_compute[w.stage] += w.bwd_seconds + (w.recomputed ? w.fwd_seconds : 0);
-    bwd_comm[w.stage] += sum_seconds(w.bwd_comm) + (w.recomputed ? sum_seconds(w.fwd_comm) : 0);
+    bwd_comm[w.stage] += exposed_seconds(w.bwd_comm, w.bwd_seconds) + (w.recomputed ? exposed_seconds(w.fwd_comm, w.fwd_seconds) : 0);
     e.model_flops += (w.fwd_flops + w.bwd_flops) * w.ways * m;
     e.hardware_flops += (w.fwd_flops * (w.recomputed ? 2 : 1) + w.bwd_flops) * w.ways * m;
   }

@@ -106,14 +106,25 @@ std::optional<Chain> chain_from_softmax(const Graph& g, NodeId softmax) {
   const std::int64_t axis = s.attr_int("axis", s.opset > 0 && s.opset < 13 ? 1 : -1);
   if (axis != -1 && axis != static_cast<std::int64_t>(rank) - 1) return std::nullopt;
   Chain c;
-  // Softmax's output feeds exactly one MatMul as its left operand.
-  const TensorId probs = s.outputs[0];
+  // Softmax's output feeds exactly one MatMul as its left operand, maybe through a
+  // Dropout (FlashAttention drops inside the kernel) whose mask nobody reads.
+  TensorId probs = s.outputs[0];
   if (!internal(g, probs)) return std::nullopt;
+  std::optional<NodeId> dropout;
+  if (const Node& d = g.node(g.tensor(probs).consumers[0]); d.op_type == "Dropout" && plain_domain(d)) {
+    if (d.outputs.empty() || !internal(g, d.outputs[0])) return std::nullopt;
+    for (std::size_t o = 1; o < d.outputs.size(); ++o)
+      if (d.outputs[o] != kNone && (!g.tensor(d.outputs[o]).consumers.empty() || g.tensor(d.outputs[o]).is_graph_output))
+        return std::nullopt;
+    dropout = g.tensor(probs).consumers[0];
+    probs = d.outputs[0];
+  }
   const NodeId m2 = g.tensor(probs).consumers[0];
   const Node& pv = g.node(m2);
   if (pv.op_type != "MatMul" || !plain_domain(pv) || pv.inputs.at(0) != probs) return std::nullopt;
   c.v = pv.inputs.at(1);
   c.members = {softmax, m2};
+  if (dropout) c.members.push_back(*dropout);
   TensorId x = s.inputs[0];
   bool scaled = false, masked = false;
   for (int steps = 0; steps < 3; ++steps) {

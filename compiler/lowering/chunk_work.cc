@@ -118,10 +118,20 @@ class SegmentBuilder {
     block_.bytes += bytes;
     block_.seconds += seconds;
   }
-  void add_comm(Segment::Kind kind, const std::vector<CommOp>& ops, const std::string& label) {
-    if (ops.empty()) return;
+  // An operator's kernel with its collectives: the overlapped ones (CommOp::overlapped)
+  // beside the kernel, then the kernel in a block of its own, then the blocking ones after.
+  void add_op(double flops, double bytes, double seconds, const std::vector<CommOp>& comm, const std::string& label) {
+    const bool beside = std::any_of(comm.begin(), comm.end(), [](const CommOp& op) { return op.overlapped; });
+    if (beside) add_comm(Segment::Kind::collective, comm, label, true);
+    add_compute(flops, bytes, seconds, label);
+    if (beside) flush();
+    add_comm(Segment::Kind::collective, comm, label, false);
+  }
+  void add_comm(Segment::Kind kind, const std::vector<CommOp>& ops, const std::string& label, bool overlapped = false) {
+    if (std::none_of(ops.begin(), ops.end(), [&](const CommOp& op) { return op.overlapped == overlapped; })) return;
     flush();
     for (const auto& op : ops) {
+      if (op.overlapped != overlapped) continue;
       Segment s;
       s.kind = kind;
       s.comm = op;
@@ -193,14 +203,12 @@ StageLayout build_stage_layout(const PlanAnalysis& a, const Plan& plan, const Lo
         const OpWork& op = a.ops[i];
         const auto gathers = gathers_at(i);
         fwd.add_comm(Segment::Kind::gather, gathers, label(i));
-        fwd.add_compute(op.fwd_flops, op.fwd_bytes, op.fwd_seconds, label(i));
-        fwd.add_comm(Segment::Kind::collective, op.fwd_comm, label(i));
+        fwd.add_op(op.fwd_flops, op.fwd_bytes, op.fwd_seconds, op.fwd_comm, label(i));
         w.forward_flops += op.fwd_flops;
         w.backward_flops += op.bwd_flops;
         w.saved_bytes += op.saved_bytes;
         if (op.recomputed) {
-          rec.add_compute(op.fwd_flops, op.fwd_bytes, op.fwd_seconds, label(i));
-          rec.add_comm(Segment::Kind::collective, op.fwd_comm, label(i));
+          rec.add_op(op.fwd_flops, op.fwd_bytes, op.fwd_seconds, op.fwd_comm, label(i));
           w.recompute_flops += op.fwd_flops;
         }
         for (int k : params_at[i]) merge_comm(w.param_syncs, a.params[k].regather);
@@ -221,8 +229,7 @@ StageLayout build_stage_layout(const PlanAnalysis& a, const Plan& plan, const Lo
         const int i = *it;
         const OpWork& op = a.ops[i];
         bwd.add_comm(Segment::Kind::gather, gathers_at(i), label(i));
-        bwd.add_compute(op.bwd_flops, op.bwd_bytes, op.bwd_seconds, label(i));
-        bwd.add_comm(Segment::Kind::collective, op.bwd_comm, label(i));
+        bwd.add_op(op.bwd_flops, op.bwd_bytes, op.bwd_seconds, op.bwd_comm, label(i));
         for (int k : params_at[i]) {
           merge_comm(bucket.syncs, a.params[k].grad_sync);
           for (const auto& sync : a.params[k].grad_sync) bucket_bytes += sync.bytes;

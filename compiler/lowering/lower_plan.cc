@@ -82,6 +82,7 @@ class Lowerer {
   // Emits a chain of segments; returns the ids the next task must wait for.
   Deps emit_chain(sim::RankClass& rc, const std::vector<Segment>& segments, const std::string& prefix, Deps deps) {
     std::vector<std::string> computes;
+    Deps beside;  // overlapped collectives running beside the next compute block
     for (size_t i = 0; i < segments.size(); ++i) {
       const Segment& seg = segments[i];
       std::string id = fmt::format("{}.{}", prefix, i);
@@ -92,10 +93,17 @@ class Lowerer {
           rc.tasks.push_back(std::move(t));
           computes.push_back(id);
           deps = {id};
+          deps.insert(deps.end(), beside.begin(), beside.end());
+          beside.clear();
           break;
         }
         case Segment::Kind::collective:
           if (trivial(seg.comm)) break;
+          if (seg.comm.overlapped) {
+            rc.tasks.push_back(sim::collective_task(id, "comm_cp", seg.comm.kind, seg.comm.bytes, group_names(seg.comm), deps));
+            beside.push_back(id);
+            break;
+          }
           rc.tasks.push_back(sim::collective_task(id, "comm_tp", seg.comm.kind, seg.comm.bytes, group_names(seg.comm), deps));
           deps = {id};
           break;
@@ -110,6 +118,7 @@ class Lowerer {
         }
       }
     }
+    deps.insert(deps.end(), beside.begin(), beside.end());
     return deps;
   }
 

@@ -27,6 +27,8 @@ constexpr std::pair<Schedule, const char*> kSchedules[] = {
     {Schedule::gpipe, "gpipe"}, {Schedule::one_f_one_b, "1f1b"}, {Schedule::interleaved_1f1b, "interleaved-1f1b"}};
 constexpr std::pair<RecomputePolicy, const char*> kRecompute[] = {
     {RecomputePolicy::none, "none"}, {RecomputePolicy::selective, "selective"}, {RecomputePolicy::full, "full"}};
+constexpr std::pair<ContextParallelComm, const char*> kContextComm[] = {{ContextParallelComm::ring, "ring"},
+                                                                        {ContextParallelComm::all_gather, "all_gather"}};
 
 }  // namespace
 
@@ -36,6 +38,10 @@ std::string_view to_string(RecomputePolicy r) { return enum_name(r, kRecompute);
 ExecutionMode parse_execution_mode(std::string_view text) { return parse_enum(text, kModes, "mode"); }
 Schedule parse_schedule(std::string_view text) { return parse_enum(text, kSchedules, "schedule"); }
 RecomputePolicy parse_recompute(std::string_view text) { return parse_enum(text, kRecompute, "recompute policy"); }
+std::string_view to_string(ContextParallelComm c) { return enum_name(c, kContextComm); }
+ContextParallelComm parse_context_parallel_comm(std::string_view text) {
+  return parse_enum(text, kContextComm, "context-parallel communication");
+}
 
 hardware::DeviceMesh plan_mesh(const Plan& plan, const hardware::Cluster& cluster) {
   if (plan.mesh_factors.empty()) return hardware::DeviceMesh::from_cluster(cluster);

@@ -18,6 +18,9 @@ namespace symtensor::compiler {
 enum class ExecutionMode { train, infer };
 enum class Schedule { gpipe, one_f_one_b, interleaved_1f1b };
 enum class RecomputePolicy { none, selective, full };
+// How context parallelism moves K and V (Megatron-Core's cp_comm_type): passed around a
+// ring of the cp ranks while attention computes (p2p), or all-gathered before it.
+enum class ContextParallelComm { ring, all_gather };
 
 std::string_view to_string(ExecutionMode m);
 std::string_view to_string(Schedule s);
@@ -25,6 +28,8 @@ std::string_view to_string(RecomputePolicy r);
 ExecutionMode parse_execution_mode(std::string_view text);   // throws on unknown text
 Schedule parse_schedule(std::string_view text);
 RecomputePolicy parse_recompute(std::string_view text);
+std::string_view to_string(ContextParallelComm c);
+ContextParallelComm parse_context_parallel_comm(std::string_view text);  // "ring" or "all_gather"
 
 // How one operator's iteration space is cut: for each loop dim (in the order of the
 // node's IterationSpace::loops), the mesh axes splitting it, major to minor.
@@ -56,6 +61,7 @@ struct Plan {
   int zero_stage = 0;           // 0..3
   bool distributed_optimizer = false;  // Megatron's: optimizer state sharded over data parallel
   bool sequence_parallel = false;      // recorded for Megatron plans; the cuts say what it means
+  ContextParallelComm context_parallel_comm = ContextParallelComm::ring;  // for attention cut on its queries
 
   int pipeline_stages() const;  // size of the pipeline axis, or 1
 };

@@ -91,6 +91,7 @@ std::string plan_to_yaml(const Plan& plan, Graph& graph, const hardware::Cluster
   out << YAML::Key << "zero_stage" << YAML::Value << plan.zero_stage;
   out << YAML::Key << "distributed_optimizer" << YAML::Value << plan.distributed_optimizer;
   out << YAML::Key << "sequence_parallel" << YAML::Value << plan.sequence_parallel;
+  out << YAML::Key << "context_parallel_comm" << YAML::Value << std::string(to_string(plan.context_parallel_comm));
 
   std::vector<IterationSpace> spaces;
   for (NodeId id = 0; id < static_cast<NodeId>(n); ++id) spaces.push_back(iteration_space_of(graph, id));

@@ -169,7 +169,8 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
     throw std::runtime_error(fmt::format("{}:{}: {}", source, e.mark.line + 1, e.msg));
   }
   r.only_keys(root, "", {"format", "strategy", "model", "cluster", "mode", "precision", "mesh", "batch", "schedule",
-                         "virtual_stages", "recompute", "zero_stage", "distributed_optimizer", "sequence_parallel", "nodes",
+                         "virtual_stages", "recompute", "zero_stage", "distributed_optimizer", "sequence_parallel",
+                         "context_parallel_comm", "nodes",
                          "tensors", "predicted"});
   const std::string format = r.get<std::string>(root, "format", "format");
   if (format != "symtensor-plan/1") r.fail(root["format"], "format", "'" + format + "', expected 'symtensor-plan/1'");
@@ -198,6 +199,9 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   if (plan.zero_stage < 0 || plan.zero_stage > 3) r.fail(root["zero_stage"], "zero_stage", "must be 0..3");
   plan.distributed_optimizer = r.get<bool>(root, "distributed_optimizer", "distributed_optimizer");
   plan.sequence_parallel = r.get<bool>(root, "sequence_parallel", "sequence_parallel");
+  if (root["context_parallel_comm"].IsDefined())  // plans written before it existed: ring
+    plan.context_parallel_comm = r.parse(root, "context_parallel_comm", "context_parallel_comm",
+                                         [](const std::string& s) { return parse_context_parallel_comm(s); });
   read_nodes(r, root, graph, plan_mesh(plan, cluster), plan);
   return plan;
 }

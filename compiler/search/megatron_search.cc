@@ -22,6 +22,21 @@ long long attention_heads(Graph& graph, const std::vector<IterationSpace>& space
   return 0;
 }
 
+// Context-parallel sizes worth pricing: Megatron-Core runs cp only with a fused attention
+// kernel, and needs the sequence divisible by 2·cp. The seed keeps cp = 1 below this
+// sequence length, where context parallelism does not pay for its K/V exchange.
+std::vector<int> context_parallel_sizes(const Graph& graph, const TransformerStructure& s,
+                                        const std::vector<IterationSpace>& spaces, int devices, bool seed) {
+  std::vector<int> sizes{1};
+  bool fused = false;
+  for (NodeId id : s.attention) fused = fused || spaces[id].kind == OpKind::attention;
+  const auto seq = graph.symbols.bindings().find("seq");
+  if (!fused || seq == graph.symbols.bindings().end() || (seed && seq->second < 16384)) return sizes;
+  for (int cp = 2; cp <= 32 && cp <= devices; cp *= 2)
+    if (devices % cp == 0 && std::fmod(seq->second, 2.0 * cp) == 0) sizes.push_back(cp);
+  return sizes;
+}
+
 // Tensor-parallel layouts run best with small micro-batches (Narayanan et al. 2021: 1 or 2).
 constexpr int kSeedMicroBatchSize = 2;
 
@@ -44,54 +59,56 @@ class MegatronSearch {
     const int devices = cluster_.num_devices();
     train_ = options_.mode == ExecutionMode::train;
     const bool seed = space_ == MegatronSpace::seed;
+    const std::vector<int> cps = context_parallel_sizes(graph_, structure, spaces, devices, seed);
 
-    for (int tp : divisors(cluster_.devices_per_node())) {
-      if ((heads > 0 && heads % tp != 0) || (seed && tp == 1)) continue;
-      UpwardWalk depths;
-      for (int pp : divisors(std::max(layers, 1))) {
-        if (devices % (tp * pp) != 0 || (!train_ && pp > 1)) continue;
-        const int dp = devices / (tp * pp);
-        if (B_ % dp != 0) continue;
-        double best_of_pp = kInfinity;
-        // Sequence parallelism has tensor parallelism's communication volume and less
-        // memory; the seed takes it whenever tp > 1.
-        const std::vector<int> sps = tp == 1 ? std::vector<int>{0} : seed ? std::vector<int>{1} : std::vector<int>{0, 1};
-        for (int sp : sps) {
-          MegatronKnobs base;
-          base.tp = tp, base.pp = pp, base.sp = sp == 1, base.dp = dp;
-          Plan plan;
-          try {
-            plan = layouts.make(cluster_, base, options_);
-          } catch (const std::exception& e) {
-            last_error_ = e.what();
-            continue;
-          }
-          double best_of_previous_vp = kInfinity;
-          for (int vp : divisors(std::max(layers / pp, 1))) {
-            if (vp > 1 && pp == 1) continue;
-            double best_of_vp = kInfinity;
-            UpwardWalk sizes;
-            for (int mb : divisors(B_ / dp)) {
-              if (seed && mb > kSeedMicroBatchSize) break;
-              const int m = static_cast<int>(B_ / dp / mb);
-              if (vp > 1 && m % pp != 0) continue;
-              bool any_fit = false;
-              const double t = price_memory_options(plan, base, m, mb, vp, any_fit);
-              best_of_vp = std::min(best_of_vp, t);
-              if (!any_fit) break;
-              // The seed walks micro-batch sizes up only while the step time drops.
-              if (seed && sizes.stop(t)) break;
+    for (int tp : divisors(cluster_.devices_per_node()))
+      for (int cp : cps) {
+        if ((heads > 0 && heads % tp != 0) || (seed && tp == 1 && cp == 1)) continue;
+        UpwardWalk depths;
+        for (int pp : divisors(std::max(layers, 1))) {
+          if (devices % (tp * pp * cp) != 0 || (!train_ && pp > 1)) continue;
+          const int dp = devices / (tp * pp * cp);
+          if (B_ % dp != 0) continue;
+          double best_of_pp = kInfinity;
+          // Sequence parallelism has tensor parallelism's communication volume and less
+          // memory; the seed takes it whenever tp > 1.
+          const std::vector<int> sps = tp == 1 ? std::vector<int>{0} : seed ? std::vector<int>{1} : std::vector<int>{0, 1};
+          for (int sp : sps) {
+            MegatronKnobs base;
+            base.tp = tp, base.pp = pp, base.cp = cp, base.sp = sp == 1, base.dp = dp;
+            Plan plan;
+            try {
+              plan = layouts.make(cluster_, base, options_);
+            } catch (const std::exception& e) {
+              last_error_ = e.what();
+              continue;
             }
-            best_of_pp = std::min(best_of_pp, best_of_vp);
-            // ... and interleaving depths up only while they help.
-            if (seed && vp > 1 && !(best_of_vp < best_of_previous_vp)) break;
-            if (seed && best_of_vp < kInfinity) best_of_previous_vp = std::min(best_of_previous_vp, best_of_vp);
+            double best_of_previous_vp = kInfinity;
+            for (int vp : divisors(std::max(layers / pp, 1))) {
+              if (vp > 1 && pp == 1) continue;
+              double best_of_vp = kInfinity;
+              UpwardWalk sizes;
+              for (int mb : divisors(B_ / dp)) {
+                if (seed && mb > kSeedMicroBatchSize) break;
+                const int m = static_cast<int>(B_ / dp / mb);
+                if (vp > 1 && m % pp != 0) continue;
+                bool any_fit = false;
+                const double t = price_memory_options(plan, base, m, mb, vp, any_fit);
+                best_of_vp = std::min(best_of_vp, t);
+                if (!any_fit) break;
+                // The seed walks micro-batch sizes up only while the step time drops.
+                if (seed && sizes.stop(t)) break;
+              }
+              best_of_pp = std::min(best_of_pp, best_of_vp);
+              // ... and interleaving depths up only while they help.
+              if (seed && vp > 1 && !(best_of_vp < best_of_previous_vp)) break;
+              if (seed && best_of_vp < kInfinity) best_of_previous_vp = std::min(best_of_previous_vp, best_of_vp);
+            }
           }
+          // ... and pipeline depths up only while they help (once one fits).
+          if (seed && depths.stop(best_of_pp)) break;
         }
-        // ... and pipeline depths up only while they help (once one fits).
-        if (seed && depths.stop(best_of_pp)) break;
       }
-    }
     if (!best_eval_.valid) throw std::runtime_error("megatron search: no valid configuration (" + last_error_ + ")");
     return best_;
   }

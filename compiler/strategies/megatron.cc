@@ -68,8 +68,12 @@ class MegatronBuilder {
                                      std::count(s_.residual_adds.begin(), s_.residual_adds.end(), n) > 0;
         if (!sequence_region) continue;
         fix_batch(n);
-        const int seq = loop_with_symbol(g_, spaces_[n], "seq");
-        if (seq >= 0 && seq != batch_loop(n)) set(n, seq, tp, "the sequence (sequence parallelism)");
+        const int seq = sequence_loop(n);
+        // Context parallelism's axes stay major: a piece of the sequence per cp rank, cut
+        // again over tp.
+        std::vector<int> axes = layout_.cp_axes;
+        axes.insert(axes.end(), tp.begin(), tp.end());
+        if (seq >= 0) set(n, seq, axes, "the sequence (sequence parallelism)");
       }
     }
     propagate_cuts(g_, mesh_, plan_, fixed_, spaces_, &propagation_);
@@ -79,11 +83,20 @@ class MegatronBuilder {
  private:
   std::string node_name(NodeId n) const { return g_.node(n).name; }
   int batch_loop(NodeId n) const { return loop_with_symbol(g_, spaces_[n], "batch"); }
+  // The first loop over the sequence (an attention's queries), other than the batch's.
+  int sequence_loop(NodeId n) const {
+    const int s = loop_with_symbol(g_, spaces_[n], "seq");
+    return s == batch_loop(n) ? -1 : s;
+  }
 
+  // The batch over the data-parallel axes and, under context parallelism, the sequence
+  // over the cp axes.
   void fix_batch(NodeId n) {
     fixed_[n] = true;
     const int b = batch_loop(n);
     if (b >= 0 && !layout_.dp_axes.empty()) set(n, b, layout_.dp_axes, "the batch (data parallel)");
+    const int s = sequence_loop(n);
+    if (s >= 0 && !layout_.cp_axes.empty()) set(n, s, layout_.cp_axes, "the sequence (context parallel)");
   }
 
   void set(NodeId n, int loop, const std::vector<int>& axes, const char* what) {
@@ -176,7 +189,18 @@ Plan make_megatron_plan(Graph& graph, const hardware::Cluster& cluster, const Me
 Plan MegatronLayouts::make(const hardware::Cluster& cluster, const MegatronKnobs& knobs, const StrategyOptions& options) {
   Graph& graph = graph_;
   Plan plan = plan_skeleton("megatron", graph, cluster, options);
-  const int dp = cluster.num_devices() / (knobs.tp * knobs.pp);
+  const int dp = cluster.num_devices() / (knobs.tp * knobs.pp * knobs.cp);
+  if (knobs.cp > 1) {
+    // Megatron-Core splits each sequence into 2·cp chunks so that causal attention's work is
+    // balanced (rank r takes chunks r and 2·cp-1-r).
+    const auto seq = graph.symbols.bindings().find("seq");
+    if (seq == graph.symbols.bindings().end())
+      throw std::runtime_error("megatron: cp=" + std::to_string(knobs.cp) + " needs a bound sequence dim 'seq'");
+    if (std::fmod(seq->second, 2.0 * knobs.cp) != 0)
+      throw std::runtime_error("megatron: cp=" + std::to_string(knobs.cp) + " needs the sequence (" +
+                               std::to_string(static_cast<long long>(seq->second)) + ") divisible by 2·cp = " +
+                               std::to_string(2 * knobs.cp));
+  }
   plan.virtual_stages = knobs.vp;
   plan.schedule = knobs.vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
   plan.recompute = knobs.recompute;

@@ -19,7 +19,8 @@ namespace symtensor::compiler {
 
 struct MegatronKnobs {
   int tp = 1, pp = 1;
-  int dp = 0;           // 0: implied, devices / (tp * pp)
+  int cp = 1;           // context parallelism: the sequence of every operator, attention's queries
+  int dp = 0;           // 0: implied, devices / (tp * pp * cp)
   int mb = 1;           // micro-batch size (samples)
   int vp = 1;           // virtual stages per device (> 1: interleaved 1F1B)
   bool sp = false;      // sequence parallelism
@@ -29,7 +30,7 @@ struct MegatronKnobs {
   friend bool operator==(const MegatronKnobs&, const MegatronKnobs&) = default;
 };
 
-// "tp=8,pp=8,mb=1,vp=3,sp=1,recompute=selective,distopt=1" (any subset, any order; empty
+// "tp=8,pp=8,cp=2,mb=1,vp=3,sp=1,recompute=selective,distopt=1" (any subset, any order; empty
 // text gives the defaults). Throws "--megatron: ..." naming the bad item.
 MegatronKnobs parse_megatron_knobs(const std::string& text);
 std::string to_string(const MegatronKnobs& knobs);
@@ -39,9 +40,10 @@ struct MegatronMesh {
   std::vector<std::vector<int>> factors;
   int pipeline_axis = -1;
   std::vector<int> dp_axes;  // major to minor
+  std::vector<int> cp_axes;  // major to minor: inside a node first, as Megatron-Core orders ranks (tp, cp, dp, pp)
   int tp_axis = -1;
 };
-// Throws when tp exceeds or does not divide the GPUs per node, or pp fits no level.
+// Throws when tp exceeds or does not divide the GPUs per node, or cp or pp fits no level.
 MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs& knobs);
 
 Plan make_megatron_plan(Graph& graph, const hardware::Cluster& cluster, const MegatronKnobs& knobs,

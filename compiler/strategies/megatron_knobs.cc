@@ -1,4 +1,5 @@
 // Parsing the --megatron knobs and factoring the mesh for them.
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
 
@@ -39,6 +40,7 @@ MegatronKnobs parse_megatron_knobs(const std::string& text) {
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
     if (key == "tp") k.tp = parse_positive(key, value);
     else if (key == "pp") k.pp = parse_positive(key, value);
+    else if (key == "cp") k.cp = parse_positive(key, value);
     else if (key == "dp") k.dp = parse_positive(key, value);
     else if (key == "mb") k.mb = parse_positive(key, value);
     else if (key == "vp") k.vp = parse_positive(key, value);
@@ -51,7 +53,7 @@ MegatronKnobs parse_megatron_knobs(const std::string& text) {
         throw std::runtime_error("--megatron recompute=" + value + ": " + e.what());
       }
     } else {
-      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, dp, mb, vp, sp, recompute, distopt)");
+      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt)");
     }
   }
   return k;
@@ -59,6 +61,7 @@ MegatronKnobs parse_megatron_knobs(const std::string& text) {
 
 std::string to_string(const MegatronKnobs& k) {
   std::string s = "tp=" + std::to_string(k.tp) + ",pp=" + std::to_string(k.pp);
+  if (k.cp > 1) s += ",cp=" + std::to_string(k.cp);
   if (k.dp) s += ",dp=" + std::to_string(k.dp);
   s += ",mb=" + std::to_string(k.mb) + ",vp=" + std::to_string(k.vp) + ",sp=" + std::to_string(k.sp ? 1 : 0) +
        ",recompute=" + std::string(to_string(k.recompute)) + ",distopt=" + std::to_string(k.distopt ? 1 : 0);
@@ -74,6 +77,17 @@ MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs
   std::vector<int> rest(levels);  // per level (innermost first): size left for pp and dp
   for (int l = 0; l < levels; ++l) rest[l] = cluster.levels[l].size;
   rest[0] /= k.tp;
+  // Context parallelism next to tensor parallelism: from the innermost level outwards.
+  std::vector<int> cp_at(levels, 1);
+  int cp_left = k.cp;
+  for (int l = 0; l < levels && cp_left > 1; ++l) {
+    cp_at[l] = std::gcd(rest[l], cp_left);
+    rest[l] /= cp_at[l];
+    cp_left /= cp_at[l];
+  }
+  if (cp_left > 1)
+    throw std::runtime_error("megatron: cp=" + std::to_string(k.cp) + " does not fit the levels of '" + cluster.name + "' (" +
+                             std::to_string(cluster.num_devices()) + " devices, tp=" + std::to_string(k.tp) + ")");
   int pp_level = -1;
   if (k.pp > 1) {
     for (int l = levels - 1; l >= 0 && pp_level < 0; --l)
@@ -82,11 +96,11 @@ MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs
       throw std::runtime_error("megatron: pp=" + std::to_string(k.pp) + " divides no topology level of '" + cluster.name +
                                "' (" + std::to_string(cluster.num_devices()) + " devices, tp=" + std::to_string(k.tp) + ")");
   }
-  const int dp = cluster.num_devices() / (k.tp * k.pp);
+  const int dp = cluster.num_devices() / (k.tp * k.pp * k.cp);
   if (k.dp && k.dp != dp)
     throw std::runtime_error("megatron: dp=" + std::to_string(k.dp) + " but " + std::to_string(cluster.num_devices()) +
-                             " devices / (tp=" + std::to_string(k.tp) + " x pp=" + std::to_string(k.pp) + ") = " +
-                             std::to_string(dp));
+                             " devices / (tp=" + std::to_string(k.tp) + " x pp=" + std::to_string(k.pp) +
+                             (k.cp > 1 ? " x cp=" + std::to_string(k.cp) : std::string()) + ") = " + std::to_string(dp));
   MegatronMesh m;
   int axis = 0;
   for (int l = levels - 1; l >= 0; --l) {
@@ -100,6 +114,10 @@ MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs
     if (data > 1) {
       factors.push_back(data);
       m.dp_axes.push_back(axis++);
+    }
+    if (cp_at[l] > 1) {
+      factors.push_back(cp_at[l]);
+      m.cp_axes.push_back(axis++);
     }
     if (l == 0 && k.tp > 1) {
       factors.push_back(k.tp);

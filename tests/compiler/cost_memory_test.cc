@@ -57,10 +57,12 @@ Plan megatron_layer_plan(Graph& g, int tp_axis, bool sequence_parallel) {
   return plan;
 }
 
-double layer_activation_bytes(const LayerCase& c, int t, bool sp, RecomputePolicy recompute) {
+// Attention materialized (the paper's setting) unless `fused`.
+double layer_activation_bytes(const LayerCase& c, int t, bool sp, RecomputePolicy recompute, bool fused = false) {
   ImportOptions o;
   o.bindings = {{"batch", static_cast<double>(c.b)}, {"seq", static_cast<double>(c.s)}};
   o.warn_opaque = false;
+  o.fusion.attention = fused ? AttentionMode::fused : AttentionMode::materialized;
   Graph g = import_onnx_model(symtensor::testing::gpt_training_layer(c.h, c.a), "layer", o);
   Plan plan = megatron_layer_plan(g, 1, sp);
   plan.mesh_factors = {{1}, {t}};
@@ -86,6 +88,13 @@ TEST_P(Korthikanti, ActivationMemoryPerLayerMatchesAllSixFormulas) {
     EXPECT_DOUBLE_EQ(layer_activation_bytes(c, t, false, RecomputePolicy::selective), sbh * (10 + 24.0 / t));
     EXPECT_DOUBLE_EQ(layer_activation_bytes(c, t, true, RecomputePolicy::selective), sbh * 34.0 / t);
     EXPECT_DOUBLE_EQ(layer_activation_bytes(c, t, false, RecomputePolicy::full), sbh * 2);
+    // Fused (FlashAttention): Q, K and V stay (their 6sbh are in the 34), the 5as²b of scores,
+    // probabilities and dropout mask are gone, and selective recompute has nothing left to drop.
+    for (auto policy : {RecomputePolicy::none, RecomputePolicy::selective}) {
+      EXPECT_DOUBLE_EQ(layer_activation_bytes(c, 1, false, policy, true), sbh * 34);
+      EXPECT_DOUBLE_EQ(layer_activation_bytes(c, t, false, policy, true), sbh * (10 + 24.0 / t));
+      EXPECT_DOUBLE_EQ(layer_activation_bytes(c, t, true, policy, true), sbh * 34.0 / t);
+    }
   }
 }
 
