@@ -27,6 +27,9 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
     if (has_batch_ && s == batch_) batch_binding_ = value;
     else others_[s] = GiNaC::numeric(static_cast<long>(value));
   }
+  // Dims the exporter named and inference derived (aliases), in the other dims' values.
+  const GiNaC::exmap bound = others_;
+  for (const auto& [name, value] : graph.symbols.aliases()) others_[graph.symbols.all().at(name)] = value.subs(bound);
   const auto seq = graph.symbols.all().find("seq");
   facts_.reserve(graph.tensors().size());
   tensor_shapes_.reserve(graph.tensors().size());

@@ -1,5 +1,6 @@
 #include "compiler/ir/symbols.h"
 
+#include <sstream>
 #include <stdexcept>
 
 namespace symtensor::compiler {
@@ -37,8 +38,27 @@ GiNaC::exmap SymbolTable::binding_map() const {
 }
 
 GiNaC::ex SymbolTable::substitute(const GiNaC::ex& e) const {
-  if (bindings_.empty()) return e;
-  return e.subs(binding_map()).expand();
+  const GiNaC::ex unaliased = alias_map_.empty() ? e : e.subs(alias_map_);
+  if (bindings_.empty()) return alias_map_.empty() ? e : unaliased.expand();
+  return unaliased.subs(binding_map()).expand();
+}
+
+void SymbolTable::alias(const std::string& name, const GiNaC::ex& value) {
+  const GiNaC::symbol s = get(name);
+  auto [it, added] = aliases_.emplace(name, value);
+  if (!added && !(it->second - value).expand().is_zero()) {
+    std::ostringstream msg;
+    msg << "dim '" << name << "' is both " << it->second << " and " << value;
+    throw std::runtime_error(msg.str());
+  }
+  alias_map_[s] = value;
+}
+
+std::map<std::string, double> SymbolTable::bound_values() const {
+  std::map<std::string, double> values = bindings_;
+  for (const auto& [name, value] : aliases_)
+    if (auto v = evaluate(value)) values.emplace(name, *v);
+  return values;
 }
 
 std::optional<double> SymbolTable::evaluate(const GiNaC::ex& e) const {

@@ -22,13 +22,24 @@ class SymbolTable {
   void bind(const std::string& name, double value);
   const std::map<std::string, double>& bindings() const { return bindings_; }
   GiNaC::exmap binding_map() const;
-  GiNaC::ex substitute(const GiNaC::ex& e) const;  // apply bindings, expand
+  GiNaC::ex substitute(const GiNaC::ex& e) const;  // apply aliases, then bindings, expand
+
+  // A dim an exporter named (Gemmlogits_dim_0, unk__2) whose value shape inference derived
+  // from other dims: substitute() replaces it. Throws when it is already an alias of
+  // something else.
+  void alias(const std::string& name, const GiNaC::ex& value);
+  const std::map<std::string, GiNaC::ex>& aliases() const { return aliases_; }
+  // The bindings, plus every alias whose value they decide (for files that keep the
+  // exporter's names, such as the original model's declared outputs).
+  std::map<std::string, double> bound_values() const;
   // The value of a fully bound expression; nullopt while it still holds free symbols.
   std::optional<double> evaluate(const GiNaC::ex& e) const;
 
  private:
   std::map<std::string, GiNaC::symbol> symbols_;
   std::map<std::string, double> bindings_;
+  std::map<std::string, GiNaC::ex> aliases_;
+  GiNaC::exmap alias_map_;
   int next_fresh_ = 0;
 };
 

@@ -1,5 +1,6 @@
 #include "compiler/onnx_import/symbolic_shapes.h"
 
+#include <sstream>
 #include <stdexcept>
 
 #include "compiler/ops/op_semantics.h"
@@ -22,10 +23,49 @@ bool all_outputs_known(const Graph& graph, const Node& node) {
 
 std::string where(const Node& node) { return "node '" + node.name + "' (" + node.op_type + ")"; }
 
+std::string text(const GiNaC::ex& e) {
+  std::ostringstream os;
+  os << e;
+  return os.str();
+}
+
+// Shapes are derived, not trusted: where the model declares an output's shape, a named
+// dim that inference derives from others becomes an alias of what inference says, and a
+// declared number that inference contradicts is an error naming both. Dims of the graph
+// inputs are the model's free dims: inference can only agree with them.
+void reconcile(Graph& graph, const Node& node, const Tensor& t, const Shape& inferred,
+               const std::set<std::string>& input_dims) {
+  if (!t.shape_known || t.shape.size() != inferred.size()) return;
+  for (std::size_t d = 0; d < inferred.size(); ++d) {
+    const GiNaC::ex& declared = t.shape[d];
+    const GiNaC::ex derived = inferred[d].expand();
+    if ((declared - derived).expand().is_zero()) continue;
+    const bool declared_number = GiNaC::is_a<GiNaC::numeric>(declared);
+    if (declared_number && GiNaC::is_a<GiNaC::numeric>(derived))
+      throw std::runtime_error(where(node) + ": output '" + t.name + "' dim " + std::to_string(d) + " is declared " +
+                               text(declared) + " but inference gives " + text(derived));
+    if (!GiNaC::is_a<GiNaC::symbol>(declared)) continue;
+    const std::string name = GiNaC::ex_to<GiNaC::symbol>(declared).get_name();
+    if (input_dims.count(name))
+      throw std::runtime_error(where(node) + ": output '" + t.name + "' dim " + std::to_string(d) + " is declared '" +
+                               name + "' but inference gives " + text(derived));
+    try {
+      graph.symbols.alias(name, derived);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(where(node) + ": output '" + t.name + "': " + e.what());
+    }
+  }
+}
+
 }  // namespace
 
 std::set<std::string> infer_symbolic_shapes(Graph& graph) {
   std::set<std::string> opaque;
+  std::set<std::string> input_dims;
+  for (TensorId in : graph.inputs)
+    for (const auto& d : graph.tensor(in).shape)
+      for (auto it = d.preorder_begin(); it != d.preorder_end(); ++it)
+        if (GiNaC::is_a<GiNaC::symbol>(*it)) input_dims.insert(GiNaC::ex_to<GiNaC::symbol>(*it).get_name());
   for (NodeId id : graph.topological_order()) {
     Node& node = graph.node(id);
     const OpRule* rule = node.has_subgraph ? nullptr : find_op_rule(node.domain, node.op_type);
@@ -49,6 +89,7 @@ std::set<std::string> infer_symbolic_shapes(Graph& graph) {
           if (node.outputs[i] == kNone) continue;
           Tensor& t = graph.tensor(node.outputs[i]);
           if (infos[i].dtype != ElementType::undefined) t.dtype = infos[i].dtype;
+          reconcile(graph, node, t, infos[i].shape, input_dims);
           t.shape = std::move(infos[i].shape);
           t.shape_known = true;
           t.value = std::move(infos[i].value);

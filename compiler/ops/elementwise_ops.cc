@@ -64,9 +64,26 @@ std::optional<GiNaC::ex> int_divide(const GiNaC::ex& a, const GiNaC::ex& b, Elem
   return simplify(a / b);
 }
 
+// Every symbol is a dim, so positive: sums and products of dims and positive numbers are.
+bool surely_positive(const GiNaC::ex& e) {
+  if (GiNaC::is_a<GiNaC::numeric>(e)) return GiNaC::ex_to<GiNaC::numeric>(e).is_positive();
+  if (GiNaC::is_a<GiNaC::symbol>(e)) return true;
+  if (GiNaC::is_a<GiNaC::add>(e) || GiNaC::is_a<GiNaC::mul>(e)) {
+    for (std::size_t i = 0; i < e.nops(); ++i)
+      if (!surely_positive(e.op(i))) return false;
+    return true;
+  }
+  if (GiNaC::is_a<GiNaC::power>(e)) return surely_positive(e.op(0));
+  return false;
+}
+
+// A dim is never -1 or 0: exporters compare shapes with -1 to resolve expand(-1) (Equal
+// then Where), which folds only when such comparisons do.
 std::optional<GiNaC::ex> equal_value(const GiNaC::ex& a, const GiNaC::ex& b) {
   if (same_extent(a, b)) return GiNaC::ex(1);
   if (GiNaC::is_a<GiNaC::numeric>(a) && GiNaC::is_a<GiNaC::numeric>(b)) return GiNaC::ex(0);
+  const GiNaC::ex difference = (a - b).expand();
+  if (surely_positive(difference) || surely_positive(-difference)) return GiNaC::ex(0);
   return std::nullopt;
 }
 

@@ -121,9 +121,11 @@ std::optional<GiNaC::ex> fill_value(const OpContext& ctx) {
   const AttributeValue* a = ctx.node.attribute("value");
   if (!a) return GiNaC::ex(0);
   if (auto i = std::get_if<std::int64_t>(a)) return GiNaC::ex(static_cast<long>(*i));
-  if (auto d = std::get_if<double>(a)) return GiNaC::ex(GiNaC::numeric(*d));
+  // -inf (a causal mask's fill) has no exact value: the elements stay unknown, the shape not.
+  if (auto d = std::get_if<double>(a)) return std::isfinite(*d) ? std::optional(GiNaC::ex(GiNaC::numeric(*d))) : std::nullopt;
   if (auto is = std::get_if<std::vector<std::int64_t>>(a); is && is->size() == 1) return GiNaC::ex(static_cast<long>((*is)[0]));
-  if (auto ds = std::get_if<std::vector<double>>(a); ds && ds->size() == 1) return GiNaC::ex(GiNaC::numeric((*ds)[0]));
+  if (auto ds = std::get_if<std::vector<double>>(a); ds && ds->size() == 1 && std::isfinite((*ds)[0]))
+    return GiNaC::ex(GiNaC::numeric((*ds)[0]));
   return std::nullopt;
 }
 

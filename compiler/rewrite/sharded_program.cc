@@ -43,7 +43,7 @@ class Builder {
     p_.mesh = plan_mesh(plan, cluster);
     p_.pipeline_axis = plan.pipeline_axis;
     p_.stages = plan.pipeline_stages();
-    p_.bindings = graph.symbols.bindings();
+    p_.bindings = graph.symbols.bound_values();
     p_.mutation = mutation;
     sizes_ = numeric_axis_sizes(p_.mesh);
   }
