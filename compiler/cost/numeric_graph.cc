@@ -9,7 +9,7 @@
 namespace symtensor::compiler {
 
 std::optional<GiNaC::symbol> find_batch_symbol(const Graph& graph) {
-  auto it = graph.symbols.all().find("batch");
+  auto it = graph.symbols.all().find(graph.batch_dim.empty() ? std::string("batch") : graph.batch_dim);
   if (it != graph.symbols.all().end()) return it->second;
   for (TensorId in : graph.inputs)
     for (const auto& d : graph.tensor(in).shape)

@@ -27,7 +27,8 @@ namespace symtensor::driver {
 namespace {
 
 struct CompileOptions {
-  std::string model, bind, strategy, megatron, plan, mode, precision, out, attention;
+  ModelChoice input;
+  std::string strategy, megatron, plan, mode, precision, out;
   ClusterChoice cluster;
   bool allow_oom = false, onnx = false;
 };
@@ -55,7 +56,7 @@ void run_compile(const CompileOptions& o) {
   // Refuse an unusable output folder before the (slower) import and planning.
   sim::check_output_dir(o.out, "-o");
 
-  compiler::Graph graph = import_model(o.model, o.bind, true, o.attention);
+  compiler::Graph graph = import_model(o.input, true);
   compiler::Plan plan = compiler::make_plan(strategy, graph, cluster, so);
   if (strategy == "file") {  // a plan file keeps its mode and precision unless the command line sets them
     if (!o.mode.empty()) plan.mode = so.mode;
@@ -82,19 +83,19 @@ void run_compile(const CompileOptions& o) {
     throw std::runtime_error(fmt::format(
         "{}: the {} plan does not fit: {} per device at least, {} available on {}; about {} devices of this kind "
         "would be needed (or pass --allow-oom to write the plan anyway)",
-        o.model, plan.strategy, compiler::format_bytes(step.peak_memory), compiler::format_bytes(step.memory_capacity),
+        o.input.path, plan.strategy, compiler::format_bytes(step.peak_memory), compiler::format_bytes(step.memory_capacity),
         cluster.name, devices_needed));
   }
   std::vector<std::string> written;
   if (o.onnx) {
-    const onnx::ModelProto original = compiler::read_model_file(o.model);
+    const onnx::ModelProto original = compiler::read_model_file(o.input.path);
     written = compiler::write_sharded_onnx(original, graph, plan, cluster, o.out, compiler::Mutation::none).files;
   }
   const std::string path = (std::filesystem::path(o.out) / "plan.yaml").string();
   sim::write_files_atomically(o.out, {{"plan.yaml", compiler::plan_to_yaml(plan, graph, cluster, &prediction)}});
 
   const hardware::DeviceMesh mesh = compiler::plan_mesh(plan, cluster);
-  std::cout << fmt::format("{:<18}{}\n", "model", o.model);
+  std::cout << fmt::format("{:<18}{}\n", "model", o.input.path);
   std::cout << fmt::format("{:<18}{} ({} devices)\n", "cluster", cluster.name, cluster.num_devices());
   std::cout << fmt::format("{:<18}{}{}\n", "strategy", plan.strategy, strategy == "file" ? " (from " + o.plan + ")" : "");
   std::cout << fmt::format("{:<18}{}\n", "mesh", mesh_text(plan, mesh));
@@ -126,10 +127,9 @@ void run_compile(const CompileOptions& o) {
 void add_compile_command(CLI::App& app) {
   auto o = std::make_shared<CompileOptions>();
   CLI::App* cmd = app.add_subcommand("compile", "Plan a model on a cluster, price the plan and write DIR/plan.yaml");
-  cmd->add_option("model", o->model, "ONNX model file")->required();
+  cmd->add_option("model", o->input.path, "ONNX model file")->required();
   add_cluster_options(cmd, o->cluster);
-  cmd->add_option("--bind", o->bind, "dim values, e.g. batch=512,seq=2048 (batch is required)");
-  add_attention_option(cmd, o->attention);
+  add_model_options(cmd, o->input, "dim values, e.g. batch=512,seq=2048 (batch is required)");
   cmd->add_option("--strategy", o->strategy, "symtensor (default) | megatron | dp | zero3 | ilp");
   cmd->add_option("--megatron", o->megatron, "Megatron knobs: tp=8,pp=8,mb=1,vp=3,sp=1,recompute=selective,distopt=1");
   cmd->add_option("--plan", o->plan, "read the plan from this plan.yaml instead of making one");

@@ -18,9 +18,7 @@ using compiler::Graph;
 using compiler::Tensor;
 
 struct InspectOptions {
-  std::string model;
-  std::string bind;
-  std::string attention;
+  ModelChoice input;
   bool json = false;
   int top = 10;
 };
@@ -54,7 +52,7 @@ void print_quantity(const Graph& g, const std::string& label, const GiNaC::ex& e
 }
 
 void run_inspect(const InspectOptions& o) {
-  Graph g = import_model(o.model, o.bind, !o.json, o.attention);
+  Graph g = import_model(o.input, !o.json);
   const compiler::ModelStats stats = compiler::compute_model_stats(g);
 
   std::vector<compiler::NodeCost> heaviest = stats.node_costs;
@@ -73,7 +71,7 @@ void run_inspect(const InspectOptions& o) {
 
   if (o.json) {
     nlohmann::json j;
-    j["model"] = o.model;
+    j["model"] = o.input.path;
     j["graph"] = g.name;
     j["dims"] = dims;
     j["bindings"] = g.symbols.bindings();
@@ -101,7 +99,7 @@ void run_inspect(const InspectOptions& o) {
     return;
   }
 
-  std::cout << "model: " << o.model << (g.name.empty() ? "" : " (graph " + g.name + ")") << "\n";
+  std::cout << "model: " << o.input.path << (g.name.empty() ? "" : " (graph " + g.name + ")") << "\n";
   std::cout << "dims:";
   for (const auto& d : dims) {
     std::cout << " " << d;
@@ -141,9 +139,8 @@ void run_inspect(const InspectOptions& o) {
 void add_inspect_command(CLI::App& app) {
   auto opts = std::make_shared<InspectOptions>();
   CLI::App* cmd = app.add_subcommand("inspect", "Import an ONNX model and print its symbolic shapes, parameters and FLOPs");
-  cmd->add_option("model", opts->model, "ONNX model file")->required();
-  cmd->add_option("--bind", opts->bind, "Bind dim symbols, e.g. batch=8,seq=2048");
-  add_attention_option(cmd, opts->attention);
+  cmd->add_option("model", opts->input.path, "ONNX model file")->required();
+  add_model_options(cmd, opts->input, "Bind dim symbols, e.g. batch=8,seq=2048");
   cmd->add_flag("--json", opts->json, "Print JSON instead of text");
   cmd->add_option("--top", opts->top, "How many of the heaviest operators to list")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->callback([opts] { run_inspect(*opts); });

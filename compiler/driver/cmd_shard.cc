@@ -17,14 +17,15 @@ namespace symtensor::driver {
 namespace {
 
 struct ShardOptions {
-  std::string model, output, cluster = "dgx-a100", bind, mutate = "none", attention;
+  ModelChoice input;
+  std::string output, cluster = "dgx-a100", mutate = "none";
   compiler::HandPlanSpec spec;
 };
 
 void run_shard(const ShardOptions& o) {
   sim::check_output_dir(o.output, "-o");
-  compiler::Graph graph = import_model(o.model, o.bind, false, o.attention);
-  const onnx::ModelProto original = compiler::read_model_file(o.model);
+  compiler::Graph graph = import_model(o.input, false);
+  const onnx::ModelProto original = compiler::read_model_file(o.input.path);
   const int devices = o.spec.pipeline * o.spec.data * o.spec.tensor;
   const hardware::Cluster cluster = hardware::scale_cluster(hardware::load_cluster(o.cluster), 1, devices);
   const compiler::Plan plan = compiler::make_hand_plan(graph, cluster, o.spec);
@@ -41,15 +42,14 @@ void run_shard(const ShardOptions& o) {
 void add_shard_command(CLI::App& app) {
   auto o = std::make_shared<ShardOptions>();
   CLI::App* cmd = app.add_subcommand("shard", "Write sharded ONNX files for a hand-built pipeline/data/tensor-parallel plan");
-  cmd->add_option("model", o->model, "ONNX model")->required();
+  cmd->add_option("model", o->input.path, "ONNX model")->required();
   cmd->add_option("-o,--output", o->output, "output directory")->required();
   cmd->add_option("--cluster", o->cluster, "cluster profile (one node of it is used)");
   cmd->add_option("--pp", o->spec.pipeline, "pipeline stages");
   cmd->add_option("--dp", o->spec.data, "data-parallel ways");
   cmd->add_option("--tp", o->spec.tensor, "tensor-parallel ways");
   cmd->add_flag("--sp", o->spec.sequence_parallel, "sequence parallelism over the tensor axis");
-  cmd->add_option("--bind", o->bind, "dim values, e.g. batch=2,seq=8 (every dim must be bound)");
-  add_attention_option(cmd, o->attention);
+  add_model_options(cmd, o->input, "dim values, e.g. batch=2,seq=8 (every dim must be bound)");
   cmd->add_option("--mutate", o->mutate, "test-only wrong sharding: drop-all-reduce or wrong-weight-slice");
   cmd->callback([o] { run_shard(*o); });
 }

@@ -15,7 +15,8 @@ namespace symtensor::driver {
 namespace {
 
 struct SimulateOptions {
-  std::string model, bind, plan, strategy, megatron, trace, mode = "train", precision = "bf16", attention;
+  ModelChoice input;
+  std::string plan, strategy, megatron, trace, mode = "train", precision = "bf16";
   ClusterChoice cluster;
   bool full = false, json = false, no_overlap = false;
   double bucket_mb = 25;
@@ -28,7 +29,7 @@ void run_simulate(const SimulateOptions& o) {
     throw std::runtime_error("simulate: --megatron knobs need --strategy megatron");
   if (o.bucket_mb <= 0) throw std::runtime_error("simulate: --bucket-mb must be positive");
   const hardware::Cluster cluster = load_cluster(o.cluster);
-  compiler::Graph graph = import_model(o.model, o.bind, !o.json, o.attention);
+  compiler::Graph graph = import_model(o.input, !o.json);
   const compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);
   const compiler::Plan plan = compiler::make_plan(o.plan.empty() ? o.strategy : "file", graph, cluster, so);
 
@@ -49,10 +50,9 @@ void run_simulate(const SimulateOptions& o) {
 void add_simulate_command(CLI::App& app) {
   auto o = std::make_shared<SimulateOptions>();
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate one training step of a plan: step time, MFU, breakdown, memory");
-  cmd->add_option("model", o->model, "ONNX model file")->required();
+  cmd->add_option("model", o->input.path, "ONNX model file")->required();
   add_cluster_options(cmd, o->cluster);
-  cmd->add_option("--bind", o->bind, "bind dim symbols, e.g. batch=512,seq=2048 (batch = global batch)");
-  add_attention_option(cmd, o->attention);
+  add_model_options(cmd, o->input, "bind dim symbols, e.g. batch=512,seq=2048 (batch = global batch)");
   cmd->add_option("--plan", o->plan, "plan.yaml to simulate");
   cmd->add_option("--strategy", o->strategy, "plan generator: dp, zero3, megatron, ...");
   cmd->add_option("--megatron", o->megatron, "Megatron knobs, e.g. tp=8,pp=8,mb=1,vp=3,recompute=full");

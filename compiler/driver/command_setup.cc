@@ -25,13 +25,20 @@ void add_attention_option(CLI::App* cmd, std::string& attention) {
       ->default_val("fused");
 }
 
-compiler::Graph import_model(const std::string& path, const std::string& bind, bool warn_opaque,
-                             const std::string& attention) {
+void add_model_options(CLI::App* cmd, ModelChoice& choice, const std::string& bind_help) {
+  cmd->add_option("--bind", choice.bind, bind_help);
+  add_attention_option(cmd, choice.attention);
+  cmd->add_option("--batch-dim", choice.batch_dim,
+                  "the input dim that is the batch (default: `batch`, else the inputs' leading symbolic dim)");
+}
+
+compiler::Graph import_model(const ModelChoice& choice, bool warn_opaque) {
   compiler::ImportOptions options;
-  options.bindings = compiler::parse_bindings(bind);
+  options.bindings = compiler::parse_bindings(choice.bind);
   options.warn_opaque = warn_opaque;
-  options.fusion.attention = compiler::parse_attention_mode(attention.empty() ? "fused" : attention);
-  return compiler::import_onnx_file(path, options);
+  options.fusion.attention = compiler::parse_attention_mode(choice.attention.empty() ? "fused" : choice.attention);
+  options.batch_dim = choice.batch_dim;
+  return compiler::import_onnx_file(choice.path, options);
 }
 
 compiler::StrategyOptions strategy_options(const std::string& mode, const std::string& precision,

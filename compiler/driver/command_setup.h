@@ -25,10 +25,13 @@ hardware::Cluster load_cluster(const ClusterChoice& choice);
 // --attention fused|materialized (default fused): the fusion pass's attention mode.
 void add_attention_option(CLI::App* cmd, std::string& attention);
 
-// The model with its dims bound from a --bind text ("batch=8,seq=2048") and the fusion
-// pass run with the --attention mode ("fused" or "materialized").
-compiler::Graph import_model(const std::string& path, const std::string& bind, bool warn_opaque,
-                             const std::string& attention);
+// How the model is read: --bind, --attention, --batch-dim.
+struct ModelChoice {
+  std::string path, bind, attention, batch_dim;
+};
+void add_model_options(CLI::App* cmd, ModelChoice& choice, const std::string& bind_help);
+compiler::Graph import_model(const ModelChoice& choice, bool warn_opaque);
+
 
 // Strategy options from the command line; an empty mode or precision means train, bf16.
 compiler::StrategyOptions strategy_options(const std::string& mode, const std::string& precision,

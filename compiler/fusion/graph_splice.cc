@@ -47,6 +47,7 @@ Graph splice_matches(const Graph& graph, const std::vector<FusionMatch>& matches
   out.source = graph.source;
   out.metadata = graph.metadata;
   out.symbols = graph.symbols;
+  out.batch_dim = graph.batch_dim;
   out.unfused = graph.unfused ? graph.unfused : std::make_shared<Graph>(graph);
   std::vector<TensorId> renumbered(graph.tensors().size(), kNone);
   auto tensor = [&](TensorId old) {

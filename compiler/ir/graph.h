@@ -107,6 +107,9 @@ class Graph {
   std::vector<NodeId> topological_order() const;
 
   SymbolTable symbols;
+  // The dim that is the batch (a symbol of the data inputs: "batch", or the exporter's own
+  // name); empty for a model whose batch is not a dim of its inputs.
+  std::string batch_dim;
 
   // Set by the fusion pass (compiler/fusion): the graph as imported, and for each node the
   // nodes of `unfused` it stands for (just itself when no pattern matched it). Both empty

@@ -182,6 +182,7 @@ class Importer {
       if (!graph_.symbols.contains(name)) throw std::runtime_error(source_ + ": --bind " + name + ": " + unknown_dim_message(name));
       graph_.symbols.bind(name, value);
     }
+    graph_.batch_dim = find_batch_dim(options.batch_dim);
     try {
       run_fusion_pass(graph_, options.fusion);
     } catch (const std::exception& e) {
@@ -191,6 +192,24 @@ class Importer {
   }
 
  private:
+  std::string find_batch_dim(const std::string& requested) const {
+    std::set<std::string> dims;
+    std::vector<std::string> leading;
+    for (TensorId in : graph_.inputs) {
+      const Shape& shape = graph_.tensor(in).shape;
+      for (const auto& d : shape)
+        if (GiNaC::is_a<GiNaC::symbol>(d)) dims.insert(GiNaC::ex_to<GiNaC::symbol>(d).get_name());
+      if (!shape.empty() && GiNaC::is_a<GiNaC::symbol>(shape[0])) leading.push_back(GiNaC::ex_to<GiNaC::symbol>(shape[0]).get_name());
+    }
+    if (!requested.empty()) {
+      if (!dims.count(requested))
+        throw std::runtime_error(source_ + ": --batch-dim " + requested + ": " + unknown_dim_message(requested));
+      return requested;
+    }
+    if (dims.count("batch")) return "batch";
+    return leading.empty() ? std::string() : leading.front();
+  }
+
   std::string unknown_dim_message(const std::string& name) const {
     std::string dims;
     for (const auto& [n, s] : graph_.symbols.all())
@@ -313,16 +332,68 @@ class Importer {
 
 }  // namespace
 
+namespace {
+
+// A static model's data inputs with their leading dim made the symbol `batch` (and the
+// outputs that lead with the same value), or nullopt when they do not share one leading dim.
+std::optional<std::pair<onnx::ModelProto, std::int64_t>> with_symbolic_batch(const onnx::ModelProto& model) {
+  const auto& g = model.graph();
+  std::set<std::string> initializers;
+  for (const auto& t : g.initializer()) initializers.insert(t.name());
+  std::int64_t batch = 0;
+  for (const auto& in : g.input()) {
+    if (initializers.count(in.name()) || !in.type().has_tensor_type()) continue;
+    const auto& shape = in.type().tensor_type().shape();
+    if (shape.dim_size() == 0 || !shape.dim(0).has_dim_value()) return std::nullopt;
+    if (batch && shape.dim(0).dim_value() != batch) return std::nullopt;
+    batch = shape.dim(0).dim_value();
+  }
+  if (batch < 1) return std::nullopt;
+  onnx::ModelProto copy = model;
+  auto* graph = copy.mutable_graph();
+  graph->clear_value_info();  // inferred again from the new inputs
+  auto symbolize = [&](onnx::ValueInfoProto& vi) {
+    if (initializers.count(vi.name()) || !vi.type().has_tensor_type()) return;
+    auto* shape = vi.mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (shape->dim_size() > 0 && shape->dim(0).has_dim_value() && shape->dim(0).dim_value() == batch)
+      shape->mutable_dim(0)->set_dim_param("batch");
+  };
+  for (auto& in : *graph->mutable_input()) symbolize(in);
+  for (auto& out : *graph->mutable_output()) symbolize(out);
+  return std::pair{std::move(copy), batch};
+}
+
+Graph import_checked(onnx::ModelProto model, const std::string& source, const std::string& path,
+                     const ImportOptions& options) {
+  auto symbolic = options.batch_dim.empty() ? with_symbolic_batch(model) : std::nullopt;
+  if (!symbolic) {
+    check_and_infer(model, source, path);
+    return Importer(model, source).run(options);
+  }
+  std::string baked;
+  try {
+    ImportOptions bound = options;
+    bound.bindings.emplace("batch", static_cast<double>(symbolic->second));
+    check_and_infer(symbolic->first, source, path);
+    return Importer(symbolic->first, source).run(bound);
+  } catch (const std::exception& e) {
+    baked = e.what();
+  }
+  check_and_infer(model, source, path);
+  Graph graph = Importer(model, source).run(options);
+  graph.metadata[kStaticBatchMetadataKey] = "its shapes are static (batch " + std::to_string(symbolic->second) +
+                                            ") and its graph bakes that batch in (" + baked + ")";
+  return graph;
+}
+
+}  // namespace
+
 Graph import_onnx_model(const onnx::ModelProto& model, const std::string& source_name, const ImportOptions& options) {
-  onnx::ModelProto checked = model;
-  check_and_infer(checked, source_name, "");
-  return Importer(checked, source_name).run(options);
+  return import_checked(model, source_name, "", options);
 }
 
 Graph import_onnx_file(const std::string& path, const ImportOptions& options) {
-  onnx::ModelProto model = read_model_file(path);
-  check_and_infer(model, path, path);
-  return Importer(model, path).run(options);
+  return import_checked(read_model_file(path), path, path, options);
 }
 
 std::map<std::string, double> parse_bindings(const std::string& text) {

@@ -5,6 +5,13 @@
 //
 // Then the fusion pass (compiler/fusion/fusion_pass.h) as ImportOptions::fusion says.
 //
+// The batch dim (Graph::batch_dim) is ImportOptions::batch_dim, else `batch` when an input
+// has it, else the leading symbolic dim of the data inputs, whatever its name. A model with
+// static shapes is imported with its inputs' leading dim made the symbol `batch`, bound to
+// the exported value, so that it can be planned on that batch; when its graph bakes that
+// value in (a Reshape to [12, -1]) it keeps its static shapes and has no batch dim
+// (metadata kStaticBatchMetadataKey says why).
+//
 // Parameters are: initializers (inline or external data; external files are located,
 // never read), weight tensors held in Constant nodes (float tensors of rank >= 1 with more
 // than one element), and graph inputs listed in the model's metadata property
@@ -20,11 +27,13 @@ namespace onnx { class ModelProto; }
 namespace symtensor::compiler {
 
 inline constexpr const char* kParametersMetadataKey = "symtensor.parameters";
+inline constexpr const char* kStaticBatchMetadataKey = "symtensor.static_batch";
 
 struct ImportOptions {
   std::map<std::string, double> bindings;  // dim symbol -> value (--bind batch=8)
   bool warn_opaque = true;                 // one warning per opaque op type on stderr
   FusionOptions fusion;                    // the fusion pass run on the imported graph
+  std::string batch_dim;                   // --batch-dim: which input dim is the batch (default: found)
 };
 
 // Throws std::runtime_error with a one-line message naming the file and the problem.

@@ -84,7 +84,7 @@ Plan make_hand_plan(Graph& graph, const hardware::Cluster& cluster, const HandPl
       cut.loop_axes[loop] = {mesh_axis};
       if (cut_rewrite_problem(graph, id, space, cut)) cut.loop_axes[loop].clear();
     };
-    try_cut(loop_named_by(graph, space, "batch"), data_axis, spec.data);
+    try_cut(loop_named_by(graph, space, graph.batch_dim), data_axis, spec.data);
     const bool weight_gemm = (space.kind == OpKind::gemm && node.inputs.size() > 1 && is_weight(graph, node.inputs[1]));
     if (weight_gemm && tensor_axis >= 0) {
       if (node.op_type == "Conv") {

@@ -14,7 +14,7 @@ namespace {
 // Heads of the first attention GEMM (0 when the model has none).
 long long attention_heads(Graph& graph, const std::vector<IterationSpace>& spaces, const TransformerStructure& s) {
   for (NodeId id : s.attention) {
-    const int batch_loop = loop_with_symbol(graph, spaces[id], "batch");
+    const int batch_loop = loop_with_symbol(graph, spaces[id], graph.batch_dim);
     const int heads = attention_heads_loop(spaces[id], batch_loop);
     if (heads < 0) continue;
     if (auto v = numeric_extent(graph, spaces[id].loops[heads].extent)) return static_cast<long long>(*v);

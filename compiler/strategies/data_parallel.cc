@@ -34,7 +34,7 @@ Plan make_data_parallel_plan(Graph& graph, const hardware::Cluster& cluster, con
   bool any = false;
   for (NodeId id = 0; id < static_cast<NodeId>(n); ++id) {
     plan.node_cuts[id].loop_axes.assign(spaces[id].loops.size(), {});
-    const int loop = loop_with_symbol(graph, spaces[id], "batch");
+    const int loop = loop_with_symbol(graph, spaces[id], graph.batch_dim);
     if (loop < 0) continue;
     if (!cut_allowed(graph, graph.node(id), spaces[id], loop, axes, mesh))
       throw std::runtime_error(plan.strategy + ": node '" + graph.node(id).name + "' cannot cut its batch loop '" +

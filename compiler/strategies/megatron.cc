@@ -82,7 +82,7 @@ class MegatronBuilder {
 
  private:
   std::string node_name(NodeId n) const { return g_.node(n).name; }
-  int batch_loop(NodeId n) const { return loop_with_symbol(g_, spaces_[n], "batch"); }
+  int batch_loop(NodeId n) const { return loop_with_symbol(g_, spaces_[n], g_.batch_dim); }
   // The first loop over the sequence (an attention's queries), other than the batch's.
   int sequence_loop(NodeId n) const {
     const int s = loop_with_symbol(g_, spaces_[n], "seq");

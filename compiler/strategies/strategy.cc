@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "compiler/onnx_import/import.h"
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/search/ilp_search.h"
 #include "compiler/search/megatron_search.h"
@@ -21,9 +22,17 @@ Plan plan_skeleton(const std::string& strategy, const Graph& graph, const hardwa
   plan.cluster = cluster.name;
   plan.mode = options.mode;
   plan.precision = options.precision;
-  const auto batch = graph.symbols.bindings().find("batch");
+  if (graph.batch_dim.empty()) {
+    const auto why = graph.metadata.find(kStaticBatchMetadataKey);
+    throw std::runtime_error(strategy + ": '" + graph.source + "' has no batch dim: " +
+                             (why != graph.metadata.end() ? why->second
+                                                          : std::string("its inputs have no symbolic leading dim")) +
+                             "; export it with a dynamic batch, or name the dim with --batch-dim NAME");
+  }
+  const auto batch = graph.symbols.bindings().find(graph.batch_dim);
   if (batch == graph.symbols.bindings().end())
-    throw std::runtime_error(strategy + ": the batch dim of '" + graph.source + "' is not bound (use --bind batch=N)");
+    throw std::runtime_error(strategy + ": the batch dim '" + graph.batch_dim + "' of '" + graph.source +
+                             "' is not bound (use --bind " + graph.batch_dim + "=N)");
   plan.global_batch = batch->second;
   return plan;
 }
