@@ -64,6 +64,16 @@ std::optional<GiNaC::ex> int_divide(const GiNaC::ex& a, const GiNaC::ex& b, Elem
   return simplify(a / b);
 }
 
+// Integer Mod with fmod = 0: the result takes the divisor's sign (Python's %), as exporters
+// use it on dims (Swin's padding to a multiple of the window).
+std::optional<GiNaC::ex> int_modulo(const GiNaC::ex& a, const GiNaC::ex& b, ElementType dtype) {
+  auto x = as_int(a), y = as_int(b);
+  if (!x || !y || *y == 0 || !is_integer_type(dtype)) return std::nullopt;
+  std::int64_t r = *x % *y;
+  if (r != 0 && ((r < 0) != (*y < 0))) r += *y;
+  return GiNaC::ex(static_cast<long>(r));
+}
+
 // Every symbol is a dim, so positive: sums and products of dims and positive numbers are.
 bool surely_positive(const GiNaC::ex& e) {
   if (GiNaC::is_a<GiNaC::numeric>(e)) return GiNaC::ex_to<GiNaC::numeric>(e).is_positive();
@@ -179,7 +189,7 @@ void register_elementwise_ops(OpRegistry& r) {
   binary("Mul", DTypeFrom::first_input, [](const Values& a, ElementType) { return std::optional(simplify(a[0] * a[1])); });
   binary("Div", DTypeFrom::first_input, [](const Values& a, ElementType t) { return int_divide(a[0], a[1], t); });
   binary("Pow", DTypeFrom::first_input, {});
-  binary("Mod", DTypeFrom::first_input, {});
+  binary("Mod", DTypeFrom::first_input, [](const Values& a, ElementType t) { return int_modulo(a[0], a[1], t); });
   binary("BitShift", DTypeFrom::first_input, {});
   binary("PRelu", DTypeFrom::first_input, {}, 2);
   binary("Equal", DTypeFrom::boolean, [](const Values& a, ElementType) { return equal_value(a[0], a[1]); });

@@ -79,11 +79,58 @@ std::vector<std::int64_t> transpose_perm(const OpContext& ctx, std::size_t rank)
   return p;
 }
 
+// The dims of a shape that are all numbers, else nullopt.
+std::optional<std::vector<std::int64_t>> numeric_dims(const Shape& shape) {
+  std::vector<std::int64_t> dims;
+  for (const auto& d : shape) {
+    auto n = as_int(d);
+    if (!n) return std::nullopt;
+    dims.push_back(*n);
+  }
+  return dims;
+}
+
+// The element of a row-major value at each output index, `source` mapping an output
+// multi-index to the input's flat index. Used for small values of any rank (PyTorch's pad
+// amounts: a [n, 2] tensor reversed and transposed).
+template <typename Source>
+Values gather_value(const Values& in, const std::vector<std::int64_t>& out_dims, Source source) {
+  std::int64_t count = 1;
+  for (auto d : out_dims) count *= d;
+  Values out;
+  std::vector<std::int64_t> index(out_dims.size(), 0);
+  for (std::int64_t k = 0; k < count; ++k) {
+    out.push_back(in.at(static_cast<std::size_t>(source(index))));
+    for (std::size_t a = out_dims.size(); a-- > 0;) {
+      if (++index[a] < out_dims[a]) break;
+      index[a] = 0;
+    }
+  }
+  return out;
+}
+
+std::int64_t flat_index(const std::vector<std::int64_t>& index, const std::vector<std::int64_t>& dims) {
+  std::int64_t flat = 0;
+  for (std::size_t a = 0; a < dims.size(); ++a) flat = flat * dims[a] + index[a];
+  return flat;
+}
+
 std::vector<OutputInfo> transpose_infer(const OpContext& ctx) {
   const Shape& x = input_shape(ctx, 0);
+  const auto perm = transpose_perm(ctx, x.size());
   Shape out;
-  for (auto a : transpose_perm(ctx, x.size())) out.push_back(x[a]);
-  return {output(input(ctx, 0).dtype, out)};
+  for (auto a : perm) out.push_back(x[a]);
+  std::optional<Values> value;
+  const auto in_dims = numeric_dims(x);
+  const auto out_dims = numeric_dims(out);
+  if (input(ctx, 0).value && in_dims && out_dims) {
+    value = gather_value(*input(ctx, 0).value, *out_dims, [&](const std::vector<std::int64_t>& o) {
+      std::vector<std::int64_t> i(o.size());
+      for (std::size_t j = 0; j < perm.size(); ++j) i[perm[j]] = o[j];
+      return flat_index(i, *in_dims);
+    });
+  }
+  return {output(input(ctx, 0).dtype, out, value)};
 }
 
 IterationSpace transpose_space(const OpContext& ctx) {
@@ -201,14 +248,17 @@ std::vector<OutputInfo> slice_infer(const OpContext& ctx) {
   for (const auto& a : axes) out[a.axis] = a.extent;
   std::optional<Values> value;
   auto v = input(ctx, 0).value;
-  if (v && out.size() == 1 && axes.size() == 1 && axes[0].numeric_start) {
-    auto n = as_int(axes[0].extent);
-    if (n) {
-      value = Values{};
-      for (std::int64_t k = 0; k < *n; ++k) value->push_back(v->at(*axes[0].numeric_start + k * axes[0].step));
-    }
+  const auto in_dims = numeric_dims(input_shape(ctx, 0));
+  const auto out_dims = numeric_dims(out);
+  bool numeric = in_dims && out_dims;
+  for (const auto& a : axes) numeric = numeric && a.numeric_start.has_value();
+  if (v && numeric) {
+    value = gather_value(*v, *out_dims, [&](std::vector<std::int64_t> i) {
+      for (const auto& a : axes) i[a.axis] = *a.numeric_start + i[a.axis] * a.step;
+      return flat_index(i, *in_dims);
+    });
   }
-  return {output(input(ctx, 0).dtype, out, value)};
+  return {output(input(ctx, 0).dtype, out, small_value(value))};
 }
 
 IterationSpace slice_space(const OpContext& ctx) {

@@ -13,7 +13,7 @@ namespace {
 // Data-movement operators whose non-axis dims move element for element.
 const std::set<std::string> kMovementOps = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Flatten",
                                             "Gather", "Concat", "Split", "Slice", "Expand", "Cast", "Where",
-                                            "Dropout", "CastLike"};
+                                            "Dropout", "CastLike", "Pad", "Tile"};
 // Operators whose output depends on element positions along every dim.
 const std::set<std::string> kPositionalOps = {"Trilu", "Range", "CumSum", "OneHot", "NonZero", "ScatterND",
                                               "ScatterElements", "GatherElements", "GatherND", "Pad", "Tile",
@@ -32,6 +32,31 @@ bool sum_reduction_op(const Graph& g, const Node& n) {
   if (n.op_type == "Gemm") return plain_third;
   if (n.op_type == "Conv") return plain_third && n.attr_int("group", 1) == 1;
   return false;
+}
+
+// The loops along which a positional operator's result depends on global positions; the
+// others it treats element for element, so a cut of them runs locally. nullopt: every loop.
+// Pad and Tile change only the dims they pad or repeat, which the extent check refuses.
+std::optional<std::set<int>> positional_loops(const Graph& g, const Node& n, const IterationSpace& space) {
+  if (n.op_type == "Pad" || n.op_type == "Tile") return std::set<int>{};
+  auto output_loop = [&](std::int64_t axis) -> std::optional<int> {
+    if (space.output_dims.empty()) return std::nullopt;
+    const auto& dims = space.output_dims[0];
+    if (axis < 0) axis += static_cast<std::int64_t>(dims.size());
+    if (axis < 0 || axis >= static_cast<std::int64_t>(dims.size())) return std::nullopt;
+    return dims[axis];
+  };
+  if (n.op_type == "OneHot") {
+    if (auto l = output_loop(n.attr_int("axis", -1))) return std::set<int>{*l};
+  } else if (n.op_type == "Trilu") {
+    auto a = output_loop(-1), b = output_loop(-2);
+    if (a && b) return std::set<int>{*a, *b};
+  } else if (n.op_type == "CumSum" && n.inputs.size() > 1 && n.inputs[1] != kNone) {
+    const auto& axis = g.tensor(n.inputs[1]).value;
+    if (axis && axis->size() == 1 && GiNaC::is_a<GiNaC::numeric>((*axis)[0]))
+      if (auto l = output_loop(GiNaC::ex_to<GiNaC::numeric>((*axis)[0]).to_long())) return std::set<int>{*l};
+  }
+  return std::nullopt;
 }
 
 bool same_extent(const Graph& g, const GiNaC::ex& a, const GiNaC::ex& b) {
@@ -56,7 +81,12 @@ std::optional<std::string> cut_rewrite_problem(const Graph& g, NodeId id, const 
     return "the cut lists " + std::to_string(cut.loop_axes.size()) + " loops, the operator has " +
            std::to_string(space.loops.size());
   if (n.opaque || space.kind == OpKind::opaque) return "operator without semantics cannot be cut";
-  if (kPositionalOps.count(n.op_type)) return n.op_type + " depends on global positions";
+  if (kPositionalOps.count(n.op_type)) {
+    const auto positional = positional_loops(g, n, space);
+    for (int l : cut_loops)
+      if (!positional || positional->count(l))
+        return n.op_type + " depends on global positions along loop '" + space.loops[l].name + "'";
+  }
   if (space.kind == OpKind::data_movement && !kMovementOps.count(n.op_type))
     return "data-movement operator " + n.op_type + " has no local form";
   const bool reshaping = n.op_type == "Reshape" || n.op_type == "Flatten";

@@ -334,6 +334,15 @@ class Builder {
         home_[n.outputs[index]] = o;
       }
     if (split_axis >= 0 && n.attr_ints("split")) step.local_split = local_parts;
+    // A grouped (depthwise) Conv cut on its channels keeps its groups per rank.
+    if (n.op_type == "Conv" && n.domain.empty() && n.attr_int("group", 1) > 1 && any_cut) {
+      const ShardedValue& x = p_.values.at(step.inputs.at(0));
+      const std::int64_t group = n.attr_int("group", 1), ways = x.global_shape.at(1) / x.local_shape.at(1);
+      if (group % ways != 0)
+        throw std::runtime_error("rewrite: node '" + n.name + "' (Conv): its " + std::to_string(group) +
+                                 " groups do not split " + std::to_string(ways) + " ways");
+      if (ways > 1) step.local_group = group / ways;
+    }
     pending_.clear();
     step.outputs = outputs;
     if (n.op_type == "Reshape" || n.op_type == "Flatten") check_element_counts(n, step);
@@ -422,6 +431,9 @@ onnx::NodeProto step_node(const onnx::ModelProto& original, const ProgramStep& s
   onnx::NodeProto n = original.graph().node(static_cast<int>(step.node));
   n.clear_input();
   n.clear_output();
+  if (step.local_group > 0)
+    for (auto& a : *n.mutable_attribute())
+      if (a.name() == "group") a.set_i(step.local_group);
   if (!step.local_split.empty())
     for (auto& a : *n.mutable_attribute())
       if (a.name() == "split") {
