@@ -94,12 +94,58 @@ void check_window_ranks(const onnx::GraphProto& graph, const std::string& source
   }
 }
 
+// Declared dims a plan could only get wrong: negative, implausibly large, or 0 in an input.
+void check_declared_shapes(const onnx::GraphProto& graph, const std::string& source) {
+  constexpr std::int64_t kLargest = std::int64_t{1} << 40;
+  auto check = [&](const onnx::ValueInfoProto& vi, bool input) {
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+    const auto& dims = vi.type().tensor_type().shape().dim();
+    for (int d = 0; d < dims.size(); ++d) {
+      if (!dims[d].has_dim_value()) continue;
+      const std::int64_t v = dims[d].dim_value();
+      const std::string where = source + ": tensor '" + vi.name() + "' dim " + std::to_string(d) + " is declared " +
+                                std::to_string(v);
+      if (v < 0) throw std::runtime_error(where + " (dims must be >= 0)");
+      if (v > kLargest) throw std::runtime_error(where + " (implausibly large: above 2^40)");
+      if (v == 0 && input) throw std::runtime_error(where + " (an empty input cannot be planned)");
+    }
+  };
+  std::set<std::string> initializers;
+  for (const auto& t : graph.initializer()) {
+    initializers.insert(t.name());
+    for (int d = 0; d < t.dims_size(); ++d)
+      if (t.dims(d) < 0 || t.dims(d) > kLargest)
+        throw std::runtime_error(source + ": initializer '" + t.name() + "' dim " + std::to_string(d) + " is " +
+                                 std::to_string(t.dims(d)));
+  }
+  for (const auto& vi : graph.input()) check(vi, !initializers.count(vi.name()));
+  for (const auto& vi : graph.output()) check(vi, false);
+  for (const auto& vi : graph.value_info()) check(vi, false);
+}
+
+// An opset of a standard domain newer than this build's ONNX knows: its operators' meaning
+// is not known here.
+void check_opsets(const onnx::ModelProto& model, const std::string& source) {
+  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  for (const auto& o : model.opset_import()) {
+    const std::string domain = o.domain() == "ai.onnx" ? "" : o.domain();
+    const auto it = known.find(domain);
+    if (it == known.end()) continue;  // a custom domain: its operators are opaque or ours
+    if (o.version() > it->second.second)
+      throw std::runtime_error(source + ": opset " + std::to_string(o.version()) + " of domain '" +
+                               (domain.empty() ? std::string("ai.onnx") : domain) +
+                               "' is newer than this build's ONNX knows (up to " + std::to_string(it->second.second) + ")");
+  }
+}
+
 // `path` is the model's file when it came from one: the checker then finds external
 // data files next to it (it checks they exist, without reading them).
 void check_and_infer(onnx::ModelProto& model, const std::string& source, const std::string& path) {
   if (model.ir_version() > onnx::IR_VERSION)
     throw std::runtime_error(source + ": ir_version " + std::to_string(model.ir_version()) +
                              " is above what this build reads (" + std::to_string(onnx::IR_VERSION) + ")");
+  check_opsets(model, source);
+  check_declared_shapes(model.graph(), source);
   try {
     if (path.empty()) onnx::checker::check_model(model);
     else onnx::checker::check_model(path);
@@ -137,7 +183,11 @@ AttributeValue convert_attribute(const onnx::AttributeProto& a) {
 
 class Importer {
  public:
-  Importer(const onnx::ModelProto& model, const std::string& source) : model_(model), source_(source) {}
+  // `declared_outputs`: the graph outputs as the file declares them, before ONNX's inference
+  // merged its own dims into them (it silently prefers an inferred number to a name).
+  Importer(const onnx::ModelProto& model, const std::string& source,
+           const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>& declared_outputs)
+      : model_(model), source_(source), declared_outputs_(declared_outputs) {}
 
   Graph run(const ImportOptions& options) {
     const auto& gp = model_.graph();
@@ -147,7 +197,7 @@ class Importer {
     for (const auto& o : model_.opset_import()) opsets_[o.domain() == "ai.onnx" ? "" : o.domain()] = static_cast<int>(o.version());
 
     for (const auto& vi : gp.value_info()) types_[vi.name()] = &vi.type();
-    for (const auto& vi : gp.output()) types_[vi.name()] = &vi.type();
+    for (const auto& vi : declared_outputs_) types_[vi.name()] = &vi.type();
     for (const auto& vi : gp.input()) types_[vi.name()] = &vi.type();
 
     for (int i = 0; i < gp.initializer_size(); ++i) add_initializer(gp.initializer(i), i);
@@ -325,6 +375,7 @@ class Importer {
 
   const onnx::ModelProto& model_;
   std::string source_;
+  const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>& declared_outputs_;
   Graph graph_;
   std::map<std::string, int> opsets_;
   std::map<std::string, const onnx::TypeProto*> types_;
@@ -366,21 +417,23 @@ std::optional<std::pair<onnx::ModelProto, std::int64_t>> with_symbolic_batch(con
 Graph import_checked(onnx::ModelProto model, const std::string& source, const std::string& path,
                      const ImportOptions& options) {
   auto symbolic = options.batch_dim.empty() ? with_symbolic_batch(model) : std::nullopt;
+  const auto declared = model.graph().output();
   if (!symbolic) {
     check_and_infer(model, source, path);
-    return Importer(model, source).run(options);
+    return Importer(model, source, declared).run(options);
   }
   std::string baked;
   try {
     ImportOptions bound = options;
     bound.bindings.emplace("batch", static_cast<double>(symbolic->second));
+    const auto symbolic_declared = symbolic->first.graph().output();
     check_and_infer(symbolic->first, source, path);
-    return Importer(symbolic->first, source).run(bound);
+    return Importer(symbolic->first, source, symbolic_declared).run(bound);
   } catch (const std::exception& e) {
     baked = e.what();
   }
   check_and_infer(model, source, path);
-  Graph graph = Importer(model, source).run(options);
+  Graph graph = Importer(model, source, declared).run(options);
   graph.metadata[kStaticBatchMetadataKey] = "its shapes are static (batch " + std::to_string(symbolic->second) +
                                             ") and its graph bakes that batch in (" + baked + ")";
   return graph;

@@ -76,6 +76,51 @@ TEST_F(ImportErrors, IrVersionAboveWhatTheLibraryReads) {
   EXPECT_NE(error_of(write("ir10.onnx", m.SerializeAsString())).find("ir_version 10"), std::string::npos);
 }
 
+TEST_F(ImportErrors, OpsetNewerThanTheLibraryKnows) {
+  auto m = relu_model();
+  m.mutable_opset_import(0)->set_version(99);
+  const std::string path = write("opset99.onnx", m.SerializeAsString());
+  const std::string msg = error_of(path);
+  EXPECT_EQ(msg.rfind(path + ": opset 99 of domain 'ai.onnx' is newer than this build's ONNX knows (up to ", 0), 0u) << msg;
+}
+
+TEST_F(ImportErrors, NegativeOverflowingAndEmptyDeclaredDims) {
+  auto negative = relu_model();
+  negative.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(-48);
+  std::string path = write("negative.onnx", negative.SerializeAsString());
+  EXPECT_EQ(error_of(path), path + ": tensor 'y' dim 1 is declared -48 (dims must be >= 0)");
+  auto huge = relu_model();
+  huge.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(
+      std::int64_t{1} << 50);
+  path = write("huge.onnx", huge.SerializeAsString());
+  EXPECT_EQ(error_of(path), path + ": tensor 'x' dim 1 is declared 1125899906842624 (implausibly large: above 2^40)");
+  auto empty = relu_model();
+  empty.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(0);
+  path = write("empty_input.onnx", empty.SerializeAsString());
+  EXPECT_EQ(error_of(path), path + ": tensor 'x' dim 1 is declared 0 (an empty input cannot be planned)");
+}
+
+TEST_F(ImportErrors, DeclaredOutputDimThatInferenceContradicts) {
+  // The exporter declared y's second dim 8 as an input dim's name: inference says 8.
+  auto m = relu_model();
+  m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_param("batch");
+  const std::string path = write("contradiction.onnx", m.SerializeAsString());
+  const std::string msg = error_of(path);
+  EXPECT_NE(msg.find("output 'y' dim 1 is declared 'batch' but inference gives 8"), std::string::npos) << msg;
+}
+
+TEST_F(ImportErrors, ExporterNamedOutputDimsBecomeAliases) {
+  auto m = relu_model();
+  m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param(
+      "Relu_y_dim_0");
+  ImportOptions o;
+  o.bindings = {{"batch", 6.0}};
+  Graph g = import_onnx_file(write("alias.onnx", m.SerializeAsString()), o);
+  ASSERT_EQ(g.symbols.aliases().count("Relu_y_dim_0"), 1u);
+  EXPECT_EQ(g.symbols.bound_values().at("Relu_y_dim_0"), 6.0);
+  EXPECT_EQ(g.batch_dim, "batch");
+}
+
 TEST_F(ImportErrors, Cycle) {
   auto m = make_model();
   add_input(m, "x", {std::int64_t{8}});
