@@ -88,7 +88,8 @@ void run_compile(const CompileOptions& o) {
   }
   std::vector<std::string> written;
   if (o.onnx) {
-    const onnx::ModelProto original = compiler::read_model_file(o.input.path);
+    onnx::ModelProto original = compiler::read_model_file(o.input.path);
+    compiler::inline_external_data(original, o.input.path);
     written = compiler::write_sharded_onnx(original, graph, plan, cluster, o.out, compiler::Mutation::none).files;
   }
   const std::string path = (std::filesystem::path(o.out) / "plan.yaml").string();

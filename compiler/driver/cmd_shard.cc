@@ -25,7 +25,8 @@ struct ShardOptions {
 void run_shard(const ShardOptions& o) {
   sim::check_output_dir(o.output, "-o");
   compiler::Graph graph = import_model(o.input, false);
-  const onnx::ModelProto original = compiler::read_model_file(o.input.path);
+  onnx::ModelProto original = compiler::read_model_file(o.input.path);
+  compiler::inline_external_data(original, o.input.path);
   const int devices = o.spec.pipeline * o.spec.data * o.spec.tensor;
   const hardware::Cluster cluster = hardware::scale_cluster(hardware::load_cluster(o.cluster), 1, devices);
   const compiler::Plan plan = compiler::make_hand_plan(graph, cluster, o.spec);

@@ -1,6 +1,7 @@
 #include "compiler/onnx_import/proto_reading.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -21,6 +22,37 @@ onnx::ModelProto read_model_file(const std::string& path) {
   if (!model.has_graph())
     throw std::runtime_error(path + ": not an ONNX model (no graph)");
   return model;
+}
+
+void inline_external_data(onnx::ModelProto& model, const std::string& model_path) {
+  const std::filesystem::path folder = std::filesystem::path(model_path).parent_path();
+  for (auto& t : *model.mutable_graph()->mutable_initializer()) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
+    std::string location;
+    std::int64_t offset = 0, length = -1;
+    for (const auto& kv : t.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::stoll(kv.value());
+      else if (kv.key() == "length") length = std::stoll(kv.value());
+    }
+    const std::string what = model_path + ": initializer '" + t.name() + "'";
+    if (location.empty()) throw std::runtime_error(what + ": external data without a location");
+    const std::filesystem::path file = folder / location;
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw std::runtime_error(what + ": cannot read its external data file '" + file.string() + "'");
+    in.seekg(0, std::ios::end);
+    const std::int64_t size = in.tellg();
+    if (length < 0) length = size - offset;
+    if (offset < 0 || offset + length > size)
+      throw std::runtime_error(what + ": bytes " + std::to_string(offset) + ".." + std::to_string(offset + length) +
+                               " are past the end of '" + file.string() + "' (" + std::to_string(size) + " bytes)");
+    std::string bytes(static_cast<std::size_t>(length), '\0');
+    in.seekg(offset);
+    in.read(bytes.data(), length);
+    t.set_raw_data(std::move(bytes));
+    t.clear_external_data();
+    t.set_data_location(onnx::TensorProto::DEFAULT);
+  }
 }
 
 namespace {

@@ -13,6 +13,11 @@ namespace symtensor::compiler {
 
 // Parses an ONNX file; throws "PATH: ..." for a missing, unreadable or non-ONNX file.
 onnx::ModelProto read_model_file(const std::string& path);
+// Reads the external data of every initializer stored outside `model` (one side file such
+// as HF Optimum's model.onnx_data, or one file per tensor; locations relative to the folder
+// of `model_path`) into the tensor itself. Only the ONNX rewrite needs weights: import and
+// planning locate external data and never read it. Throws naming the tensor and the file.
+void inline_external_data(onnx::ModelProto& model, const std::string& model_path);
 
 // Integer elements of a tensor proto held inline (int64/int32/int8/uint8/bool/...), or
 // nullopt for external data, floating types or tensors over `max_elements`.
