@@ -118,7 +118,7 @@ void run_inspect(const InspectOptions& o) {
     std::cout << "parameters: " << compiler::to_text(stats.parameter_count) << "\n";
   print_quantity(g, "forward FLOPs", stats.forward_flops, "FLOP");
   print_quantity(g, "  of which GEMM/conv", stats.gemm_flops, "FLOP");
-  if (!stats.fused.empty()) print_quantity(g, "  of which fused attention", stats.attention_flops, "FLOP");
+  if (!stats.attention_flops.is_zero()) print_quantity(g, "  of which fused attention", stats.attention_flops, "FLOP");
   std::cout << "fused:" << (stats.fused.empty() ? " nothing" : "") << "\n";
   for (const auto& [pattern, what] : stats.fused) std::cout << "  " << pattern << ": " << what << "\n";
   std::cout << "operators (" << g.nodes().size() << " nodes):";

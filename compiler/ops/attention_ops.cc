@@ -12,6 +12,9 @@
 // FLOPs: the two matrix products, 2·B·sq·sk·(d + dv), halved when causal (as the
 // FlashAttention papers count); the softmax's exponentials are not counted, as they do not.
 // Bytes: Q, K, V and the output once (no s² tensor reaches HBM), plus a non-causal mask.
+// ONNX Runtime's com.microsoft MultiHeadAttention and GroupQueryAttention are priced the
+// same way (below): a model that already has them needs no fusion.
+#include <optional>
 #include <stdexcept>
 
 #include "compiler/ops/op_families.h"
@@ -95,10 +98,84 @@ IterationSpace attention_space(const OpContext& ctx) {
   return s;
 }
 
+// ---- ONNX Runtime's fused attention (com.microsoft MultiHeadAttention, GroupQueryAttention)
+// on packed [B, S, heads·d] query, key and value: loops b, h, sq, sk, d, dv as above, the
+// packed dims mapped to the heads loop (their outer factor; GroupQueryAttention's K and V
+// pack its kv heads, which a heads cut divides alike). Other inputs (masks, past K/V,
+// sequence lengths) are read whole. GroupQueryAttention is causal.
+std::optional<IterationSpace> packed_attention_space(const OpContext& ctx, bool grouped) {
+  if (!has_input(ctx, 0) || !has_input(ctx, 1) || !has_input(ctx, 2) || !has_output(ctx, 0)) return std::nullopt;
+  const Shape& q = input_shape(ctx, 0);
+  const Shape& k = input_shape(ctx, 1);
+  const Shape& v = input_shape(ctx, 2);
+  if (q.size() != 3 || k.size() != 3 || v.size() != 3) return std::nullopt;
+  const std::int64_t heads = ctx.node.attr_int("num_heads", 0);
+  if (heads < 1) return std::nullopt;
+  IterationSpace s;
+  s.kind = OpKind::attention;
+  const int b = add_loop(s, "b", q[0]);
+  const int h = add_loop(s, "h", GiNaC::ex(static_cast<long>(heads)));
+  const int sq = add_loop(s, "sq", q[1]);
+  const int sk = add_loop(s, "sk", k[1], /*reduction=*/true);
+  const GiNaC::ex d = simplify(q[2] / heads);
+  add_loop(s, "d", d, /*reduction=*/true);
+  const std::int64_t kv_heads = grouped ? ctx.node.attr_int("kv_num_heads", heads) : heads;
+  const GiNaC::ex dv = simplify(v[2] / kv_heads);
+  add_loop(s, "dv", dv);
+  s.input_dims = {{b, sq, h}, {b, sk, h}, {b, sk, h}};
+  for (std::size_t i = 3; i < ctx.inputs.size(); ++i)
+    s.input_dims.emplace_back(ctx.inputs[i] ? ctx.inputs[i]->shape.size() : 0, -1);
+  s.output_dims.push_back({b, sq, h});
+  for (std::size_t o = 1; o < ctx.outputs.size(); ++o)
+    s.output_dims.emplace_back(ctx.outputs[o] ? ctx.outputs[o]->shape.size() : 0, -1);
+  const bool causal = grouped || ctx.node.attr_int("unidirectional", 0) != 0;
+  s.flops = 2 * q[0] * heads * q[1] * k[1] * (d + dv) * (causal ? GiNaC::ex(GiNaC::numeric(1, 2)) : GiNaC::ex(1));
+  s.bytes = io_bytes(ctx);
+  return s;
+}
+
+// Output [B, S, heads·dv]; present K/V (when asked for) the past's [B, kv, P, d] grown by
+// this call's S keys.
+std::vector<OutputInfo> packed_attention_infer(const OpContext& ctx, bool grouped) {
+  const Shape& q = input_shape(ctx, 0);
+  if (q.size() != 3) throw std::runtime_error(ctx.node.op_type + ": only the packed 3-D query layout is described");
+  const std::int64_t heads = ctx.node.attr_int("num_heads", 0);
+  if (heads < 1) throw std::runtime_error(ctx.node.op_type + ": num_heads must be positive");
+  const Shape& v = has_input(ctx, 2) ? input_shape(ctx, 2) : q;
+  const Shape& k = has_input(ctx, 1) ? input_shape(ctx, 1) : q;
+  const std::int64_t kv_heads = grouped ? ctx.node.attr_int("kv_num_heads", heads) : heads;
+  const GiNaC::ex dv = simplify(v.back() / kv_heads);
+  std::vector<OutputInfo> out{output(input(ctx, 0).dtype, {q[0], q[1], simplify(dv * heads)})};
+  // Past key/value inputs: 6 and 7 of MultiHeadAttention, 3 and 4 of GroupQueryAttention.
+  const std::size_t past = grouped ? 3 : 6;
+  for (std::size_t o = 1; o < num_outputs(ctx); ++o) {
+    if (has_input(ctx, past + o - 1)) {
+      Shape present = input_shape(ctx, past + o - 1);
+      if (present.size() == 4) present[2] = simplify(present[2] + k[1]);
+      out.push_back(output(input(ctx, 0).dtype, present));
+    } else {
+      out.push_back(output(input(ctx, 0).dtype, {q[0], GiNaC::ex(static_cast<long>(kv_heads)), k[1], dv}));
+    }
+  }
+  return out;
+}
+
+OpRule packed_attention_rule(bool grouped) {
+  OpRule rule;
+  rule.infer = [grouped](const OpContext& ctx) { return packed_attention_infer(ctx, grouped); };
+  rule.iteration_space = [grouped](const OpContext& ctx) {
+    if (auto s = packed_attention_space(ctx, grouped)) return *s;
+    return opaque_iteration_space(ctx);  // a layout not described here (packed QKV, 4-D K/V)
+  };
+  return rule;
+}
+
 }  // namespace
 
 void register_attention_ops(OpRegistry& registry) {
   registry.add("ai.symtensor", "FusedAttention", {attention_infer, attention_space});
+  registry.add("com.microsoft", "MultiHeadAttention", packed_attention_rule(false));
+  registry.add("com.microsoft", "GroupQueryAttention", packed_attention_rule(true));
 }
 
 }  // namespace symtensor::compiler

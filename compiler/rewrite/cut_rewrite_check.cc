@@ -89,6 +89,15 @@ std::optional<std::string> cut_rewrite_problem(const Graph& g, NodeId id, const 
   }
   if (space.kind == OpKind::data_movement && !kMovementOps.count(n.op_type))
     return "data-movement operator " + n.op_type + " has no local form";
+  // ONNX Runtime's packed attention reads its masks, caches and sequence lengths whole, and
+  // GroupQueryAttention's causal positions come from its query's place in the sequence.
+  if (n.domain == "com.microsoft" && (n.op_type == "MultiHeadAttention" || n.op_type == "GroupQueryAttention")) {
+    for (std::size_t i = 3; i < n.inputs.size(); ++i)
+      if (n.inputs[i] != kNone) return n.op_type + " with masks or caches cannot be cut";
+    for (int l : cut_loops)
+      if (n.op_type == "GroupQueryAttention" && space.loops[l].name == "sq")
+        return "GroupQueryAttention's queries cannot be cut (its causal positions are global)";
+  }
   const bool reshaping = n.op_type == "Reshape" || n.op_type == "Flatten";
   std::optional<int> axis_loop;
   if (kAxisOps.count(n.op_type) && !n.inputs.empty() && n.inputs[0] != kNone && !space.input_dims.empty()) {
@@ -106,6 +115,8 @@ std::optional<std::string> cut_rewrite_problem(const Graph& g, NodeId id, const 
     if (axis_loop && *axis_loop == l && n.op_type != "Split")
       return "loop '" + loop.name + "' is the axis of " + n.op_type;
     if (reshaping) continue;  // extents differ by design; local element counts are checked later
+    // Packed attention's [b, s, heads·d] operands: the heads are the packed dim's outer factor.
+    if (n.domain == "com.microsoft" && space.kind == OpKind::attention && loop.name == "h") continue;
     auto check = [&](const std::vector<std::vector<int>>& dims, const std::vector<TensorId>& tensors) -> std::optional<std::string> {
       for (std::size_t i = 0; i < dims.size() && i < tensors.size(); ++i) {
         if (tensors[i] == kNone) continue;

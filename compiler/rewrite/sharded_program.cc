@@ -334,15 +334,7 @@ class Builder {
         home_[n.outputs[index]] = o;
       }
     if (split_axis >= 0 && n.attr_ints("split")) step.local_split = local_parts;
-    // A grouped (depthwise) Conv cut on its channels keeps its groups per rank.
-    if (n.op_type == "Conv" && n.domain.empty() && n.attr_int("group", 1) > 1 && any_cut) {
-      const ShardedValue& x = p_.values.at(step.inputs.at(0));
-      const std::int64_t group = n.attr_int("group", 1), ways = x.global_shape.at(1) / x.local_shape.at(1);
-      if (group % ways != 0)
-        throw std::runtime_error("rewrite: node '" + n.name + "' (Conv): its " + std::to_string(group) +
-                                 " groups do not split " + std::to_string(ways) + " ways");
-      if (ways > 1) step.local_group = group / ways;
-    }
+    if (any_cut) set_local_counts(n, step);
     pending_.clear();
     step.outputs = outputs;
     if (n.op_type == "Reshape" || n.op_type == "Flatten") check_element_counts(n, step);
@@ -393,6 +385,28 @@ class Builder {
     return add_value(std::move(c));
   }
 
+  // A grouped (depthwise) Conv cut on its channels keeps its groups per rank; packed
+  // attention cut on its heads keeps its heads per rank: the attribute divides as the
+  // operand's dim does.
+  void set_local_counts(const Node& n, ProgramStep& step) {
+    auto local = [&](const char* attribute, std::size_t input, std::size_t dim) {
+      const std::int64_t count = n.attr_int(attribute, 0);
+      if (count <= 1 || input >= step.inputs.size() || step.inputs[input] < 0) return;
+      const ShardedValue& x = p_.values.at(step.inputs[input]);
+      const std::int64_t ways = x.global_shape.at(dim) / x.local_shape.at(dim);
+      if (ways <= 1) return;
+      if (count % ways != 0)
+        throw std::runtime_error("rewrite: node '" + n.name + "' (" + n.op_type + "): its " + attribute + " " +
+                                 std::to_string(count) + " does not split " + std::to_string(ways) + " ways");
+      step.local_attributes.emplace_back(attribute, count / ways);
+    };
+    if (n.op_type == "Conv" && n.domain.empty()) local("group", 0, 1);
+    if (n.domain == "com.microsoft" && (n.op_type == "MultiHeadAttention" || n.op_type == "GroupQueryAttention")) {
+      local("num_heads", 0, 2);
+      local("kv_num_heads", 1, 2);
+    }
+  }
+
   void check_element_counts(const Node& n, const ProgramStep& step) {
     auto count = [&](int v) {
       std::int64_t e = 1;
@@ -431,9 +445,9 @@ onnx::NodeProto step_node(const onnx::ModelProto& original, const ProgramStep& s
   onnx::NodeProto n = original.graph().node(static_cast<int>(step.node));
   n.clear_input();
   n.clear_output();
-  if (step.local_group > 0)
+  for (const auto& [name, value] : step.local_attributes)
     for (auto& a : *n.mutable_attribute())
-      if (a.name() == "group") a.set_i(step.local_group);
+      if (a.name() == name) a.set_i(value);
   if (!step.local_split.empty())
     for (auto& a : *n.mutable_attribute())
       if (a.name() == "split") {

@@ -60,7 +60,9 @@ struct ProgramStep {
   std::vector<int> outputs;         // value ids; -1 for an omitted output
   RedistributionStep redistribution;  // collective steps: one input, one output
   std::vector<std::int64_t> local_split;  // a cut Split's local `split` attribute (opset < 13)
-  std::int64_t local_group = 0;           // a grouped Conv cut on its channels: its local `group`
+  // Integer attributes that count what a cut divides: a grouped Conv's `group`, packed
+  // attention's `num_heads` and `kv_num_heads`, with their local values.
+  std::vector<std::pair<std::string, std::int64_t>> local_attributes;
 };
 
 // Test-only mutations that make the program wrong on purpose (the check must fail).
@@ -92,7 +94,7 @@ ShardedProgram build_sharded_program(const onnx::ModelProto& original, Graph& gr
                                      const hardware::Cluster& cluster, Mutation mutation = Mutation::none);
 
 // The original node of a node step with its inputs and outputs cleared (the writers name
-// them) and its `split` and `group` attributes local (ProgramStep::local_split, local_group).
+// them) and its `split` and counting attributes local (ProgramStep::local_split, local_attributes).
 onnx::NodeProto step_node(const onnx::ModelProto& original, const ProgramStep& step);
 
 // The tensor is weight data in the model (an initializer or a Constant node's output).

@@ -244,6 +244,10 @@ int gemm_contraction_loop(const IterationSpace& space) {
 
 int attention_heads_loop(const IterationSpace& space, int batch_loop) {
   if (space.output_dims.empty() || space.output_dims[0].size() < 3) return -1;
+  // ONNX Runtime's packed attention names its heads loop (its output is [b, s, heads·d]).
+  if (space.kind == OpKind::attention)
+    for (std::size_t l = 0; l < space.loops.size(); ++l)
+      if (space.loops[l].name == "h") return static_cast<int>(l);
   const auto& out = space.output_dims[0];
   for (std::size_t l = 0; l < space.loops.size(); ++l) {
     const int loop = static_cast<int>(l);

@@ -74,5 +74,28 @@ TEST(Flops, GptLayerGemmFlopsMatchPublishedFormula) {
   }
 }
 
+// ONNX Runtime's com.microsoft MultiHeadAttention on packed [b, s, heads·d] operands is a
+// fused attention already: 4·b·s²·h FLOPs (non-causal), its heads a loop Megatron cuts.
+TEST(Flops, OnnxRuntimeMultiHeadAttentionIsFusedAttention) {
+  onnx::ModelProto m = make_model();
+  auto* ms = m.add_opset_import();
+  ms->set_domain("com.microsoft");
+  ms->set_version(1);
+  const std::vector<DimSpec> shape = {std::string("batch"), std::string("seq"), std::int64_t{64}};
+  for (const char* name : {"q", "k", "v"}) add_input(m, name, shape);
+  auto* mha = add_node(m, "MultiHeadAttention", {"q", "k", "v"}, {"ctx"}, "attn");
+  mha->set_domain("com.microsoft");
+  add_int_attr(mha, "num_heads", 4);
+  add_output(m, "ctx", shape);
+  Graph g = import_onnx_model(m, "mha");
+  const ModelStats stats = compute_model_stats(g);
+  const GiNaC::ex b = g.symbols.get("batch"), s = g.symbols.get("seq");
+  EXPECT_TRUE((stats.attention_flops - 4 * b * s * s * 64).expand().is_zero()) << stats.attention_flops;
+  const IterationSpace space = iteration_space_of(g, 0);
+  EXPECT_EQ(space.kind, OpKind::attention);
+  EXPECT_EQ(space.loops.at(1).name, "h");
+  EXPECT_TRUE(space.loops.at(1).extent.is_equal(4));
+}
+
 }  // namespace
 }  // namespace symtensor::compiler

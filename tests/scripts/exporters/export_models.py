@@ -6,7 +6,8 @@ dim itself), some fully static, some with their batch dim under another name. Wi
 narrow so that the emulation of six ranks runs in seconds; the graphs are the libraries'
 own (torchvision's classifiers) or written as the reference implementations write them
 (HF-style LLaMA with RoPE and GQA, GPT-2 with a KV cache, BERT with a padding mask, T5 with
-relative position buckets, a capacity-routed MoE).
+relative position buckets, a capacity-routed MoE), plus a layer whose attention is already
+ONNX Runtime's com.microsoft MultiHeadAttention.
 
 Usage: export_models.py OUT_DIR   -> OUT_DIR/<name>.onnx and OUT_DIR/models.txt, one line
 per model: name, the --bind text to compile it with, and its kind (vision|text).
@@ -277,6 +278,44 @@ class CapacityMoE(nn.Module):
         return self.head(x)
 
 
+def write_ort_attention(out):
+    """A transformer layer whose attention is already ONNX Runtime's fused
+    com.microsoft MultiHeadAttention, as its transformer optimizer writes models."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    h, heads = 32, 4
+    rng = np.random.default_rng(0)
+    weights = []
+
+    def w(name, dims):
+        weights.append(numpy_helper.from_array(rng.uniform(-0.3, 0.3, dims).astype(np.float32), name))
+        return name
+
+    def ln(x, name):
+        return helper.make_node("LayerNormalization", [x, w(name + ".weight", [h]), w(name + ".bias", [h])],
+                                [name + "_out"], name=name, axis=-1)
+
+    nodes = [ln("x", "ln1")]
+    for p in "qkv":
+        nodes.append(helper.make_node("MatMul", ["ln1_out", w(p + "_proj.weight", [h, h])], [p], name=p + "_proj"))
+    nodes.append(helper.make_node("MultiHeadAttention", ["q", "k", "v"], ["ctx"], name="attn", domain="com.microsoft",
+                                  num_heads=heads))
+    nodes += [helper.make_node("MatMul", ["ctx", w("o_proj.weight", [h, h])], ["o"], name="o_proj"),
+              helper.make_node("Add", ["x", "o"], ["res"], name="residual"), ln("res", "ln2"),
+              helper.make_node("MatMul", ["ln2_out", w("fc1.weight", [h, 2 * h])], ["f1"], name="fc1"),
+              helper.make_node("Relu", ["f1"], ["a"], name="act"),
+              helper.make_node("MatMul", ["a", w("fc2.weight", [2 * h, h])], ["f2"], name="fc2"),
+              helper.make_node("Add", ["res", "f2"], ["y"], name="residual2")]
+    graph = helper.make_graph(nodes, "ort_mha", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", h])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", h])], weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
+                              ir_version=8)
+    onnx.save(model, os.path.join(out, "ort_mha.onnx"))
+    return "ort_mha batch=12,seq=8 text\n"
+
+
 def randomize(model):
     # Distinct values everywhere: the exporter merges equal initializers.
     with torch.no_grad():
@@ -337,6 +376,7 @@ def main():
                         "batch=12,seq=8,target=4", "text"))
     lines.append(export(out, "moe_capacity", CapacityMoE(), ids, ["input_ids"], ["logits"], {"input_ids": {0: "batch"}},
                         "batch=12", "text"))
+    lines.append(write_ort_attention(out))
     with open(os.path.join(out, "models.txt"), "w") as f:
         f.writelines(lines)
 
