@@ -1,8 +1,9 @@
 #pragma once
 // `--strategy megatron` without knobs: Megatron-LM's best configuration. Every valid
 // (tp, pp, cp, dp, mb, vp, sp, recompute, distopt) is enumerated — tp dividing the GPUs per
-// node and the attention heads, pp dividing the layers, cp (fused attention only) a power
-// of two up to 32 with the sequence divisible by 2·cp, dp the rest, mb dividing the
+// node and the attention heads, pp dividing the layers, cp (fused attention, sequences from
+// 8k, at least 2k tokens per rank) a power of two up to 32 with the sequence divisible by
+// 2·cp, dp the rest, mb dividing the
 // per-replica batch, vp dividing the layers per stage (interleaving needs the micro-batch
 // count to be a multiple of pp), sp only with tp > 1 — built with the fixed-knob generator
 // (make_megatron_plan; one build per (tp, pp, sp): the other knobs are plan fields) and
