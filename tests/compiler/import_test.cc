@@ -190,5 +190,49 @@ TEST(Import, FlatteningReshapeGivesProductOfSymbols) {
   EXPECT_TRUE(same(y.shape[0], g.symbols.get("batch") * g.symbols.get("seq")));
 }
 
+// The batch dim is found from the graph, whatever its name; a static model is planned on
+// its static batch unless its graph bakes that batch in.
+onnx::ModelProto flatten_model(DimSpec batch, bool baked) {
+  onnx::ModelProto m = make_model();
+  add_input(m, "image", {batch, std::int64_t{3}, std::int64_t{4}, std::int64_t{4}});
+  add_initializer(m, int64_tensor("target", {baked ? 12 : 0, 48}));
+  add_node(m, "Reshape", {"image", "target"}, {"flat"});
+  add_initializer(m, float_tensor("w", {48, 10}));
+  add_node(m, "MatMul", {"flat", "w"}, {"logits"});
+  add_output(m, "logits", {batch, std::int64_t{10}});
+  return m;
+}
+
+TEST(BatchDim, FoundUnderTheExportersName) {
+  ImportOptions o;
+  o.bindings = {{"p2o.DynamicDimension.0", 12.0}};
+  Graph g = import_onnx_model(flatten_model(std::string("p2o.DynamicDimension.0"), false), "named", o);
+  EXPECT_EQ(g.batch_dim, "p2o.DynamicDimension.0");
+  o.batch_dim = "batch";
+  try {
+    import_onnx_model(flatten_model(std::string("p2o.DynamicDimension.0"), false), "named", o);
+    FAIL() << "--batch-dim batch accepted for a model without that dim";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--batch-dim batch: the model has no dim named 'batch'"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(BatchDim, StaticModelIsPlannedOnItsStaticBatch) {
+  Graph g = import_onnx_model(flatten_model(std::int64_t{12}, false), "static");
+  EXPECT_EQ(g.batch_dim, "batch");
+  EXPECT_EQ(g.symbols.bindings().at("batch"), 12.0);
+  const Tensor& logits = g.tensor(g.find_tensor("logits"));
+  EXPECT_TRUE(logits.shape.at(0).is_equal(g.symbols.get("batch"))) << logits.shape.at(0);
+}
+
+TEST(BatchDim, StaticModelThatBakesItsBatchKeepsStaticShapes) {
+  Graph g = import_onnx_model(flatten_model(std::int64_t{12}, true), "baked");
+  EXPECT_EQ(g.batch_dim, "");
+  ASSERT_EQ(g.metadata.count(kStaticBatchMetadataKey), 1u);
+  EXPECT_NE(g.metadata.at(kStaticBatchMetadataKey).find("static (batch 12)"), std::string::npos);
+  EXPECT_TRUE(g.tensor(g.find_tensor("logits")).shape.at(0).is_equal(12));
+}
+
 }  // namespace
 }  // namespace symtensor::compiler
