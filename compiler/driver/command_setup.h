@@ -30,6 +30,11 @@ void add_attention_option(CLI::App* cmd, std::string& attention);
 compiler::Graph import_model(const std::string& path, const std::string& bind, bool warn_opaque,
                              const std::string& attention);
 
+// The strategy a command runs: --strategy, or megatron when only --megatron knobs are given
+// (they imply it); throws "COMMAND: --megatron knobs need --strategy megatron" when another
+// strategy is named beside them. Empty when neither is given.
+std::string implied_strategy(const std::string& strategy, const std::string& megatron, const std::string& command);
+
 // Strategy options from the command line; an empty mode or precision means train, bf16.
 compiler::StrategyOptions strategy_options(const std::string& mode, const std::string& precision,
                                            const std::string& megatron, const std::string& plan_file);
