@@ -1,5 +1,7 @@
 #include "compiler/export/target_limits.h"
 
+#include <string_view>
+
 #include <fmt/format.h>
 
 namespace symtensor::compiler {
@@ -11,8 +13,19 @@ void fold_into_dp(ParallelRecipe& r, int& degree) {
   degree = 1;
 }
 
-void even_stages(ParallelRecipe& r) {
+// Uneven stages become even ones, with the item saying why (`why` after the layer counts).
+void even_stages(ParallelRecipe& r, std::vector<std::string>& items, std::string_view why) {
+  if (!r.uneven_stages()) return;
+  items.push_back(fmt::format("uneven pipeline stages ({} layers): {}", fmt::join(r.layers_per_stage, ","), why));
   if (r.pp > 0 && r.layers % r.pp == 0) r.layers_per_stage.assign(r.pp, r.layers / r.pp);
+}
+
+// A target without pipelines: the stages fold into data parallelism.
+void no_pipeline(ParallelRecipe& r, std::vector<std::string>& items, std::string_view why) {
+  if (r.pp <= 1) return;
+  items.push_back(fmt::format("pipeline parallelism pp={}: {}; folded into data parallelism", r.pp, why));
+  fold_into_dp(r, r.pp);
+  r.vp = 1, r.schedule = Schedule::one_f_one_b, r.layers_per_stage.assign(1, r.layers);
 }
 
 }  // namespace
@@ -31,11 +44,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
         r.zero_stage = 0, r.distopt = true;
       }
       if (r.zero_stage == 1) r.zero_stage = 0, r.distopt = true;
-      if (r.uneven_stages()) {
-        items.push_back(fmt::format("uneven pipeline stages ({} layers): MegatronStrategy splits the layers evenly",
-                                    fmt::join(r.layers_per_stage, ",")));
-        even_stages(r);
-      }
+      even_stages(r, items, "MegatronStrategy splits the layers evenly");
       break;
     case ExportTarget::torchtitan:
       if (r.tp > 1 && !r.sp) {
@@ -48,11 +57,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
                                                                    : fmt::format("ZeRO-{}", r.zero_stage)));
         r.zero_stage = 3, r.distopt = false;
       }
-      if (r.uneven_stages()) {
-        items.push_back(fmt::format("uneven pipeline stages ({} layers): written as even layers per stage",
-                                    fmt::join(r.layers_per_stage, ",")));
-        even_stages(r);
-      }
+      even_stages(r, items, "written as even layers per stage");
       break;
     case ExportTarget::deepspeed:
       if (r.cp > 1) {
@@ -81,18 +86,10 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
         items.push_back("selective recomputation: DeepSpeed checkpoints whole layers; nearest: full");
         r.recompute = RecomputePolicy::full;
       }
-      if (r.uneven_stages()) {
-        items.push_back(fmt::format("uneven pipeline stages ({} layers): PipelineModule partitions uniformly",
-                                    fmt::join(r.layers_per_stage, ",")));
-        even_stages(r);
-      }
+      even_stages(r, items, "PipelineModule partitions uniformly");
       break;
     case ExportTarget::dtensor:
-      if (r.pp > 1) {
-        items.push_back(fmt::format("pipeline parallelism pp={}: the script builds no pipeline; folded into data parallelism", r.pp));
-        fold_into_dp(r, r.pp);
-        r.vp = 1, r.schedule = Schedule::one_f_one_b, r.layers_per_stage.assign(1, r.layers);
-      }
+      no_pipeline(r, items, "the script builds no pipeline");
       if (r.cp > 1) {
         items.push_back(fmt::format("context parallelism cp={}: not in parallelize_module's styles; folded into data parallelism", r.cp));
         fold_into_dp(r, r.cp);
@@ -107,11 +104,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
       }
       break;
     case ExportTarget::jax:
-      if (r.pp > 1) {
-        items.push_back(fmt::format("pipeline parallelism pp={}: PartitionSpecs shard within one program; folded into data parallelism", r.pp));
-        fold_into_dp(r, r.pp);
-        r.vp = 1, r.schedule = Schedule::one_f_one_b, r.layers_per_stage.assign(1, r.layers);
-      }
+      no_pipeline(r, items, "PartitionSpecs shard within one program");
       if (r.dp > 1 && (r.zero_stage == 1 || r.zero_stage == 2 || r.distopt)) {
         items.push_back("ZeRO-1/2 or the distributed optimizer: parameters are either replicated or sharded over the batch axes; nearest: sharded (ZeRO-3)");
         r.zero_stage = 3, r.distopt = false;
