@@ -9,7 +9,7 @@
 namespace symtensor::compiler {
 namespace {
 
-std::vector<int> cut_ways(const Plan& plan, const hardware::DeviceMesh& mesh, NodeId n) {
+std::vector<int> loop_ways(const Plan& plan, const hardware::DeviceMesh& mesh, NodeId n) {
   std::vector<int> ways;
   for (const auto& axes : plan.node_cuts.at(n).loop_axes) {
     int w = 1;
@@ -54,7 +54,7 @@ std::vector<std::string> plan_differences(Graph& graph, const hardware::Cluster&
   std::vector<std::string> lines;
   int heavy_more = 0, light = 0, staged = 0;
   for (NodeId n = 0; n < static_cast<NodeId>(graph.nodes().size()); ++n) {
-    const std::vector<int> a = cut_ways(original, mesh_a, n), b = cut_ways(recipe_plan, mesh_b, n);
+    const std::vector<int> a = loop_ways(original, mesh_a, n), b = loop_ways(recipe_plan, mesh_b, n);
     if (original.stage_of_node.at(n) != recipe_plan.stage_of_node.at(n)) ++staged;
     if (a == b) continue;
     const OpKind kind = spaces[n].kind;

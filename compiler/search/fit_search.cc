@@ -11,6 +11,7 @@
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/search/search_common.h"
 #include "compiler/strategies/propagation.h"
 #include "compiler/strategies/strategy.h"
 #include "compiler/strategies/transformer_structure.h"
@@ -28,7 +29,7 @@ Graph import_with(const FitQuery& q, const std::map<std::string, double>& overri
 }
 
 // Keeps the fastest fitting plan, else the least memory any plan needed.
-void consider(FitPlan& best, const std::string& label, const StepEstimate& e) {
+void keep_better(FitPlan& best, const std::string& label, const StepEstimate& e) {
   best.capacity = e.memory_capacity;
   if (e.fits) {
     if (!best.fits || e.step_time_s < best.step_time_s) {
@@ -37,13 +38,6 @@ void consider(FitPlan& best, const std::string& label, const StepEstimate& e) {
   } else if (!best.fits && (best.label.empty() || e.peak_memory < best.peak_memory)) {
     best.label = label, best.step_time_s = e.step_time_s, best.peak_memory = e.peak_memory;
   }
-}
-
-std::vector<int> divisors(int n) {
-  std::vector<int> d;
-  for (int i = 1; i <= n; ++i)
-    if (n % i == 0) d.push_back(i);
-  return d;
 }
 
 // Doubling from `start` while `fits`, then bisection; values are multiples of `step`.
@@ -106,7 +100,7 @@ FitPlan fit_micro_batch(const FitQuery& q, const hardware::Cluster& cluster, int
                 const Plan plan = layouts.make(cluster, k, q.options);
                 const StepEstimate e = estimate_step(analyze_plan(*g, cluster, plan), plan, cluster);
                 if (evaluations) ++*evaluations;
-                consider(best, "megatron " + to_string(k), e);
+                keep_better(best, "megatron " + to_string(k), e);
               } catch (const std::exception&) {
                 // a layout this model does not allow (heads not divisible ...): not a candidate
               }
@@ -137,7 +131,7 @@ FitPlan fit_strategy(const FitQuery& q, const hardware::Cluster& cluster, const 
   try {
     const Plan plan = make_plan(q.strategy, g, cluster, q.options);
     const StepEstimate e = estimate_step(analyze_plan(g, cluster, plan), plan, cluster);
-    consider(best, fmt::format("{} (pp={}, {} micro-batches, recompute {}, ZeRO {})", q.strategy, plan.pipeline_stages(),
+    keep_better(best, fmt::format("{} (pp={}, {} micro-batches, recompute {}, ZeRO {})", q.strategy, plan.pipeline_stages(),
                                plan.micro_batches, to_string(plan.recompute), plan.zero_stage),
              e);
   } catch (const std::exception& e) {
