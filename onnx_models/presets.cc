@@ -116,6 +116,13 @@ ModelConfig preset_config(const std::string& name) {
   const std::string base = tiny ? name.substr(0, name.size() - std::string(kTinySuffix).size()) : name;
   for (const Preset& p : presets())
     if (p.name == base) return tiny ? tiny_variant(p.config) : p.config;
+  // A family name stands for the family's first preset, renamed (`models gpt --layers 8`).
+  for (const Preset& p : presets())
+    if (base == family_name(p.config.family)) {
+      ModelConfig c = p.config;
+      c.name = base;
+      return tiny ? tiny_variant(c) : c;
+    }
   throw std::runtime_error("unknown model '" + name + "' (see `symtensor models list`)");
 }
 

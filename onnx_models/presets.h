@@ -22,7 +22,8 @@ const std::vector<Preset>& presets();
 // model with 2 layers, hidden 64, 4 heads, small vocabulary, and random weights.
 ModelConfig tiny_variant(const ModelConfig& config);
 
-// "gpt-1.7b" or "gpt-1.7b-tiny"; throws naming the unknown preset.
+// "gpt-1.7b" or "gpt-1.7b-tiny", or a family name ("gpt", "llama-tiny": the family's first
+// preset, renamed); throws naming the unknown preset.
 ModelConfig preset_config(const std::string& name);
 
 // Every accepted preset name, full sizes first, then the tiny forms.

@@ -20,6 +20,12 @@ double p2p_seconds(const hardware::Cluster& cluster, const hardware::DeviceMesh&
 
 }  // namespace
 
+double exposed_gather_seconds(double gather, double first, double compute) {
+  if (gather <= 0) return 0;
+  const double beyond = std::max(0.0, 2 * (gather - first) - compute);  // both passes against the compute
+  return std::min(gather, first + beyond / 2);
+}
+
 StepEstimate estimate_step(const PlanAnalysis& a, const Plan& plan, const hardware::Cluster& cluster) {
   const hardware::DeviceMesh mesh = plan_mesh(plan, cluster);
   const int stages = plan.pipeline_stages();
@@ -44,10 +50,15 @@ StepEstimate estimate_step(const PlanAnalysis& a, const Plan& plan, const hardwa
       e.model_flops += w.fwd_flops * w.ways * m;
       e.hardware_flops = e.model_flops;
     }
+  std::vector<double> first_gather(stages, 0.0);
   for (const ParamWork& p : a.params) {
     dp[p.stage] += sum_seconds(p.grad_sync);
-    gather[p.stage] += sum_seconds(p.gather);
+    const double g = sum_seconds(p.gather);
+    gather[p.stage] += g;
+    first_gather[p.stage] = std::max(first_gather[p.stage], g);
   }
+  for (int s = 0; s < stages; ++s)
+    gather[s] = exposed_gather_seconds(gather[s], first_gather[s], fwd_compute[s] + bwd_compute[s]);
   // A model cut over the pipeline counts each device once per stage: the FLOPs above are
   // per pipeline, and every data-parallel replica is inside the cut ways already.
 

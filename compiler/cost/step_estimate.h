@@ -27,6 +27,13 @@ struct StepEstimate {
   double samples_per_s = 0;
 };
 
+// ZeRO-3's parameter all-gathers of one pass (forward or backward) that stay on the critical
+// path: they are prefetched one block ahead on their own stream, as the lowering does
+// (FSDP's prefetch), so only the first and whatever exceeds the stage's forward + backward
+// compute `compute` (per micro-batch) are exposed. `gather`: all of a pass's gathers;
+// `first`: the largest single one.
+double exposed_gather_seconds(double gather, double first, double compute);
+
 StepEstimate estimate_step(const PlanAnalysis& analysis, const Plan& plan, const hardware::Cluster& cluster);
 
 }  // namespace symtensor::compiler

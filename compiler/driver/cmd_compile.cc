@@ -9,13 +9,17 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "compiler/cost/memory_breakdown.h"
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
+#include "compiler/cost/step_prediction.h"
 #include "compiler/driver/command_setup.h"
 #include "compiler/driver/commands.h"
+#include "compiler/export/export.h"
 #include "compiler/onnx_import/proto_reading.h"
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/rewrite/sharded_onnx.h"
@@ -28,7 +32,7 @@ namespace {
 
 struct CompileOptions {
   ModelChoice input;
-  std::string strategy, megatron, plan, mode, precision, out;
+  std::string strategy, megatron, plan, mode, precision, out, export_to;
   ClusterChoice cluster;
   bool allow_oom = false, onnx = false;
 };
@@ -50,11 +54,12 @@ void run_compile(const CompileOptions& o) {
     if (!strategy.empty() && strategy != "file") throw std::runtime_error("--plan and --strategy " + strategy + " exclude each other");
     strategy = "file";
   }
-  if (strategy.empty()) strategy = o.megatron.empty() ? "symtensor" : "megatron";
-  if (!o.megatron.empty() && strategy != "megatron") throw std::runtime_error("--megatron needs --strategy megatron");
+  strategy = implied_strategy(strategy, o.megatron, "compile");
+  if (strategy.empty()) strategy = "symtensor";
 
   // Refuse an unusable output folder before the (slower) import and planning.
   sim::check_output_dir(o.out, "-o");
+  if (!o.export_to.empty()) (void)compiler::parse_export_target(o.export_to);
 
   compiler::Graph graph = import_model(o.input, true);
   compiler::Plan plan = compiler::make_plan(strategy, graph, cluster, so);
@@ -65,16 +70,7 @@ void run_compile(const CompileOptions& o) {
   const compiler::PlanAnalysis analysis = compiler::analyze_plan(graph, cluster, plan);
   const compiler::StepEstimate step = compiler::estimate_step(analysis, plan, cluster);
 
-  compiler::PlanPrediction prediction;
-  prediction.step_time_s = step.step_time_s;
-  prediction.samples_per_s = step.samples_per_s;
-  prediction.mfu = step.mfu;
-  prediction.stage_peak_memory = step.stage_peak_memory;
-  prediction.memory_capacity = step.memory_capacity;
-  prediction.fits = step.fits;
-  prediction.breakdown_s = {{"compute", step.compute_s},     {"exposed_comm", step.exposed_comm_s},
-                            {"bubble", step.bubble_s},       {"dp_exposed", step.dp_exposed_s},
-                            {"optimizer", step.optimizer_s}, {"p2p", step.p2p_s}};
+  const compiler::PlanPrediction prediction = compiler::plan_prediction(step);
   if (!step.fits && !o.allow_oom) {
     // Nothing is written: memory per device falls about as 1/devices under the sharding
     // a bigger cluster allows (ZeRO-3 and data parallelism split every byte), so this is
@@ -86,6 +82,14 @@ void run_compile(const CompileOptions& o) {
         o.input.path, plan.strategy, compiler::format_bytes(step.peak_memory), compiler::format_bytes(step.memory_capacity),
         cluster.name, devices_needed));
   }
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"plan.yaml", compiler::plan_to_yaml(plan, graph, cluster, &prediction)}};
+  std::optional<compiler::ExportResult> exported;
+  if (!o.export_to.empty()) {
+    exported = compiler::export_plan(compiler::parse_export_target(o.export_to), graph, cluster, plan);
+    const auto more = compiler::export_files(*exported, compiler::default_export_file(exported->target));
+    files.insert(files.end(), more.begin(), more.end());
+  }
   std::vector<std::string> written;
   if (o.onnx) {
     onnx::ModelProto original = compiler::read_model_file(o.input.path);
@@ -93,7 +97,7 @@ void run_compile(const CompileOptions& o) {
     written = compiler::write_sharded_onnx(original, graph, plan, cluster, o.out, compiler::Mutation::none).files;
   }
   const std::string path = (std::filesystem::path(o.out) / "plan.yaml").string();
-  sim::write_files_atomically(o.out, {{"plan.yaml", compiler::plan_to_yaml(plan, graph, cluster, &prediction)}});
+  sim::write_files_atomically(o.out, files);
 
   const hardware::DeviceMesh mesh = compiler::plan_mesh(plan, cluster);
   std::cout << fmt::format("{:<18}{}\n", "model", o.input.path);
@@ -112,12 +116,17 @@ void run_compile(const CompileOptions& o) {
     std::cout << fmt::format("  stage {:<4}{:>12} / {:<12}{}\n", s, compiler::format_bytes(need),
                              compiler::format_bytes(step.memory_capacity), need > step.memory_capacity ? "DOES NOT FIT" : "ok");
   }
+  std::cout << "memory per device, part by part:\n"
+            << compiler::memory_breakdown_text(compiler::memory_breakdown(graph, plan, analysis));
   std::cout << "plan written to " << path << "\n";
   if (!written.empty()) {
     std::cout << "sharded ONNX written to " << o.out << ":";
     for (const auto& f : written) std::cout << " " << f;
     std::cout << "\n";
   }
+  if (exported)
+    std::cout << compiler::export_summary(*exported,
+                                          (std::filesystem::path(o.out) / compiler::default_export_file(exported->target)).string());
   if (!step.fits)
     std::cerr << fmt::format("symtensor: warning: the plan does not fit: {} per device needed, {} available (--allow-oom)\n",
                              compiler::format_bytes(step.peak_memory), compiler::format_bytes(step.memory_capacity));
@@ -139,6 +148,8 @@ void add_compile_command(CLI::App& app) {
   cmd->add_flag("--allow-oom", o->allow_oom, "write the plan even when it does not fit device memory");
   cmd->add_flag("--onnx", o->onnx, "also write the sharded program: stage_<k>.onnx, emulation.onnx, manifest.json "
                                    "(every dim must be bound; check it with `symtensor verify`)");
+  cmd->add_option("--export", o->export_to, "also write the plan for a training framework: megatron | nemo | torchtitan | "
+                                            "deepspeed | dtensor | jax (see `symtensor export`)");
   cmd->add_option("-o,--output", o->out, "output directory (created if missing)")->required();
   cmd->callback([o]() { run_compile(*o); });
 }

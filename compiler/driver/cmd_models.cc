@@ -30,7 +30,8 @@ void list_presets(bool names_only) {
     std::cout << std::left << std::setw(14) << p.name << " " << models::describe(p.config) << "\n"
               << std::setw(14) << "" << " source: " << p.source << "\n";
   }
-  std::cout << "Every NAME also exists as NAME-tiny: 2 layers, hidden 64, 4 heads, small vocabulary,\n"
+  std::cout << "A family name (gpt, llama, bert, vit, resnet) stands for its first preset, to take overrides.\n"
+               "Every NAME also exists as NAME-tiny: 2 layers, hidden 64, 4 heads, small vocabulary,\n"
                "random weights (ResNet: one block per stage, width 8), same structure otherwise.\n";
 }
 

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 
+#include "compiler/cost/memory_breakdown.h"
 #include "compiler/driver/command_setup.h"
 #include "compiler/driver/commands.h"
 #include "compiler/lowering/simulate_plan.h"
@@ -23,15 +24,14 @@ struct SimulateOptions {
 };
 
 void run_simulate(const SimulateOptions& o) {
-  if (o.plan.empty() == o.strategy.empty())
-    throw std::runtime_error("simulate: give exactly one of --plan FILE or --strategy NAME");
-  if (!o.megatron.empty() && o.strategy != "megatron")
-    throw std::runtime_error("simulate: --megatron knobs need --strategy megatron");
+  const std::string strategy = implied_strategy(o.strategy, o.megatron, "simulate");
+  if (o.plan.empty() == strategy.empty())
+    throw std::runtime_error("simulate: give exactly one of --plan FILE or --strategy NAME (or --megatron KNOBS)");
   if (o.bucket_mb <= 0) throw std::runtime_error("simulate: --bucket-mb must be positive");
   const hardware::Cluster cluster = load_cluster(o.cluster);
   compiler::Graph graph = import_model(o.input, !o.json);
   const compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);
-  const compiler::Plan plan = compiler::make_plan(o.plan.empty() ? o.strategy : "file", graph, cluster, so);
+  const compiler::Plan plan = compiler::make_plan(o.plan.empty() ? strategy : "file", graph, cluster, so);
 
   compiler::LoweringOptions lowering;
   lowering.bucket_bytes = o.bucket_mb * 1e6;
@@ -41,7 +41,11 @@ void run_simulate(const SimulateOptions& o) {
   sim_options.record_trace = !o.trace.empty();
   const compiler::PlanSimulation s = compiler::simulate_plan(graph, plan, cluster, lowering, sim_options);
   if (!o.trace.empty()) sim::write_chrome_trace(s.program, s.result, o.trace);
-  if (o.json) std::cout << compiler::report_to_json(s.report, plan).dump(2) << "\n";
+  if (o.json) {
+    nlohmann::json j = compiler::report_to_json(s.report, plan);
+    j["memory_breakdown"] = compiler::memory_breakdown_json(compiler::memory_breakdown(graph, plan, s.analysis));
+    std::cout << j.dump(2) << "\n";
+  }
   else std::cout << compiler::report_text(s.report, plan);
 }
 

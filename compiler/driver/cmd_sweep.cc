@@ -4,6 +4,7 @@
 
 #include <iostream>
 #include <memory>
+#include <tuple>
 
 #include "compiler/driver/cli_lists.h"
 #include "compiler/driver/command_setup.h"
@@ -25,6 +26,7 @@ struct SweepCli {
   std::string strategies = "symtensor";
   int jobs = compiler::default_jobs();
   std::string attention;
+  std::string shard = "1/1";
   std::string out;
 };
 
@@ -37,6 +39,7 @@ void run(SweepCli& cli) {
   if (!(cli.options.tokens > 0)) throw std::runtime_error("--tokens: expected a positive number");
   if (cli.jobs < 1) throw std::runtime_error("--jobs: expected a positive number of worker processes");
   cli.options.jobs = cli.jobs;
+  std::tie(cli.options.shard_index, cli.options.shard_count) = compiler::parse_shard(cli.shard);
   cli.options.fusion.attention = compiler::parse_attention_mode(cli.attention.empty() ? "fused" : cli.attention);
   // Progress always goes to stderr: a sweep is long enough to want it even when logged.
   cli.options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
@@ -61,6 +64,8 @@ void add_sweep_command(CLI::App& app) {
                   "comma-separated: symtensor,megatron,dp,zero3 (default symtensor, whose search starts from "
                   "Megatron-LM's and data-parallel layouts)");
   cmd->add_option("--jobs", cli->jobs, "worker processes (default: one per processor)");
+  cmd->add_option("--shard", cli->shard, "K/N: compute only every N-th point from the K-th (a job array's task); "
+                                         "join the N folders with `symtensor merge`");
   cmd->add_option("-o,--output", cli->out, "report folder")->required();
   cmd->callback([cli] { run(*cli); });
 }

@@ -41,6 +41,12 @@ compiler::Graph import_model(const ModelChoice& choice, bool warn_opaque) {
   return compiler::import_onnx_file(choice.path, options);
 }
 
+std::string implied_strategy(const std::string& strategy, const std::string& megatron, const std::string& command) {
+  if (megatron.empty()) return strategy;
+  if (strategy.empty() || strategy == "megatron") return "megatron";
+  throw std::runtime_error(command + ": --megatron knobs need --strategy megatron (they imply it when --strategy is not given)");
+}
+
 compiler::StrategyOptions strategy_options(const std::string& mode, const std::string& precision,
                                            const std::string& megatron, const std::string& plan_file) {
   compiler::StrategyOptions options;

@@ -33,6 +33,11 @@ void add_model_options(CLI::App* cmd, ModelChoice& choice, const std::string& bi
 compiler::Graph import_model(const ModelChoice& choice, bool warn_opaque);
 
 
+// The strategy a command runs: --strategy, or megatron when only --megatron knobs are given
+// (they imply it); throws "COMMAND: --megatron knobs need --strategy megatron" when another
+// strategy is named beside them. Empty when neither is given.
+std::string implied_strategy(const std::string& strategy, const std::string& megatron, const std::string& command);
+
 // Strategy options from the command line; an empty mode or precision means train, bf16.
 compiler::StrategyOptions strategy_options(const std::string& mode, const std::string& precision,
                                            const std::string& megatron, const std::string& plan_file);

@@ -13,5 +13,8 @@ void add_verify_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
+void add_export_command(CLI::App& app);
+void add_merge_command(CLI::App& app);
+void add_fit_command(CLI::App& app);
 
 }  // namespace symtensor::driver

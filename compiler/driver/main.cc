@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
   symtensor::driver::add_simulate_command(app);
   symtensor::driver::add_compare_command(app);
   symtensor::driver::add_sweep_command(app);
+  symtensor::driver::add_export_command(app);
+  symtensor::driver::add_merge_command(app);
+  symtensor::driver::add_fit_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

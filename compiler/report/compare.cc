@@ -55,6 +55,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     s.search_time_s = e->search_time_s;
     s.estimate = e->estimate;
     s.plan = e->plan;
+    s.memory = memory_breakdown(graph, e->plan, e->analysis);
     try {
       s.formula = build_step_formula(numeric, e->analysis, e->plan, cluster);
     } catch (const std::exception& ex) {

@@ -132,6 +132,7 @@ nlohmann::json compare_json(const CompareResults& r) {
     const auto values = breakdown_values(s);
     for (std::size_t k = 0; k < names.size(); ++k) row["breakdown"][names[k]] = num(values[k]);
     row["estimate"] = estimate_json(s.estimate);
+    row["memory_breakdown"] = memory_breakdown_json(s.memory);
     row["simulation"] = s.simulated ? report_to_json(s.simulation, *s.plan) : nlohmann::json(nullptr);
     if (!s.simulation_error.empty()) row["simulation_error"] = s.simulation_error;
     row["formula"] = s.formula ? formula_json(*s.formula) : nlohmann::json(nullptr);
@@ -169,6 +170,7 @@ nlohmann::json sweep_json(const SweepResults& r) {
   nlohmann::json j{{"model", r.model}, {"bindings", r.bindings}, {"tokens_per_sample", num(r.tokens_per_sample)},
                    {"tokens", num(r.tokens)}, {"clusters", r.clusters}, {"gpus", r.gpus},
                    {"elapsed_s", num(r.elapsed_s)}, {"evaluator", "analytic"}};
+  j["shard"] = nlohmann::json{{"index", r.shard_index}, {"count", r.shard_count}};
   j["points"] = nlohmann::json::array();
   for (const auto& p : r.points) {
     nlohmann::json row{{"cluster", p.cluster}, {"gpus", p.gpus}, {"ok", p.ok}, {"rejected", p.rejected}};

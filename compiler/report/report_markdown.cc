@@ -1,6 +1,8 @@
 // report.md of compare and sweep.
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "compiler/report/report_files.h"
 #include "compiler/report/units.h"
 
@@ -42,6 +44,15 @@ std::string compare_markdown(const CompareResults& r) {
     out += "| " + md(s.label) + " |";
     for (double v : breakdown_values(s)) out += " " + format_seconds(v) + " |";
     out += "\n";
+  }
+  out += "\n## Memory per device, part by part (analytic peak)\n\n| strategy | stage | parameters | gradients | optimizer "
+         "states | activations (per micro-batch x in flight) | transient | reserve | peak |\n|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& s : r.strategies) {
+    for (const auto& b : s.memory)
+      out += "| " + md(s.label) + " | " + std::to_string(b.stage) + " | " + format_bytes(b.parameters) + " | " +
+             format_bytes(b.gradients) + " | " + format_bytes(b.optimizer) + " | " + format_bytes(b.activations) + " (" +
+             format_bytes(b.activations_per_micro_batch) + " x " + fmt::format("{:.3g}", b.micro_batches_in_flight) + ") | " +
+             format_bytes(b.transient) + " | " + format_bytes(b.reserve) + " | " + format_bytes(b.peak) + " |\n";
   }
   out += "\n## Step time as a formula of the batch\n\n";
   for (const auto& s : r.strategies)

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/cost/memory_breakdown.h"
 #include "compiler/cost/step_estimate.h"
 #include "compiler/lowering/simulation_report.h"
 #include "compiler/plan/plan.h"
@@ -24,6 +25,7 @@ struct StrategyResult {
   double search_time_s = 0;  // make_plan wall time
   std::optional<Plan> plan;
   StepEstimate estimate;
+  std::vector<StageMemoryBreakdown> memory;  // the estimate's peak per stage, part by part
   bool simulated = false;
   std::string simulation_error;  // why the simulation is missing, when it is
   SimulationReport simulation;
@@ -80,6 +82,9 @@ struct SweepResults {
   std::vector<int> gpus;
   std::vector<SweepPoint> points;
   double elapsed_s = 0;
+  // `sweep --shard K/N`: this result holds the points whose index (clusters major, then
+  // GPU counts) is K-1 modulo N; `merge` joins N of them (shard_count 1: the whole sweep).
+  int shard_index = 1, shard_count = 1;
 };
 
 }  // namespace symtensor::compiler

@@ -149,6 +149,22 @@ SweepPoint point_from_text(const std::string& text) {
 
 }  // namespace
 
+std::pair<int, int> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  int k = 0, n = 0;
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument("no slash");
+    std::size_t used_k = 0, used_n = 0;
+    k = std::stoi(text.substr(0, slash), &used_k);
+    n = std::stoi(text.substr(slash + 1), &used_n);
+    if (used_k != slash || used_n != text.size() - slash - 1) throw std::invalid_argument("trailing text");
+  } catch (const std::exception&) {
+    throw std::runtime_error("--shard: expected K/N (e.g. 2/8), got '" + text + "'");
+  }
+  if (n < 1 || k < 1 || k > n) throw std::runtime_error("--shard: K/N needs 1 <= K <= N, got '" + text + "'");
+  return {k, n};
+}
+
 SweepResults run_sweep(const SweepOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   ImportOptions io;
@@ -164,9 +180,14 @@ SweepResults run_sweep(const SweepOptions& options) {
   r.tokens = options.tokens;
   r.clusters = options.clusters;
   r.gpus = options.gpus;
+  r.shard_index = options.shard_index;
+  r.shard_count = options.shard_count;
   std::vector<std::pair<std::string, int>> where;
+  std::size_t index = 0;
   for (const std::string& name : options.clusters)
-    for (int gpus : options.gpus) where.emplace_back(name, gpus);
+    for (int gpus : options.gpus)
+      if (index++ % static_cast<std::size_t>(options.shard_count) == static_cast<std::size_t>(options.shard_index - 1))
+        where.emplace_back(name, gpus);
   r.points.resize(where.size());
   // Larger clusters take longer to search: they go out first.
   std::vector<std::size_t> order(where.size());

@@ -4,6 +4,7 @@
 // throughput, the time to train a number of tokens and its cost at the profile's price.
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/fusion/fusion_pass.h"
@@ -21,6 +22,7 @@ struct SweepOptions {
   // layouts as its seeds. Baselines are `compare`'s job; add them here to see them win.
   std::vector<std::string> strategies{"symtensor"};
   double tokens = 1e12;
+  int shard_index = 1, shard_count = 1;  // `--shard K/N`: every N-th point, from the K-th (1-based)
   int jobs = 1;  // worker processes (compiler/report/process_pool.h); results do not depend on it
   std::function<void(const std::string&)> progress;
 };
@@ -31,6 +33,9 @@ std::vector<int> parse_gpu_counts(const std::string& text);
 // The cluster `name` resized to `gpus` devices: part of one node, or whole nodes. Throws
 // when `gpus` is not a multiple of the GPUs per node above one node.
 hardware::Cluster cluster_of_size(const std::string& name, int gpus);
+
+// "K/N" with 1 <= K <= N. Throws "--shard: ..." on bad text.
+std::pair<int, int> parse_shard(const std::string& text);
 
 SweepResults run_sweep(const SweepOptions& options);
 

@@ -46,6 +46,8 @@ std::string format_count(double count) {
 }
 
 std::string format_seconds(double seconds) {
+  // Below a nanosecond is rounding noise of sums and differences (an empty bubble): 0.
+  if (std::fabs(seconds) < 1e-9) return "0 s";
   char buf[64];
   if (seconds >= 1) std::snprintf(buf, sizeof buf, "%.3g s", seconds);
   else if (seconds >= 1e-3) std::snprintf(buf, sizeof buf, "%.3g ms", seconds * 1e3);

@@ -5,6 +5,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "compiler/rewrite/multi_device_meta.h"
 #include "compiler/rewrite/onnx_emit.h"
 #include "compiler/rewrite/tensor_data.h"
 
@@ -157,12 +158,15 @@ class StageWriter {
     add_meta(m, "symtensor.ranks", rank_list);
     std::set<int> all(used_.begin(), used_.end());
     all.insert(produced_.begin(), produced_.end());
+    nlohmann::json specs = nlohmann::json::array();
     for (int v : all) {
       const ShardedValue& val = p_.values[v];
+      specs.push_back(sharding_spec_json(val.name, val.sharding, val.global_shape, p_.mesh, ranks_));
       std::string text = to_string(val.sharding, p_.mesh) + " global=" + shape_text(val.global_shape);
       if (val.blocked_dim >= 0) text += " blocks=" + std::to_string(val.blocked_dim) + ":" + shape_text(val.blocks);
       add_meta(m, "symtensor.sharding." + val.name, text);
     }
+    add_meta(m, "symtensor.onnx_multi_device", multi_device_json(p_.mesh, stage_, std::move(specs)).dump());
     return m;
   }
 

@@ -39,6 +39,19 @@ TEST(Presets, UnknownNameIsNamedInTheError) {
   EXPECT_THAT(error_of([] { preset_config("-tiny"); }), ::testing::HasSubstr("unknown model"));
 }
 
+TEST(Presets, FamilyNameTakesOverrides) {
+  const ModelConfig gpt = preset_config("gpt");
+  EXPECT_EQ(gpt.family, Family::gpt);
+  EXPECT_EQ(gpt.name, "gpt");
+  Overrides o;
+  o.layers = 8;
+  EXPECT_EQ(apply_overrides(gpt, o).layers, 8);
+  const ModelConfig llama = preset_config("llama-tiny");
+  EXPECT_EQ(llama.family, Family::llama);
+  EXPECT_EQ(llama.layers, 2);
+  EXPECT_THAT(error_of([] { preset_config("gpt2b"); }), ::testing::HasSubstr("unknown model 'gpt2b'"));
+}
+
 TEST(Presets, TinyKeepsTheStructure) {
   ModelConfig gqa = preset_config("llama2-70b-tiny");
   EXPECT_EQ(gqa.layers, 2);

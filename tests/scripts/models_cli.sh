@@ -20,6 +20,11 @@ echo "$out" | grep -q "68976648192 parameters" || fail "llama2-70b summary: $out
 "$symtensor" models gpt-1.7b --layers 2 --hidden 128 --heads 4 -o "$work/g.onnx" | grep -q "2 layers, hidden 128, 4 heads, mlp 512" \
   || fail "overrides not applied"
 
+# a family name takes overrides
+"$symtensor" models gpt --layers 3 --hidden 128 --heads 4 -o "$work/f.onnx" | grep -q "3 layers, hidden 128, 4 heads" \
+  || fail "models gpt --layers 3 was not written with the overrides"
+[ -s "$work/f.onnx" ] || fail "models gpt: no file"
+
 expect_error() {  # expect_error PATTERN ARGS...
   local pattern="$1"; shift
   local err

@@ -1,0 +1,93 @@
+#include "compiler/cost/memory_breakdown.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "compiler/report/units.h"
+
+namespace symtensor::compiler {
+namespace {
+
+std::string zero_text(int zero, int from_stage) {
+  return zero >= from_stage ? fmt::format("sharded over data parallel (ZeRO-{})", zero) : "replicated";
+}
+
+}  // namespace
+
+std::vector<StageMemoryBreakdown> memory_breakdown(const Graph& graph, const Plan& plan, const PlanAnalysis& analysis) {
+  std::vector<StageMemoryBreakdown> out;
+  const bool train = plan.mode == ExecutionMode::train;
+  const std::string half = "16-bit";  // the model states of mixed-precision Adam (plan_analysis.cc)
+  for (std::size_t s = 0; s < analysis.stage_memory.size(); ++s) {
+    const StageMemory& m = analysis.stage_memory[s];
+    StageMemoryBreakdown b;
+    b.stage = static_cast<int>(s);
+    b.parameters = m.parameters, b.gradients = m.gradients, b.optimizer = m.optimizer;
+    const int zero = plan.zero_stage;
+    b.parameters_detail = fmt::format("{} weights, {}", half, zero_text(zero, 3));
+    b.gradients_detail = train ? fmt::format("{} gradients, {}", half, zero_text(zero, 2)) : "inference: none";
+    b.optimizer_detail = train ? fmt::format("fp32 master weights + Adam m, v (12 B/parameter), {}",
+                                             plan.distributed_optimizer && zero == 0 ? "sharded over data parallel (distributed optimizer)"
+                                                                                     : zero_text(zero, 1))
+                               : "inference: none";
+    std::map<std::string, double> by_class;
+    for (const OpWork& w : analysis.ops)
+      if (w.stage == b.stage && w.saved_bytes > 0) by_class[graph.node(w.node).op_type] += w.saved_bytes;
+    b.activations_by_class.assign(by_class.begin(), by_class.end());
+    std::stable_sort(b.activations_by_class.begin(), b.activations_by_class.end(),
+                     [](const auto& x, const auto& y) { return x.second > y.second; });
+    b.activations_per_micro_batch = m.activations_per_micro_batch;
+    b.micro_batches_in_flight = m.micro_batches_in_flight;
+    b.activations = m.activations_per_micro_batch * m.micro_batches_in_flight;
+    b.peak = b.parameters + b.gradients + b.optimizer + b.activations + b.transient + b.reserve;
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+nlohmann::json memory_breakdown_json(const std::vector<StageMemoryBreakdown>& stages) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& b : stages) {
+    nlohmann::json by_class = nlohmann::json::object();
+    for (const auto& [cls, bytes] : b.activations_by_class) by_class[cls] = bytes;
+    out.push_back({{"stage", b.stage},
+                   {"parameters_bytes", b.parameters},
+                   {"parameters", b.parameters_detail},
+                   {"gradients_bytes", b.gradients},
+                   {"gradients", b.gradients_detail},
+                   {"optimizer_bytes", b.optimizer},
+                   {"optimizer", b.optimizer_detail},
+                   {"activations_bytes", b.activations},
+                   {"activations_per_micro_batch_bytes", b.activations_per_micro_batch},
+                   {"micro_batches_in_flight", b.micro_batches_in_flight},
+                   {"activations_by_class_per_micro_batch_bytes", by_class},
+                   {"transient_bytes", b.transient},
+                   {"reserve_bytes", b.reserve},
+                   {"peak_bytes", b.peak}});
+  }
+  return out;
+}
+
+std::string memory_breakdown_text(const std::vector<StageMemoryBreakdown>& stages) {
+  std::string s;
+  for (const auto& b : stages) {
+    s += fmt::format("  stage {} peak {}:\n", b.stage, format_bytes(b.peak));
+    s += fmt::format("    {:<34}{:>12}  {}\n", "parameters", format_bytes(b.parameters), b.parameters_detail);
+    s += fmt::format("    {:<34}{:>12}  {}\n", "gradients", format_bytes(b.gradients), b.gradients_detail);
+    s += fmt::format("    {:<34}{:>12}  {}\n", "optimizer states", format_bytes(b.optimizer), b.optimizer_detail);
+    s += fmt::format("    {:<34}{:>12}  {} per micro-batch x {:.3g} in flight\n", "activations saved for backward",
+                     format_bytes(b.activations), format_bytes(b.activations_per_micro_batch), b.micro_batches_in_flight);
+    std::size_t shown = 0;
+    for (const auto& [cls, bytes] : b.activations_by_class) {
+      if (++shown > 6) break;
+      s += fmt::format("      {:<32}{:>12}  per micro-batch\n", cls, format_bytes(bytes));
+    }
+    s += fmt::format("    {:<34}{:>12}  not modelled\n", "transient buffers", format_bytes(b.transient));
+    s += fmt::format("    {:<34}{:>12}  not modelled\n", "allocator/NCCL reserve", format_bytes(b.reserve));
+  }
+  return s;
+}
+
+}  // namespace symtensor::compiler

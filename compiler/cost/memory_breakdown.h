@@ -1,0 +1,44 @@
+#pragma once
+// Where a stage's peak memory goes, part by part, from a PlanAnalysis: the model states
+// (16-bit weights and gradients, fp32 master weights and Adam moments, each sharded as
+// the ZeRO stage says), and the activations saved for backward by operator class (op
+// type) times the micro-batches in flight at the peak. The parts sum to StageMemory::peak().
+//
+// Not in the cost model yet (reported as 0, so the sum stays the peak the search uses):
+// transient buffers (logits, ZeRO-3 all-gather and gradient buckets) and an allocator /
+// NCCL reserve (no cluster profile states one).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/cost/plan_analysis.h"
+#include "compiler/ir/graph.h"
+#include "compiler/plan/plan.h"
+
+namespace symtensor::compiler {
+
+struct StageMemoryBreakdown {
+  int stage = 0;
+  double parameters = 0, gradients = 0, optimizer = 0;  // bytes per device
+  std::string parameters_detail, gradients_detail, optimizer_detail;  // dtype and ZeRO sharding
+  // Per micro-batch, by op type of the operator that keeps them, largest first.
+  std::vector<std::pair<std::string, double>> activations_by_class;
+  double activations_per_micro_batch = 0;
+  double micro_batches_in_flight = 1;
+  double activations = 0;   // activations_per_micro_batch x micro_batches_in_flight
+  double transient = 0;     // not modelled (see above)
+  double reserve = 0;       // not modelled (see above)
+  double peak = 0;          // parameters + gradients + optimizer + activations + transient + reserve
+};
+
+std::vector<StageMemoryBreakdown> memory_breakdown(const Graph& graph, const Plan& plan, const PlanAnalysis& analysis);
+
+// `memory_breakdown` of results.json and `simulate --json` (keys in compiler/lowering/README.md).
+nlohmann::json memory_breakdown_json(const std::vector<StageMemoryBreakdown>& stages);
+
+// One block of text per stage (compile's output).
+std::string memory_breakdown_text(const std::vector<StageMemoryBreakdown>& stages);
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,179 @@
+#include "compiler/export/export.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "compiler/cost/plan_analysis.h"
+#include "compiler/cost/step_estimate.h"
+#include "compiler/cost/step_prediction.h"
+#include "compiler/export/emitters.h"
+#include "compiler/export/recipe_plan.h"
+#include "compiler/export/target_limits.h"
+#include "compiler/plan/plan_yaml.h"
+#include "compiler/report/units.h"
+#include "simulator/stats/atomic_write.h"
+
+namespace symtensor::compiler {
+namespace {
+
+constexpr ExportTarget kTargets[] = {ExportTarget::megatron,  ExportTarget::nemo,    ExportTarget::torchtitan,
+                                     ExportTarget::deepspeed, ExportTarget::dtensor, ExportTarget::jax};
+
+StepEstimate price(Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {
+  return estimate_step(analyze_plan(graph, cluster, plan), plan, cluster);
+}
+
+std::string recipe_text(const ParallelRecipe& r) {
+  return fmt::format("tp={} pp={} vp={} cp={} dp={} micro-batch={} accumulation={} global-batch={} sp={} distopt={} zero={} "
+                     "recompute={}",
+                     r.tp, r.pp, r.vp, r.cp, r.dp, r.micro_batch_size, r.micro_batches, r.global_batch, r.sp ? 1 : 0,
+                     r.distopt ? 1 : 0, r.zero_stage, to_string(r.recompute));
+}
+
+// Whether the target writes uneven first/last stages itself.
+bool keeps_uneven_stages(ExportTarget t) { return t == ExportTarget::megatron; }
+
+}  // namespace
+
+std::string_view to_string(ExportTarget t) {
+  switch (t) {
+    case ExportTarget::megatron: return "megatron";
+    case ExportTarget::nemo: return "nemo";
+    case ExportTarget::torchtitan: return "torchtitan";
+    case ExportTarget::deepspeed: return "deepspeed";
+    case ExportTarget::dtensor: return "dtensor";
+    case ExportTarget::jax: return "jax";
+  }
+  return "?";
+}
+
+std::vector<std::string> export_target_names() {
+  std::vector<std::string> names;
+  for (ExportTarget t : kTargets) names.emplace_back(to_string(t));
+  return names;
+}
+
+ExportTarget parse_export_target(std::string_view text) {
+  for (ExportTarget t : kTargets)
+    if (to_string(t) == text) return t;
+  throw std::runtime_error(fmt::format("--to: unknown target '{}' ({})", text, fmt::join(export_target_names(), ", ")));
+}
+
+ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {
+  ExportResult out;
+  out.target = target;
+  const StepEstimate original = price(graph, cluster, plan);
+  out.original_step_s = original.step_time_s;
+  out.original_fits = original.fits;
+
+  ParallelRecipe r = recover_recipe(graph, cluster, plan);
+  // JAX writes a PartitionSpec per parameter: per-operator cuts are its own; the other
+  // targets write the recipe, so whatever the recipe does not say is not expressible.
+  if (target != ExportTarget::jax) out.not_expressible = r.not_expressible;
+  const std::vector<std::string> limits = apply_target_limits(target, plan.mode, r);
+  out.not_expressible.insert(out.not_expressible.end(), limits.begin(), limits.end());
+
+  // The plan the recipe stands for, compared operator by operator with the original.
+  RecipePlan recipe_plan = build_recipe_plan(graph, cluster, plan, r);
+  if (recipe_plan.plan && keeps_uneven_stages(target) && r.uneven_stages() && r.layers_per_stage.size() == static_cast<std::size_t>(plan.pipeline_stages()))
+    recipe_plan.plan->stage_of_node = plan.stage_of_node;
+  if (recipe_plan.plan && target != ExportTarget::jax && limits.empty() && r.not_expressible.empty()) {
+    for (auto& line : plan_differences(graph, cluster, plan, *recipe_plan.plan)) out.not_expressible.push_back(std::move(line));
+  }
+  const Plan* expressed = &plan;
+  if (!out.exact()) {
+    if (!recipe_plan.plan) {
+      out.not_expressible.push_back("no expressible plan near it: " + recipe_plan.error);
+    } else {
+      out.nearest = *recipe_plan.plan;
+      const StepEstimate nearest = price(graph, cluster, *out.nearest);
+      out.nearest_step_s = nearest.step_time_s;
+      out.nearest_fits = nearest.fits;
+      const PlanPrediction prediction = plan_prediction(nearest);
+      out.nearest_yaml = plan_to_yaml(*out.nearest, graph, cluster, &prediction);
+      expressed = &*out.nearest;
+      r.micro_batches = out.nearest->micro_batches;  // a degree folded into dp leaves fewer per replica
+    }
+  }
+  if (target == ExportTarget::jax) {  // the expressed plan's own axes
+    const ParallelRecipe axes = recover_recipe(graph, cluster, *expressed);
+    r.tp_axes = axes.tp_axes, r.dp_axes = axes.dp_axes, r.cp_axes = axes.cp_axes;
+  }
+  out.recipe = r;
+
+  std::vector<std::string> header = {
+      fmt::format("SymTensor export for {}: plan of strategy '{}' for {} on {} ({} devices)", to_string(target), plan.strategy,
+                  plan.model, cluster.name, cluster.num_devices()),
+      "recipe: " + recipe_text(r),
+      fmt::format("predicted step time of the plan: {}{}", format_seconds(out.original_step_s), out.original_fits ? "" : " (does not fit)")};
+  if (out.exact()) {
+    header.push_back("the plan is expressed exactly");
+  } else {
+    if (out.nearest)
+      header.push_back(fmt::format("predicted step time of the nearest expressible plan written here: {}{}",
+                                   format_seconds(out.nearest_step_s), out.nearest_fits ? "" : " (does not fit)"));
+    header.push_back("not expressible:");
+    for (const auto& item : out.not_expressible) header.push_back("  - " + item);
+  }
+  ExportContext context{graph, cluster, *expressed, r, header};
+  switch (target) {
+    case ExportTarget::megatron: out.config = emit_megatron(context); break;
+    case ExportTarget::nemo: out.config = emit_nemo(context); break;
+    case ExportTarget::torchtitan: out.config = emit_torchtitan(context); break;
+    case ExportTarget::deepspeed:
+      out.config = emit_deepspeed(context);
+      out.extra.emplace_back(".pipeline.py", emit_deepspeed_pipeline(context));
+      break;
+    case ExportTarget::dtensor: out.config = emit_dtensor(context); break;
+    case ExportTarget::jax: out.config = emit_jax(context); break;
+  }
+  return out;
+}
+
+std::string export_summary(const ExportResult& result, const std::string& path) {
+  std::string s = fmt::format("{:<18}{}\n", "target", to_string(result.target));
+  s += fmt::format("{:<18}{}\n", "recipe", recipe_text(result.recipe));
+  s += fmt::format("{:<18}{}\n", "plan step time", format_seconds(result.original_step_s));
+  if (result.exact()) {
+    s += fmt::format("{:<18}exact\n", "expressed");
+  } else {
+    s += fmt::format("not expressible ({} items):\n", result.not_expressible.size());
+    for (const auto& item : result.not_expressible) s += "  - " + item + "\n";
+    if (result.nearest)
+      s += fmt::format("{:<18}{} (nearest expressible plan, {} as {}.nearest.yaml)\n", "nearest step time",
+                       format_seconds(result.nearest_step_s), result.nearest_fits ? "fits" : "does not fit", path);
+  }
+  s += "config written to " + path + "\n";
+  return s;
+}
+
+void write_export(const ExportResult& result, const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
+  const std::string name = p.filename().string();
+  if (name.empty()) throw std::runtime_error("-o " + path + ": names a folder, not a file");
+  sim::write_files_atomically(dir, export_files(result, name));
+}
+
+std::vector<std::pair<std::string, std::string>> export_files(const ExportResult& result, const std::string& name) {
+  std::vector<std::pair<std::string, std::string>> files = {{name, result.config}};
+  for (const auto& [suffix, content] : result.extra) files.emplace_back(name + suffix, content);
+  if (result.nearest) files.emplace_back(name + ".nearest.yaml", result.nearest_yaml);
+  return files;
+}
+
+std::string default_export_file(ExportTarget t) {
+  switch (t) {
+    case ExportTarget::megatron: return "megatron.args";
+    case ExportTarget::nemo: return "nemo_strategy.py";
+    case ExportTarget::torchtitan: return "torchtitan.toml";
+    case ExportTarget::deepspeed: return "deepspeed.json";
+    case ExportTarget::dtensor: return "dtensor_parallelize.py";
+    case ExportTarget::jax: return "jax_shardings.py";
+  }
+  return "export.txt";
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,58 @@
+#pragma once
+// `symtensor export`: a plan as the launch arguments / config of a training framework
+// (Megatron-LM flags, NeMo 2 MegatronStrategy, torchtitan TOML, DeepSpeed JSON, a PyTorch
+// DTensor script, JAX PartitionSpecs). Where the target cannot express the plan (a
+// per-operator cut that is not its recipe, uneven per-layer choices, a feature it lacks),
+// each such item is one line of `not_expressible`, and the nearest plan that it can express
+// (the Megatron layout of the recovered recipe, adjusted to the target) is priced next to
+// the original with the same analytic model (analyze_plan + estimate_step).
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "compiler/export/recipe.h"
+#include "compiler/ir/graph.h"
+#include "compiler/plan/plan.h"
+#include "hardware/cluster.h"
+
+namespace symtensor::compiler {
+
+enum class ExportTarget { megatron, nemo, torchtitan, deepspeed, dtensor, jax };
+std::string_view to_string(ExportTarget t);
+// Throws "--to: unknown target 'x' (megatron, nemo, torchtitan, deepspeed, dtensor, jax)".
+ExportTarget parse_export_target(std::string_view text);
+std::vector<std::string> export_target_names();
+
+struct ExportResult {
+  ExportTarget target = ExportTarget::megatron;
+  ParallelRecipe recipe;                 // as the target writes it (adjusted)
+  std::vector<std::string> not_expressible;
+  std::string config;                    // the exported file's text
+  std::vector<std::pair<std::string, std::string>> extra;  // (suffix to the file name, text) written beside it
+  std::optional<Plan> nearest;           // set when not_expressible is not empty and a nearest plan exists
+  std::string nearest_yaml;              // its plan.yaml, with its prediction
+  double original_step_s = 0, nearest_step_s = 0;
+  bool original_fits = true, nearest_fits = true;
+  bool exact() const { return not_expressible.empty(); }
+};
+
+ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan);
+
+// The summary printed by `export` and `compile --export`: items, both predictions.
+std::string export_summary(const ExportResult& result, const std::string& path);
+
+// The file name `compile --export` uses in its output folder: megatron.args, nemo_strategy.py,
+// torchtitan.toml, deepspeed.json, dtensor_parallelize.py, jax_shardings.py.
+std::string default_export_file(ExportTarget t);
+
+// (file name, text) of the config named `name`, what goes beside it (NAME.pipeline.py for
+// DeepSpeed) and, when the plan is not exact, NAME.nearest.yaml.
+std::vector<std::pair<std::string, std::string>> export_files(const ExportResult& result, const std::string& name);
+
+// Writes the exported config to `path` and, when the plan is not exact, the nearest plan
+// to PATH.nearest.yaml beside it, all or nothing (sim::write_files_atomically).
+void write_export(const ExportResult& result, const std::string& path);
+
+}  // namespace symtensor::compiler

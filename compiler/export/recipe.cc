@@ -1,0 +1,152 @@
+#include "compiler/export/recipe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "compiler/strategies/propagation.h"
+#include "compiler/strategies/transformer_structure.h"
+
+namespace symtensor::compiler {
+namespace {
+
+int ways_of(const std::vector<int>& axes, const hardware::DeviceMesh& mesh) {
+  int w = 1;
+  for (int a : axes) w *= mesh.axes()[a].size;
+  return w;
+}
+
+std::vector<int> loop_axes(const Plan& plan, NodeId n, int loop) {
+  if (loop < 0 || loop >= static_cast<int>(plan.node_cuts[n].loop_axes.size())) return {};
+  return plan.node_cuts[n].loop_axes[loop];
+}
+
+int sequence_loop_of(const Graph& graph, const IterationSpace& space) {
+  const int b = loop_with_symbol(graph, space, graph.batch_dim);
+  const int s = loop_with_symbol(graph, space, "seq");
+  return s == b ? -1 : s;
+}
+
+}  // namespace
+
+bool ParallelRecipe::uneven_stages() const {
+  return std::adjacent_find(layers_per_stage.begin(), layers_per_stage.end(), std::not_equal_to<>()) !=
+         layers_per_stage.end();
+}
+
+MegatronKnobs ParallelRecipe::knobs() const {
+  MegatronKnobs k;
+  k.tp = tp, k.pp = pp, k.cp = cp, k.dp = dp, k.mb = micro_batch_size, k.vp = vp;
+  k.sp = sp, k.recompute = recompute, k.distopt = distopt;
+  return k;
+}
+
+ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {
+  ParallelRecipe r;
+  r.world = cluster.num_devices();
+  r.gpus_per_node = cluster.levels.empty() ? 1 : cluster.levels.front().size;
+  r.nodes = r.world / std::max(r.gpus_per_node, 1);
+  r.pp = plan.pipeline_stages();
+  r.vp = plan.virtual_stages;
+  r.micro_batches = plan.micro_batches;
+  r.global_batch = plan.global_batch;
+  r.zero_stage = plan.zero_stage;
+  r.distopt = plan.distributed_optimizer;
+  r.recompute = plan.recompute;
+  r.schedule = plan.schedule;
+  r.precision = plan.precision;
+  if (const auto seq = graph.symbols.bindings().find("seq"); seq != graph.symbols.bindings().end()) r.seq = seq->second;
+
+  const std::vector<IterationSpace> spaces = node_iteration_spaces(graph);
+  const TransformerStructure s = find_transformer_structure(graph, spaces);
+  const hardware::DeviceMesh mesh = plan_mesh(plan, cluster);
+  const auto name = [&](NodeId n) { return graph.node(n).name; };
+  r.layers = s.layers();
+
+  const auto column_width = [&](NodeId n) { return gemm_output_loop(spaces[n], weight_operand(graph, s, n)); };
+  // The reference GEMM: a column-parallel one cut as most of them are (one odd operator
+  // must not make the others look odd), else the first weight GEMM, else the first node
+  // with a batch loop.
+  NodeId ref = kNone;
+  {
+    std::map<std::pair<int, int>, int> votes;  // (width ways, batch ways) -> column GEMMs cut so
+    const auto key = [&](NodeId n) {
+      return std::pair(ways_of(loop_axes(plan, n, column_width(n)), mesh),
+                       ways_of(loop_axes(plan, n, loop_with_symbol(graph, spaces[n], graph.batch_dim)), mesh));
+    };
+    for (NodeId n : s.column) ++votes[key(n)];
+    std::pair<int, int> best{};
+    int most = 0;
+    for (const auto& [k, v] : votes)
+      if (v > most) most = v, best = k;
+    for (NodeId n : s.column)
+      if (ref == kNone && key(n) == best) ref = n;
+  }
+  for (NodeId n = 0; ref == kNone && n < static_cast<NodeId>(graph.nodes().size()); ++n)
+    if (s.weight_gemm[n]) ref = n;
+  for (NodeId n = 0; ref == kNone && n < static_cast<NodeId>(graph.nodes().size()); ++n)
+    if (loop_with_symbol(graph, spaces[n], graph.batch_dim) >= 0) ref = n;
+
+  std::vector<int> tp_axes, dp_axes, cp_axes;
+  if (ref != kNone) {
+    if (!s.column.empty()) tp_axes = loop_axes(plan, ref, column_width(ref));
+    dp_axes = loop_axes(plan, ref, loop_with_symbol(graph, spaces[ref], graph.batch_dim));
+    cp_axes = loop_axes(plan, ref, sequence_loop_of(graph, spaces[ref]));
+  }
+  r.tp_axes = tp_axes, r.dp_axes = dp_axes, r.cp_axes = cp_axes;
+  r.tp = ways_of(tp_axes, mesh), r.dp = ways_of(dp_axes, mesh), r.cp = ways_of(cp_axes, mesh);
+
+  // Every column GEMM cut as the reference, every row GEMM on its contraction as wide.
+  for (NodeId n : s.column) {
+    const int w = ways_of(loop_axes(plan, n, column_width(n)), mesh);
+    if (w != r.tp)
+      r.not_expressible.push_back(fmt::format("{}: output width cut {} ways where the other layers use tp={}", name(n), w, r.tp));
+    const int b = ways_of(loop_axes(plan, n, loop_with_symbol(graph, spaces[n], graph.batch_dim)), mesh);
+    if (b != r.dp)
+      r.not_expressible.push_back(fmt::format("{}: batch cut {} ways where the other layers use dp={}", name(n), b, r.dp));
+  }
+  for (NodeId n : s.row) {
+    const int w = ways_of(loop_axes(plan, n, gemm_contraction_loop(spaces[n])), mesh);
+    if (w != r.tp)
+      r.not_expressible.push_back(fmt::format("{}: contraction cut {} ways, not the row-parallel tp={}", name(n), w, r.tp));
+  }
+  // Sequence parallelism: a normalization's sequence cut over the tensor-parallel axes.
+  r.sp = plan.sequence_parallel && r.tp > 1;
+  for (NodeId n = 0; !r.sp && r.tp > 1 && n < static_cast<NodeId>(graph.nodes().size()); ++n) {
+    if (s.norm_region[n] < 0) continue;
+    for (int a : loop_axes(plan, n, sequence_loop_of(graph, spaces[n])))
+      if (std::find(tp_axes.begin(), tp_axes.end(), a) != tp_axes.end()) r.sp = true;
+  }
+  // Axes that play no recipe role.
+  for (int a = 0; a < static_cast<int>(mesh.axes().size()); ++a) {
+    const auto has = [a](const std::vector<int>& v) { return std::find(v.begin(), v.end(), a) != v.end(); };
+    if (a == plan.pipeline_axis || has(tp_axes) || has(dp_axes) || has(cp_axes) || mesh.axes()[a].size == 1) continue;
+    r.not_expressible.push_back(fmt::format("mesh axis {} (size {}) splits neither the batch, the sequence nor the "
+                                            "layers' GEMM width: work replicated over it",
+                                            mesh.axes()[a].name, mesh.axes()[a].size));
+  }
+  const double per_rank = plan.global_batch / std::max(1, r.dp);
+  const double mbs = per_rank / std::max(1, plan.micro_batches);
+  r.micro_batch_size = static_cast<int>(std::llround(mbs));
+  if (mbs != std::floor(mbs) || mbs < 1)
+    r.not_expressible.push_back(fmt::format("micro-batch of {} samples (batch {} / dp {} / {} micro-batches) is not a whole number",
+                                            mbs, plan.global_batch, r.dp, plan.micro_batches));
+
+  r.layers_per_stage.assign(r.pp, 0);
+  for (NodeId a : s.layer_anchors) {
+    const int st = plan.stage_of_node.empty() ? 0 : plan.stage_of_node[a];
+    if (st >= 0 && st < r.pp) ++r.layers_per_stage[st];
+  }
+  if (r.pp > 2 && r.uneven_stages()) {
+    const auto mid = r.layers_per_stage.begin() + 1, end = r.layers_per_stage.end() - 1;
+    if (std::adjacent_find(mid, end, std::not_equal_to<>()) != end)
+      r.not_expressible.push_back(fmt::format("layers per stage {}: only the first and last stage may differ",
+                                              fmt::join(r.layers_per_stage, ",")));
+  }
+  return r;
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,45 @@
+#pragma once
+// A plan read as the recipe of the training frameworks: tensor, pipeline, virtual pipeline,
+// context and data parallel degrees, micro-batch size, recomputation, ZeRO, sequence
+// parallelism and the layers of each pipeline stage, recovered from the plan's mesh, cuts
+// and fields (never from node names). The mesh axes are classified by what they cut in the
+// transformer's weight GEMMs (see compiler/strategies/transformer_structure.h): the column
+// GEMMs' output width (tp), their batch loop (dp), their sequence loop (cp).
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/plan/plan.h"
+#include "compiler/strategies/megatron.h"
+#include "hardware/cluster.h"
+
+namespace symtensor::compiler {
+
+struct ParallelRecipe {
+  int world = 1;            // devices of the cluster
+  int gpus_per_node = 1, nodes = 1;
+  int tp = 1, pp = 1, vp = 1, cp = 1, dp = 1;
+  int micro_batch_size = 1;  // samples per micro-batch per data-parallel rank
+  int micro_batches = 1;     // gradient accumulation steps
+  double global_batch = 0;
+  double seq = 0;            // the value bound to `seq` (0 when unbound)
+  bool sp = false, distopt = false;
+  int zero_stage = 0;
+  RecomputePolicy recompute = RecomputePolicy::none;
+  Schedule schedule = Schedule::one_f_one_b;
+  hardware::Precision precision = hardware::Precision::bf16;
+  std::vector<int> tp_axes, dp_axes, cp_axes;  // mesh axis ids of the plan's mesh, major to minor
+  int layers = 0;                        // transformer layers found
+  std::vector<int> layers_per_stage;     // per pipeline stage (device stage)
+  // What the recipe cannot say about this plan, one line each (an axis that is neither
+  // tp, cp, dp nor pp; inconsistent cuts between layers; layers of unequal stages that are
+  // not only the first and last).
+  std::vector<std::string> not_expressible;
+
+  bool uneven_stages() const;  // layers_per_stage not all equal
+  MegatronKnobs knobs() const; // the Megatron knobs of this recipe
+};
+
+ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, const Plan& plan);
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,117 @@
+#include "compiler/export/target_limits.h"
+
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace symtensor::compiler {
+namespace {
+
+// Drops a degree by folding it into data parallelism (the world size stays).
+void fold_into_dp(ParallelRecipe& r, int& degree) {
+  r.dp *= degree;
+  degree = 1;
+}
+
+// Uneven stages become even ones, with the item saying why (`why` after the layer counts).
+void even_stages(ParallelRecipe& r, std::vector<std::string>& items, std::string_view why) {
+  if (!r.uneven_stages()) return;
+  items.push_back(fmt::format("uneven pipeline stages ({} layers): {}", fmt::join(r.layers_per_stage, ","), why));
+  if (r.pp > 0 && r.layers % r.pp == 0) r.layers_per_stage.assign(r.pp, r.layers / r.pp);
+}
+
+// A target without pipelines: the stages fold into data parallelism.
+void no_pipeline(ParallelRecipe& r, std::vector<std::string>& items, std::string_view why) {
+  if (r.pp <= 1) return;
+  items.push_back(fmt::format("pipeline parallelism pp={}: {}; folded into data parallelism", r.pp, why));
+  fold_into_dp(r, r.pp);
+  r.vp = 1, r.schedule = Schedule::one_f_one_b, r.layers_per_stage.assign(1, r.layers);
+}
+
+}  // namespace
+
+std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode mode, ParallelRecipe& r) {
+  std::vector<std::string> items;
+  const std::string name(to_string(target));
+  if (mode == ExecutionMode::infer) items.push_back("an inference plan: written as the training recipe of the same layout");
+  switch (target) {
+    case ExportTarget::megatron:
+      if (r.zero_stage >= 1 && !r.distopt && r.zero_stage == 1) r.distopt = true;  // ZeRO-1 is the distributed optimizer
+      break;
+    case ExportTarget::nemo:
+      if (r.zero_stage >= 2) {
+        items.push_back(fmt::format("ZeRO-{}: MegatronStrategy shards optimizer states only (distributed optimizer)", r.zero_stage));
+        r.zero_stage = 0, r.distopt = true;
+      }
+      if (r.zero_stage == 1) r.zero_stage = 0, r.distopt = true;
+      even_stages(r, items, "MegatronStrategy splits the layers evenly");
+      break;
+    case ExportTarget::torchtitan:
+      if (r.tp > 1 && !r.sp) {
+        items.push_back("tensor parallelism without sequence parallelism: torchtitan's TP always shards the norms on the sequence");
+        r.sp = true;
+      }
+      if (r.dp > 1 && (r.zero_stage == 1 || r.zero_stage == 2 || r.distopt)) {
+        items.push_back(fmt::format("{}: torchtitan replicates (DDP) or fully shards (FSDP, ZeRO-3); nearest: FSDP",
+                                    r.distopt && r.zero_stage == 0 ? std::string("distributed optimizer")
+                                                                   : fmt::format("ZeRO-{}", r.zero_stage)));
+        r.zero_stage = 3, r.distopt = false;
+      }
+      even_stages(r, items, "written as even layers per stage");
+      break;
+    case ExportTarget::deepspeed:
+      if (r.cp > 1) {
+        items.push_back(fmt::format("context parallelism cp={}: no DeepSpeed config key; folded into data parallelism", r.cp));
+        fold_into_dp(r, r.cp);
+      }
+      if (r.tp > 1 && r.pp > 1) {
+        items.push_back(fmt::format("tensor parallelism tp={} with pipeline parallelism: AutoTP does not combine with PipelineModule; "
+                                    "folded into data parallelism", r.tp));
+        fold_into_dp(r, r.tp);
+      }
+      if (r.sp) {
+        items.push_back("sequence parallelism: AutoTP has no Megatron-style sequence parallelism");
+        r.sp = false;
+      }
+      if (r.vp > 1) {
+        items.push_back(fmt::format("interleaved pipeline (vp={}): DeepSpeed's pipeline engine runs 1F1B only", r.vp));
+        r.vp = 1, r.schedule = Schedule::one_f_one_b;
+      }
+      if (r.distopt && r.zero_stage == 0) r.zero_stage = 1, r.distopt = false;
+      if (r.pp > 1 && r.zero_stage >= 2) {
+        items.push_back(fmt::format("ZeRO-{} with a pipeline: DeepSpeed's pipeline engine supports ZeRO-0/1 only", r.zero_stage));
+        r.zero_stage = 1;
+      }
+      if (r.recompute == RecomputePolicy::selective) {
+        items.push_back("selective recomputation: DeepSpeed checkpoints whole layers; nearest: full");
+        r.recompute = RecomputePolicy::full;
+      }
+      even_stages(r, items, "PipelineModule partitions uniformly");
+      break;
+    case ExportTarget::dtensor:
+      no_pipeline(r, items, "the script builds no pipeline");
+      if (r.cp > 1) {
+        items.push_back(fmt::format("context parallelism cp={}: not in parallelize_module's styles; folded into data parallelism", r.cp));
+        fold_into_dp(r, r.cp);
+      }
+      if (r.dp > 1 && (r.zero_stage == 1 || r.zero_stage == 2 || r.distopt)) {
+        items.push_back("ZeRO-1/2 or the distributed optimizer: the script replicates (DDP) or fully shards (fully_shard); nearest: fully_shard");
+        r.zero_stage = 3, r.distopt = false;
+      }
+      if (r.recompute == RecomputePolicy::selective) {
+        items.push_back("selective recomputation: the script wraps whole layers in checkpoint_wrapper; nearest: full");
+        r.recompute = RecomputePolicy::full;
+      }
+      break;
+    case ExportTarget::jax:
+      no_pipeline(r, items, "PartitionSpecs shard within one program");
+      if (r.dp > 1 && (r.zero_stage == 1 || r.zero_stage == 2 || r.distopt)) {
+        items.push_back("ZeRO-1/2 or the distributed optimizer: parameters are either replicated or sharded over the batch axes; nearest: sharded (ZeRO-3)");
+        r.zero_stage = 3, r.distopt = false;
+      }
+      break;
+  }
+  return items;
+}
+
+}  // namespace symtensor::compiler

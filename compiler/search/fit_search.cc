@@ -1,0 +1,190 @@
+#include "compiler/search/fit_search.h"
+
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "compiler/cost/plan_analysis.h"
+#include "compiler/cost/step_estimate.h"
+#include "compiler/onnx_import/import.h"
+#include "compiler/search/search_common.h"
+#include "compiler/strategies/propagation.h"
+#include "compiler/strategies/strategy.h"
+#include "compiler/strategies/transformer_structure.h"
+
+namespace symtensor::compiler {
+namespace {
+
+Graph import_with(const FitQuery& q, const std::map<std::string, double>& overrides) {
+  ImportOptions io;
+  io.bindings = parse_bindings(q.bind);
+  for (const auto& [k, v] : overrides) io.bindings[k] = v;
+  io.fusion = q.fusion;
+  io.batch_dim = q.batch_dim;
+  io.warn_opaque = false;
+  return import_onnx_file(q.model, io);
+}
+
+// Keeps the fastest fitting plan, else the least memory any plan needed.
+void keep_better(FitPlan& best, const std::string& label, const StepEstimate& e) {
+  best.capacity = e.memory_capacity;
+  if (e.fits) {
+    if (!best.fits || e.step_time_s < best.step_time_s) {
+      best.fits = true, best.label = label, best.step_time_s = e.step_time_s, best.peak_memory = e.peak_memory;
+    }
+  } else if (!best.fits && (best.label.empty() || e.peak_memory < best.peak_memory)) {
+    best.label = label, best.step_time_s = e.step_time_s, best.peak_memory = e.peak_memory;
+  }
+}
+
+// Doubling from `start` while `fits`, then bisection; values are multiples of `step`.
+FitAnswer bisect_largest(double start, double step, double limit, const std::function<FitPlan(double)>& at) {
+  FitAnswer a;
+  double lo = 0, hi = 0;
+  FitPlan lo_plan, hi_plan;
+  for (double v = start; v <= limit; v *= 2) {
+    FitPlan p = at(v);
+    if (p.fits) {
+      lo = v, lo_plan = p;
+    } else {
+      hi = v, hi_plan = p;
+      break;
+    }
+  }
+  if (lo == 0) {  // not even the start fits
+    a.next = start, a.next_plan = hi_plan;
+    return a;
+  }
+  if (hi == 0) {  // the limit fits
+    a.found = true, a.value = lo, a.plan = lo_plan;
+    return a;
+  }
+  while (hi - lo > step) {
+    const double mid = std::floor((lo + hi) / 2 / step) * step;
+    if (mid <= lo) break;
+    FitPlan p = at(mid);
+    if (p.fits) lo = mid, lo_plan = p;
+    else hi = mid, hi_plan = p;
+  }
+  a.found = true, a.value = lo, a.plan = lo_plan, a.next = hi, a.next_plan = hi_plan;
+  return a;
+}
+
+}  // namespace
+
+FitPlan fit_micro_batch(const FitQuery& q, const hardware::Cluster& cluster, int b, int* evaluations) {
+  FitPlan best;
+  const int devices = cluster.num_devices();
+  const int per_node = cluster.levels.empty() ? 1 : cluster.levels.front().size;
+  std::map<double, std::unique_ptr<Graph>> graphs;  // by global batch
+  int layers = -1;
+  for (int tp : divisors(per_node)) {
+    for (int pp : divisors(devices / tp)) {
+      const int dp = devices / (tp * pp);
+      const double batch = static_cast<double>(b) * dp * pp;
+      auto& g = graphs[batch];
+      if (!g) g = std::make_unique<Graph>(import_with(q, {{q.batch_dim.empty() ? std::string("batch") : q.batch_dim, batch}}));
+      if (layers < 0) layers = find_transformer_structure(*g, node_iteration_spaces(*g)).layers();
+      if ((tp > 1 || pp > 1) && (layers == 0 || (pp > 1 && layers % pp != 0))) continue;
+      MegatronLayouts layouts(*g);
+      for (int sp : tp > 1 ? std::vector<int>{1} : std::vector<int>{0}) {
+        for (RecomputePolicy r : {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full}) {
+          for (bool distopt : {false, true}) {
+            MegatronKnobs k;
+            k.tp = tp, k.pp = pp, k.mb = b, k.sp = sp, k.recompute = r, k.distopt = distopt && dp > 1;
+            if (!distopt || dp > 1) {
+              try {
+                const Plan plan = layouts.make(cluster, k, q.options);
+                const StepEstimate e = estimate_step(analyze_plan(*g, cluster, plan), plan, cluster);
+                if (evaluations) ++*evaluations;
+                keep_better(best, "megatron " + to_string(k), e);
+              } catch (const std::exception&) {
+                // a layout this model does not allow (heads not divisible ...): not a candidate
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (best.label.empty()) best.label = fmt::format("no Megatron layout of micro-batch {} is valid", b);
+  return best;
+}
+
+FitAnswer largest_micro_batch(const FitQuery& q, const hardware::Cluster& cluster) {
+  int evaluations = 0;
+  FitAnswer a = bisect_largest(1, 1, q.max_micro_batch, [&](double b) {
+    FitPlan p = fit_micro_batch(q, cluster, static_cast<int>(b), &evaluations);
+    if (q.progress) q.progress(fmt::format("fit: micro-batch {}: {}", b, p.fits ? "fits" : "does not fit"));
+    return p;
+  });
+  a.evaluations = evaluations;
+  return a;
+}
+
+FitPlan fit_strategy(const FitQuery& q, const hardware::Cluster& cluster, const std::map<std::string, double>& overrides) {
+  FitPlan best;
+  Graph g = import_with(q, overrides);
+  try {
+    const Plan plan = make_plan(q.strategy, g, cluster, q.options);
+    const StepEstimate e = estimate_step(analyze_plan(g, cluster, plan), plan, cluster);
+    keep_better(best, fmt::format("{} (pp={}, {} micro-batches, recompute {}, ZeRO {})", q.strategy, plan.pipeline_stages(),
+                               plan.micro_batches, to_string(plan.recompute), plan.zero_stage),
+             e);
+  } catch (const std::exception& e) {
+    best.label = std::string("no plan: ") + e.what();
+  }
+  return best;
+}
+
+FitAnswer longest_sequence(const FitQuery& q, const hardware::Cluster& cluster) {
+  const auto bound = parse_bindings(q.bind);
+  const auto seq = bound.find("seq");
+  const double start = seq != bound.end() ? std::max<double>(q.seq_step, std::floor(seq->second / q.seq_step) * q.seq_step) : q.seq_step;
+  int evaluations = 0;
+  FitAnswer a = bisect_largest(start, q.seq_step, 1 << 24, [&](double s) {
+    ++evaluations;
+    FitPlan p = fit_strategy(q, cluster, {{"seq", s}});
+    if (q.progress) q.progress(fmt::format("fit: sequence {}: {}", s, p.fits ? "fits" : "does not fit"));
+    return p;
+  });
+  if (!a.found && start > q.seq_step) {  // the bound sequence does not fit: walk down from it
+    a = bisect_largest(q.seq_step, q.seq_step, start, [&](double s) {
+      ++evaluations;
+      return fit_strategy(q, cluster, {{"seq", s}});
+    });
+  }
+  a.evaluations = evaluations;
+  return a;
+}
+
+FitAnswer fewest_devices(const FitQuery& q, const std::string& profile) {
+  const hardware::Cluster base = hardware::load_cluster(profile);
+  const int per_node = base.levels.empty() ? 1 : base.levels.front().size;
+  std::vector<std::pair<int, int>> sizes;  // (nodes, gpus per node)
+  for (int g = 1; g < per_node; g *= 2) sizes.emplace_back(1, g);
+  for (int n = 1; n <= q.max_nodes; ++n) sizes.emplace_back(n, per_node);
+  FitAnswer a;
+  FitPlan previous;
+  double previous_devices = 0;
+  for (const auto& [nodes, gpus] : sizes) {
+    const hardware::Cluster c = hardware::scale_cluster(base, nodes, gpus);
+    ++a.evaluations;
+    FitPlan p = fit_strategy(q, c, {});
+    if (q.progress) q.progress(fmt::format("fit: {} devices: {}", c.num_devices(), p.fits ? "fits" : "does not fit"));
+    if (p.fits) {
+      a.found = true, a.value = c.num_devices(), a.plan = p;
+      a.next = previous_devices, a.next_plan = previous;  // the largest size tried below that does not fit
+      return a;
+    }
+    previous = p, previous_devices = c.num_devices();
+  }
+  a.next = previous_devices, a.next_plan = previous;
+  return a;
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,86 @@
+// Memory broken down per stage: the parts sum to the estimate's peak, and on the
+// Korthikanti 22B layer (h 6144, 64 heads, s 2048, t 8; materialized attention, no dropout
+// as the zoo's GPT writes it) one layer's activations are sbh(8 + 24/t + 2as/(ht)) bytes.
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "compiler/cost/memory_breakdown.h"
+#include "compiler/cost/plan_analysis.h"
+#include "compiler/cost/step_estimate.h"
+#include "compiler/strategies/strategy.h"
+#include "tests/compiler/search_test_util.h"
+
+namespace symtensor::compiler {
+namespace {
+
+Plan megatron(Graph& g, const hardware::Cluster& c, const std::string& knobs, hardware::Precision p = hardware::Precision::bf16) {
+  StrategyOptions so;
+  so.megatron = knobs;
+  so.precision = p;
+  return make_plan("megatron", g, c, so);
+}
+
+TEST(MemoryBreakdown, PartsSumToTheEstimatePeakOnEveryStage) {
+  models::Overrides o;
+  o.layers = 4;
+  Graph g = symtensor::testing::zoo_graph("llama2-70b-tiny", o, 16, 32);
+  const hardware::Cluster c = symtensor::testing::cluster_of("dgx-a100", 2, 4);
+  for (const std::string knobs : {"tp=2,pp=2,mb=2,distopt=1", "tp=1,pp=2,vp=2,mb=1,recompute=selective"}) {
+    Plan plan = megatron(g, c, knobs);
+    const PlanAnalysis a = analyze_plan(g, c, plan);
+    const StepEstimate e = estimate_step(a, plan, c);
+    const auto stages = memory_breakdown(g, plan, a);
+    ASSERT_EQ(stages.size(), e.stage_peak_memory.size());
+    for (const auto& b : stages) {
+      EXPECT_DOUBLE_EQ(b.peak, e.stage_peak_memory[b.stage]) << knobs << " stage " << b.stage;
+      EXPECT_DOUBLE_EQ(b.parameters + b.gradients + b.optimizer + b.activations + b.transient + b.reserve, b.peak);
+      const double classes = std::accumulate(b.activations_by_class.begin(), b.activations_by_class.end(), 0.0,
+                                             [](double s, const auto& p) { return s + p.second; });
+      EXPECT_NEAR(classes, b.activations_per_micro_batch, 1e-9 * b.activations_per_micro_batch) << knobs;
+      EXPECT_GT(b.activations, 0);
+      EXPECT_GT(b.optimizer, 0);
+    }
+  }
+}
+
+TEST(MemoryBreakdown, ZeroStagesShardTheirParts) {
+  Graph g = symtensor::testing::zoo_graph("llama2-70b-tiny", {}, 16, 32);
+  const hardware::Cluster c = symtensor::testing::cluster_of("dgx-a100", 1, 8);
+  Plan plan = make_plan("dp", g, c, StrategyOptions{});
+  const auto zero0 = memory_breakdown(g, plan, analyze_plan(g, c, plan)).at(0);
+  plan.zero_stage = 3;
+  const auto zero3 = memory_breakdown(g, plan, analyze_plan(g, c, plan)).at(0);
+  EXPECT_DOUBLE_EQ(zero3.parameters * 8, zero0.parameters);
+  EXPECT_DOUBLE_EQ(zero3.gradients * 8, zero0.gradients);
+  EXPECT_DOUBLE_EQ(zero3.optimizer * 8, zero0.optimizer);
+  EXPECT_DOUBLE_EQ(zero0.optimizer, 6 * zero0.parameters);  // 12 B of fp32 states per 2 B weight
+  EXPECT_NE(zero3.optimizer_detail.find("ZeRO-3"), std::string::npos);
+  EXPECT_DOUBLE_EQ(zero3.activations, zero0.activations);
+}
+
+double activations_of_layers(int layers, int t) {
+  models::Overrides o;
+  o.layers = layers, o.hidden = 6144, o.heads = 64, o.vocab = 51200;
+  const models::ModelConfig config = models::apply_overrides(models::preset_config("gpt"), o);
+  ImportOptions io;
+  io.bindings = {{"batch", 1.0}, {"seq", 2048.0}};
+  io.warn_opaque = false;
+  io.fusion.attention = AttentionMode::materialized;
+  Graph g = import_onnx_model(models::build_model(config), "gpt-22b-layer", io);
+  const hardware::Cluster c = symtensor::testing::cluster_of("dgx-a100", 1, t);
+  Plan plan = megatron(g, c, "tp=" + std::to_string(t), hardware::Precision::fp16);
+  const PlanAnalysis a = analyze_plan(g, c, plan);
+  return memory_breakdown(g, plan, a).at(0).activations_per_micro_batch;
+}
+
+TEST(MemoryBreakdown, Korthikanti22BLayerWithoutDropout) {
+  const double s = 2048, b = 1, h = 6144, a = 64;
+  for (int t : {1, 8}) {
+    const double layer = activations_of_layers(2, t) - activations_of_layers(1, t);
+    EXPECT_DOUBLE_EQ(layer, s * b * h * (8 + 24.0 / t + 2 * a * s / (h * t))) << "t=" << t;
+  }
+}
+
+}  // namespace
+}  // namespace symtensor::compiler

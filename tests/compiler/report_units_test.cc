@@ -1,0 +1,20 @@
+// Number formatting of the reports: an empty bubble is 0, not rounding noise.
+#include <gtest/gtest.h>
+
+#include "compiler/report/units.h"
+
+namespace symtensor::compiler {
+namespace {
+
+TEST(FormatSeconds, RoundingNoiseBelowANanosecondIsZero) {
+  EXPECT_EQ(format_seconds(2.44e-15), "0 s");  // printed "2.44e-09 us" before
+  EXPECT_EQ(format_seconds(0), "0 s");
+  EXPECT_EQ(format_seconds(-3e-16), "0 s");
+  EXPECT_EQ(format_seconds(2.5e-6), "2.5 us");
+  EXPECT_EQ(format_seconds(1.5e-9), "0.0015 us");
+  EXPECT_EQ(format_seconds(0.0123), "12.3 ms");
+  EXPECT_EQ(format_seconds(4.56), "4.56 s");
+}
+
+}  // namespace
+}  // namespace symtensor::compiler
