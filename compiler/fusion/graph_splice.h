@@ -16,6 +16,7 @@ struct FusionMatch {
 struct PatternResult {
   std::vector<FusionMatch> matches;
   std::string detail;
+  std::string count;  // how the summary counts them ("32 layers"); empty: the number of matches
 };
 
 // The graph with each match's members replaced by its fused node (placed where its last
