@@ -1,10 +1,11 @@
 #pragma once
 // `--strategy megatron` without knobs: Megatron-LM's best configuration. Every valid
-// (tp, pp, dp, mb, vp, sp, recompute, distopt) is enumerated — tp dividing the GPUs per
-// node and the attention heads, pp dividing the layers, dp the rest, mb dividing the
+// (tp, pp, dp, mb, vp, sp, recompute, distopt, ep, etp) is enumerated — tp dividing the GPUs
+// per node and the attention heads, pp dividing the layers, dp the rest, mb dividing the
 // per-replica batch, vp dividing the layers per stage (interleaving needs the micro-batch
-// count to be a multiple of pp), sp only with tp > 1 — built with the fixed-knob generator
-// (make_megatron_plan; one build per (tp, pp, sp): the other knobs are plan fields) and
+// count to be a multiple of pp), sp only with tp > 1, and for MoE models ep dividing the
+// experts with etp = tp, or etp = 1 when tp divides ep, such that ep x etp divides tp x dp — built with the fixed-knob generator
+// (make_megatron_plan; one build per (tp, pp, sp, ep, etp): the other knobs are plan fields) and
 // priced by analyze_plan + estimate_step; the fastest plan that fits memory wins.
 //
 // Two exact prunings keep it fast, both from the estimator's monotonicity: micro-batch

@@ -18,7 +18,7 @@ class CompareReportTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     CompareOptions o;
-    o.model = testing::tiny_gpt_path();
+    o.model = symtensor::testing::tiny_gpt_path();
     o.bind = "batch=16,seq=32";
     o.strategies = {"symtensor", "dp", "zero3", "megatron", "nonsense"};
     o.megatron = "tp=2,pp=2,mb=1";
@@ -52,7 +52,7 @@ TEST_F(CompareReportTest, EveryStrategyHasARowAndFailuresSayWhy) {
 }
 
 TEST_F(CompareReportTest, CsvEqualsTheResults) {
-  const auto rows = testing::parse_csv(testing::read_text(*dir_ + "/results.csv"));
+  const auto rows = symtensor::testing::parse_csv(symtensor::testing::read_text(*dir_ + "/results.csv"));
   ASSERT_EQ(rows.size(), results_->strategies.size() + 1);
   std::map<std::string, int> col;
   for (std::size_t i = 0; i < rows[0].size(); ++i) col[rows[0][i]] = static_cast<int>(i);
@@ -88,7 +88,7 @@ TEST_F(CompareReportTest, CsvEqualsTheResults) {
 }
 
 TEST_F(CompareReportTest, JsonEqualsTheResults) {
-  const auto j = nlohmann::json::parse(testing::read_text(*dir_ + "/results.json"));
+  const auto j = nlohmann::json::parse(symtensor::testing::read_text(*dir_ + "/results.json"));
   ASSERT_EQ(j["strategies"].size(), results_->strategies.size());
   EXPECT_EQ(j["devices"], 4);
   EXPECT_EQ(j["bindings"]["batch"].get<double>(), 16);
@@ -146,7 +146,7 @@ TEST_F(CompareReportTest, FormulaAtTheBoundBatchIsTheEstimate) {
 }
 
 TEST_F(CompareReportTest, HtmlIsSelfContainedWithEveryChart) {
-  const std::string html = testing::read_text(*dir_ + "/report.html");
+  const std::string html = symtensor::testing::read_text(*dir_ + "/report.html");
   for (const char* needle : {"class=\"chart breakdown\"", "class=\"chart memory\"", "class=\"strategies\"",
                              "class=\"formulas\"", "class=\"cuts\"", "T(batch) = "})
     EXPECT_NE(html.find(needle), std::string::npos) << needle;
@@ -159,7 +159,7 @@ TEST_F(CompareReportTest, HtmlIsSelfContainedWithEveryChart) {
     for (std::size_t p; (p = h.find("http://www.w3.org/2000/svg")) != std::string::npos;) h.erase(p, 26);
     EXPECT_EQ(h.find(banned), std::string::npos) << banned;
   }
-  EXPECT_NE(testing::read_text(*dir_ + "/report.md").find("| strategy |"), std::string::npos);
+  EXPECT_NE(symtensor::testing::read_text(*dir_ + "/report.md").find("| strategy |"), std::string::npos);
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ namespace {
 
 SweepOptions tiny_sweep(int jobs) {
   SweepOptions o;
-  o.model = testing::tiny_gpt_path();
+  o.model = symtensor::testing::tiny_gpt_path();
   o.bind = "batch=16,seq=32";
   o.clusters = {"dgx-a100", "dgx-h100"};
   o.gpus = {2, 4, 8};
@@ -61,7 +61,7 @@ TEST(Sweep, APointIsTheFastestStrategyAsEvaluatedAlone) {
   const SweepResults r = run_sweep(tiny_sweep(2));
   ImportOptions io;
   io.bindings = parse_bindings("batch=16,seq=32");
-  Graph graph = import_onnx_file(testing::tiny_gpt_path(), io);
+  Graph graph = import_onnx_file(symtensor::testing::tiny_gpt_path(), io);
   for (const SweepPoint& p : r.points) {
     SCOPED_TRACE(p.cluster + " x" + std::to_string(p.gpus));
     const hardware::Cluster cluster = cluster_of_size(p.cluster, p.gpus);
