@@ -67,15 +67,6 @@ std::int64_t top_k_of(const Graph& g, NodeId top_k) {
   return ops::as_int(values.shape[axis]).value_or(0);
 }
 
-std::string moe_node_name(const Graph& g, const Node& einsum, const char* op, std::set<std::string>& taken) {
-  const auto slash = einsum.name.rfind('/');
-  const std::string base = (slash == std::string::npos ? std::string() : einsum.name.substr(0, slash + 1)) + op;
-  std::string name = base;
-  for (int i = 1; taken.count(name) || g.find_tensor(name) != kNone; ++i) name = base + "_" + std::to_string(i);
-  taken.insert(name);
-  return name;
-}
-
 }  // namespace
 
 PatternResult match_moe(const Graph& g) {
@@ -98,7 +89,7 @@ PatternResult match_moe(const Graph& g) {
       if (top == kNone) continue;
       const bool dispatch = *role == RoutingRole::dispatch;
       Node fused;
-      fused.name = moe_node_name(g, n, dispatch ? "MoeDispatch" : "MoeCombine", taken);
+      fused.name = fused_node_name(g, n, dispatch ? "MoeDispatch" : "MoeCombine", taken);
       fused.op_type = dispatch ? "MoeDispatch" : "MoeCombine";
       fused.domain = "ai.symtensor";
       fused.opset = 1;

@@ -55,7 +55,8 @@ struct LoopDim {
 struct IterationSpace {
   OpKind kind = OpKind::opaque;
   std::vector<LoopDim> loops;
-  std::vector<std::vector<int>> input_dims;   // [input][dim] -> loop index or -1
+  // [input][dim] -> loop index or -1; inputs past its end are not read (Shape, Size).
+  std::vector<std::vector<int>> input_dims;
   std::vector<std::vector<int>> output_dims;  // [output][dim] -> loop index or -1
   GiNaC::ex flops = 0;
   GiNaC::ex bytes = 0;

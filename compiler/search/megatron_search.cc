@@ -144,6 +144,13 @@ class MegatronSearch {
         if (e.estimate.fits) {
           fitted.emplace_back(r, d), any_fit = true;
           best = std::min(best, e.estimate.step_time_s);
+          auto [it, added] = best_.best_by_ep.try_emplace(base.ep);
+          if (added || e.estimate.step_time_s < it->second.step_time_s) {
+            it->second.knobs = base;
+            it->second.knobs.mb = mb, it->second.knobs.vp = vp, it->second.knobs.recompute = policies[r];
+            it->second.knobs.distopt = d == 1;
+            it->second.step_time_s = e.estimate.step_time_s;
+          }
         }
         if (e.better_than(best_eval_)) {
           best_eval_ = e;

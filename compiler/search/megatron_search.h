@@ -19,6 +19,7 @@
 // optimizer, micro-batches of 1 or 2 samples, and interleaving and pipeline depths walked
 // upwards only while the step time drops (about a hundred evaluations instead of
 // thousands; not exhaustive, so never the baseline).
+#include <map>
 #include <string>
 
 #include "compiler/cost/plan_analysis.h"
@@ -32,6 +33,13 @@ struct MegatronSearchResult {
   MegatronKnobs knobs;
   PlanAnalysis analysis;  // of the plan; filled by the searches that own their analyzer
   StepEstimate estimate;
+  // The fastest fitting configuration for each expert-parallel size (MoE models; ep = 1
+  // only otherwise): its knobs and estimated step time.
+  struct Best {
+    MegatronKnobs knobs;
+    double step_time_s = 0;
+  };
+  std::map<int, Best> best_by_ep;
   int configurations = 0;  // valid configurations considered (pruned ones included)
   int evaluations = 0;     // analyze_plan + estimate_step calls
 };
