@@ -1,6 +1,8 @@
 #include "onnx_models/layers.h"
 
 #include <cmath>
+#include <numeric>
+#include <utility>
 #include <limits>
 #include <vector>
 
@@ -169,31 +171,70 @@ std::string swiglu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidde
   return linear(g, act, "down_proj", intermediate, hidden, false);
 }
 
-std::string moe_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate,
-                    std::int64_t experts, std::int64_t top_k) {
+namespace {
+
+// cf * top_k / experts as a reduced fraction num/den (cf read to 1/1000), so that the
+// capacity ceil(num * seq / den) is computed in integers by the graph and by SymTensor.
+std::pair<std::int64_t, std::int64_t> capacity_ratio(double capacity_factor, std::int64_t top_k,
+                                                     std::int64_t experts) {
+  std::int64_t num = static_cast<std::int64_t>(std::llround(capacity_factor * 1000)) * top_k;
+  std::int64_t den = 1000 * experts;
+  const std::int64_t d = std::gcd(num, den);
+  return {num / d, den / d};
+}
+
+}  // namespace
+
+std::string moe_mlp(GraphBuilder& g, const std::string& x, const MoeSpec& spec) {
+  const std::int64_t h = spec.hidden, E = spec.experts, k = spec.top_k;
   // Router: logits [b, s, E] -> top-k logits and indices -> softmax over the k logits
   // (equal to Mixtral's softmax-then-renormalize).
-  std::string logits = linear(g, x, "gate", hidden, experts, false);
-  auto top = g.op_n("TopK", {logits, g.ints({top_k})}, 2, {{"axis", std::int64_t{-1}}});
+  std::string logits = linear(g, x, "gate", h, E, false);
+  auto top = g.op_n("TopK", {logits, g.ints({k})}, 2, {{"axis", std::int64_t{-1}}});
   std::string weights = g.op("Softmax", {top[0]}, {{"axis", std::int64_t{-1}}});  // [b, s, k]
-  // Routing tensor [b, s, E]: one-hot of each chosen index times its weight, summed over k.
   std::vector<std::int64_t> expert_ids;
-  for (std::int64_t e = 0; e < experts; ++e) expert_ids.push_back(e);
+  for (std::int64_t e = 0; e < E; ++e) expert_ids.push_back(e);
   std::string chosen = g.op("Equal", {g.op("Unsqueeze", {top[1], g.ints({-1})}), g.ints(expert_ids)});
   std::string one_hot = g.op("Cast", {chosen}, {{"to", std::int64_t{onnx::TensorProto::FLOAT}}});  // [b,s,k,E]
-  std::string weighted = g.op("Mul", {one_hot, g.op("Unsqueeze", {weights, g.ints({-1})})});
-  std::string routing = g.op("ReduceSum", {weighted, g.ints({2})}, {{"keepdims", std::int64_t{0}}});
-  // Experts, stacked [E, in, out], on every token: [b, 1, s, h] x [E, h, I] -> [b, E, s, I].
-  const double bound_in = fan_in_bound(hidden), bound_out = fan_in_bound(intermediate);
-  std::string w1 = g.parameter("experts.w1", {experts, hidden, intermediate}, Init::uniform(bound_in));
-  std::string w3 = g.parameter("experts.w3", {experts, hidden, intermediate}, Init::uniform(bound_in));
-  std::string w2 = g.parameter("experts.w2", {experts, intermediate, hidden}, Init::uniform(bound_out));
-  std::string tokens = g.op("Unsqueeze", {x, g.ints({1})});
-  std::string act = g.op("Mul", {silu(g, g.op("MatMul", {tokens, w1})), g.op("MatMul", {tokens, w3})});
-  std::string expert_out = g.op("MatMul", {act, w2});  // [b, E, s, h]
-  std::string gate = g.op("Unsqueeze", {g.op("Transpose", {routing}, {{"perm", perm({0, 2, 1})}}), g.ints({-1})});
-  std::string combined = g.op("Mul", {expert_out, gate});  // [b, E, s, h]
-  return g.op("ReduceSum", {combined, g.ints({1})}, {{"keepdims", std::int64_t{0}}});
+  // Position of each (token, choice) in its expert's buffer: an exclusive running count over
+  // the sequence in token-major order (token t's choices before token t+1's), so a token's
+  // slot depends on earlier tokens only and the layer stays causal. One group = one sequence.
+  std::string flat = g.op("Reshape", {one_hot, g.ints({0, -1, E})});  // [b, s*k, E]
+  std::string before = g.op("CumSum", {flat, g.int_scalar(1)}, {{"exclusive", std::int64_t{1}}});
+  std::string position = g.op("Reshape", {before, g.ints({0, -1, k, E})});  // [b, s, k, E]
+  // Per (token, expert): routed or not, its position, its gate weight (experts are distinct
+  // among a token's k choices, so each is a sum over k of at most one term).
+  auto over_k = [&](const std::string& t) {
+    return g.op("ReduceSum", {t, g.ints({2})}, {{"keepdims", std::int64_t{0}}});  // [b, s, E]
+  };
+  std::string routed = over_k(one_hot);
+  std::string slot = over_k(g.op("Mul", {position, one_hot}));
+  std::string gate = over_k(g.op("Mul", {one_hot, g.op("Unsqueeze", {weights, g.ints({-1})})}));
+  // Capacity C = ceil(cf * k * seq / E) slots per expert and sequence: Range(0, num*seq, den)
+  // has C elements, divided by den they number the slots 0..C-1.
+  const auto [num, den] = capacity_ratio(spec.capacity_factor, k, E);
+  std::string seq = g.op("Gather", {g.op("Shape", {x}), g.int_scalar(1)});
+  std::string slots = g.op("Div", {g.op("Range", {g.int_scalar(0), g.op("Mul", {seq, g.int_scalar(num)}), g.int_scalar(den)}),
+                                   g.int_scalar(den)});
+  slots = g.op("Cast", {slots}, {{"to", std::int64_t{onnx::TensorProto::FLOAT}}});  // [C]
+  // Dispatch mask and combine weights [b, s, E, C]: one-hot of the slot (a token beyond
+  // capacity matches none: dropped), times routed / times the gate weight.
+  std::string in_slot = g.op("Cast", {g.op("Equal", {g.op("Unsqueeze", {slot, g.ints({-1})}), slots})},
+                             {{"to", std::int64_t{onnx::TensorProto::FLOAT}}});
+  std::string dispatch = g.op("Mul", {in_slot, g.op("Unsqueeze", {routed, g.ints({-1})})});
+  std::string combine = g.op("Mul", {in_slot, g.op("Unsqueeze", {gate, g.ints({-1})})});
+  // Experts, stacked [E, in, out], on their C tokens each.
+  const double bound_in = fan_in_bound(h), bound_out = fan_in_bound(spec.intermediate);
+  std::string w1 = g.parameter("experts.w1", {E, h, spec.intermediate}, Init::uniform(bound_in));
+  std::string w3 = g.parameter("experts.w3", {E, h, spec.intermediate}, Init::uniform(bound_in));
+  std::string w2 = g.parameter("experts.w2", {E, spec.intermediate, h}, Init::uniform(bound_out));
+  auto einsum = [&](const char* equation, const std::string& a, const std::string& b) {
+    return g.op("Einsum", {a, b}, {{"equation", std::string(equation)}});
+  };
+  std::string tokens = einsum("bsec,bsh->bech", dispatch, x);  // [b, E, C, h]
+  std::string act = g.op("Mul", {silu(g, einsum("bech,ehi->beci", tokens, w1)), einsum("bech,ehi->beci", tokens, w3)});
+  std::string expert_out = einsum("beci,eih->bech", act, w2);  // [b, E, C, h]
+  return einsum("bsec,bech->bsh", combine, expert_out);
 }
 
 }  // namespace symtensor::models

@@ -60,9 +60,16 @@ std::string gelu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden,
                      const char* in_name, const char* out_name);
 // down(silu(gate(x)) * up(x)), no biases.
 std::string swiglu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate);
-// Top-k routed mixture of SwiGLU experts, computed densely (every expert on every token,
-// weighted by a routing tensor that is zero outside each token's top-k experts).
-std::string moe_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate,
-                    std::int64_t experts, std::int64_t top_k);
+// Top-k routed mixture of SwiGLU experts with GShard-style capacity routing (static shapes):
+// router -> TopK -> softmax weights; each sequence is one group, each expert takes at most
+// C = ceil(capacity_factor * top_k * seq / experts) of its tokens (first come, first served;
+// the rest are dropped); dispatch mask and combine weights [b, s, E, C]; then
+// Einsum("bsec,bsh->bech"), the experts' SwiGLU as Einsums over [b, E, C, h] with stacked
+// weights experts.w1/w3 [E, h, I] and experts.w2 [E, I, h], Einsum("bsec,bech->bsh").
+struct MoeSpec {
+  std::int64_t hidden = 0, intermediate = 0, experts = 0, top_k = 0;
+  double capacity_factor = 1.0;
+};
+std::string moe_mlp(GraphBuilder& g, const std::string& x, const MoeSpec& spec);
 
 }  // namespace symtensor::models

@@ -1,6 +1,6 @@
 // LLaMA-2 family: RMSNorm, rotary embeddings, SwiGLU MLP, untied LM head, grouped-query
 // attention when kv_heads < heads. Qwen2 adds q/k/v biases; Mixtral replaces the MLP with
-// a top-k mixture of SwiGLU experts.
+// a top-k mixture of SwiGLU experts routed with a capacity (layers.h, moe_mlp).
 #include <string>
 
 #include "onnx_models/families.h"
@@ -32,7 +32,7 @@ void build_llama(GraphBuilder& g, const ModelConfig& c) {
     std::string m = rms_norm(g, x, "post_attention_layernorm", h, c.norm_epsilon);
     if (c.experts > 0) {
       g.push("block_sparse_moe");
-      x = g.op("Add", {x, moe_mlp(g, m, h, c.intermediate, c.experts, c.top_k)});
+      x = g.op("Add", {x, moe_mlp(g, m, {h, c.intermediate, c.experts, c.top_k, c.capacity_factor})});
     } else {
       g.push("mlp");
       x = g.op("Add", {x, swiglu_mlp(g, m, h, c.intermediate)});

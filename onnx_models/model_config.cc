@@ -59,6 +59,7 @@ void validate(const ModelConfig& c) {
       require(c.experts >= 0, c, "experts must not be negative");
       require(c.experts == 0 || (c.top_k > 0 && c.top_k <= c.experts), c,
               "top-k must be between 1 and experts");
+      require(c.capacity_factor > 0 && c.capacity_factor <= 1000, c, "capacity factor must be in (0, 1000]");
       break;
     case Family::vit:
       require(c.patch_size > 0 && c.image_size > 0 && c.image_size % c.patch_size == 0, c,

@@ -25,6 +25,7 @@ struct ModelConfig {
   std::int64_t type_vocab = 0;      // bert token types
   std::int64_t experts = 0;         // > 0: mixture of experts (llama family)
   std::int64_t top_k = 0;
+  double capacity_factor = 1.0;     // expert capacity = ceil(factor * top_k * seq / experts) tokens
   bool qkv_bias = false;            // llama family: Qwen2 has biases on q/k/v
   std::int64_t image_size = 0;      // vit, resnet
   std::int64_t patch_size = 0;      // vit

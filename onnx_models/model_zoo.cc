@@ -47,6 +47,9 @@ onnx::ModelProto build_model(const ModelConfig& config) {
   if (config.experts > 0) {
     add_metadata(model, "symtensor.moe.experts", std::to_string(config.experts));
     add_metadata(model, "symtensor.moe.top_k", std::to_string(config.top_k));
+    std::ostringstream factor;
+    factor << config.capacity_factor;
+    add_metadata(model, "symtensor.moe.capacity_factor", factor.str());
   }
   if (config.weights == Weights::none) {
     std::string names;

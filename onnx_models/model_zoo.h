@@ -6,8 +6,8 @@
 // and list their names, comma-separated, in the metadata property `symtensor.parameters`.
 // Models with random weights hold them as initializers. Other metadata: `symtensor.model`,
 // `symtensor.family`, `symtensor.config` (describe()), and for mixtures of experts
-// `symtensor.moe.experts` / `symtensor.moe.top_k` (experts are computed densely, so the
-// graph's FLOPs are experts/top_k times the routed FLOPs of the expert MLPs).
+// `symtensor.moe.experts` / `symtensor.moe.top_k` / `symtensor.moe.capacity_factor`
+// (experts run on their capacity of routed tokens, see layers.h moe_mlp).
 #include <cstdint>
 #include <string>
 

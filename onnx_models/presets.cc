@@ -147,13 +147,15 @@ ModelConfig apply_overrides(ModelConfig c, const Overrides& o) {
   if (o.seq) c.seq = *o.seq;
   if (o.experts) c.experts = *o.experts;
   if (o.top_k) c.top_k = *o.top_k;
+  if (o.capacity_factor) c.capacity_factor = *o.capacity_factor;
   if (o.image_size) c.image_size = *o.image_size;
   if (o.patch_size) c.patch_size = *o.patch_size;
   if (o.classes) c.classes = *o.classes;
   if (o.weights) c.weights = *o.weights;
   if (o.seed) c.seed = *o.seed;
-  if (c.family != Family::llama && (o.kv_heads || o.experts || o.top_k))
-    throw std::runtime_error("model '" + c.name + "': --kv-heads, --experts and --top-k apply to the llama family only");
+  if (c.family != Family::llama && (o.kv_heads || o.experts || o.top_k || o.capacity_factor))
+    throw std::runtime_error("model '" + c.name +
+                             "': --kv-heads, --experts, --top-k and --capacity-factor apply to the llama family only");
   if (c.family != Family::vit && (o.patch_size || (o.image_size && c.family != Family::resnet)))
     throw std::runtime_error("model '" + c.name + "': --image-size and --patch-size apply to vit (and resnet) only");
   validate(c);
@@ -171,7 +173,11 @@ std::string describe(const ModelConfig& c) {
     s << ", " << c.layers << " layers, hidden " << c.hidden << ", " << c.heads << " heads";
     if (c.kv_heads != c.heads) s << " (" << c.kv_heads << " kv)";
     s << ", mlp " << c.intermediate;
-    if (c.experts > 0) s << " x " << c.experts << " experts (top-" << c.top_k << ")";
+    if (c.experts > 0) {
+      s << " x " << c.experts << " experts (top-" << c.top_k;
+      if (c.capacity_factor != 1.0) s << ", capacity factor " << c.capacity_factor;
+      s << ")";
+    }
     if (c.family == Family::vit)
       s << ", image " << c.image_size << "/" << c.patch_size << ", classes " << c.classes;
     else

@@ -39,6 +39,7 @@ struct Overrides {
   std::optional<std::int64_t> seq = std::nullopt;
   std::optional<std::int64_t> experts = std::nullopt;
   std::optional<std::int64_t> top_k = std::nullopt;
+  std::optional<double> capacity_factor = std::nullopt;
   std::optional<std::int64_t> image_size = std::nullopt;
   std::optional<std::int64_t> patch_size = std::nullopt;
   std::optional<std::int64_t> classes = std::nullopt;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <iostream>
 #include <set>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -29,13 +30,19 @@ std::string shape_text(const Tensor& t) {
   return s + "]";
 }
 
-// Value with unbound dims at 1: only for ranking operators by cost.
-double rank_value(const Graph& g, const GiNaC::ex& e) {
+// Values with unbound dims at 1: only for ranking operators by cost. The substitution is
+// built once (a graph holds a few symbols per layer).
+std::vector<double> rank_values(const Graph& g, const std::vector<compiler::NodeCost>& costs) {
   GiNaC::exmap ones;
   for (const auto& [name, sym] : g.symbols.all())
     if (!g.symbols.bindings().count(name)) ones[sym] = 1;
-  const GiNaC::ex v = GiNaC::evalf(g.symbols.substitute(e).subs(ones));
-  return GiNaC::is_a<GiNaC::numeric>(v) ? GiNaC::ex_to<GiNaC::numeric>(v).to_double() : 0.0;
+  std::vector<double> values;
+  values.reserve(costs.size());
+  for (const auto& c : costs) {
+    const GiNaC::ex v = GiNaC::evalf(g.symbols.substitute(c.flops).subs(ones));
+    values.push_back(GiNaC::is_a<GiNaC::numeric>(v) ? GiNaC::ex_to<GiNaC::numeric>(v).to_double() : 0.0);
+  }
+  return values;
 }
 
 nlohmann::json quantity(const Graph& g, const GiNaC::ex& e) {
@@ -55,10 +62,12 @@ void run_inspect(const InspectOptions& o) {
   Graph g = import_model(o.input, !o.json);
   const compiler::ModelStats stats = compiler::compute_model_stats(g);
 
-  std::vector<compiler::NodeCost> heaviest = stats.node_costs;
-  std::stable_sort(heaviest.begin(), heaviest.end(), [&](const auto& a, const auto& b) {
-    return rank_value(g, a.flops) > rank_value(g, b.flops);
-  });
+  const std::vector<double> rank = rank_values(g, stats.node_costs);
+  std::vector<std::size_t> by_cost(rank.size());
+  for (std::size_t i = 0; i < by_cost.size(); ++i) by_cost[i] = i;
+  std::stable_sort(by_cost.begin(), by_cost.end(), [&](std::size_t a, std::size_t b) { return rank[a] > rank[b]; });
+  std::vector<compiler::NodeCost> heaviest;
+  for (std::size_t i : by_cost) heaviest.push_back(stats.node_costs[i]);
   heaviest.resize(std::min<std::size_t>(heaviest.size(), static_cast<std::size_t>(std::max(o.top, 0))));
 
   // The model's dims are the symbols of its inputs' and outputs' shapes.

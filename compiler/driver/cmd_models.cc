@@ -69,6 +69,8 @@ void add_models_command(CLI::App& app) {
   cmd->add_option("--seq", v.seq, "maximum positions (learned position table / rotary range)");
   cmd->add_option("--experts", v.experts, "experts per MoE layer (llama family)");
   cmd->add_option("--top-k", v.top_k, "experts per token");
+  cmd->add_option("--capacity-factor", v.capacity_factor,
+                  "MoE expert capacity as a multiple of top_k * seq / experts tokens (default 1.0)");
   cmd->add_option("--image-size", v.image_size, "image side in pixels (vit, resnet)");
   cmd->add_option("--patch-size", v.patch_size, "patch side in pixels (vit)");
   cmd->add_option("--classes", v.classes, "output classes (vit, resnet)");

@@ -174,15 +174,6 @@ std::optional<Chain> chain_from_softmax(const Graph& g, NodeId softmax) {
   return c;
 }
 
-std::string fused_name(const Graph& g, const Node& first, std::set<std::string>& taken) {
-  const auto slash = first.name.rfind('/');
-  const std::string base = (slash == std::string::npos ? std::string() : first.name.substr(0, slash + 1)) + "FusedAttention";
-  std::string name = base;
-  for (int i = 1; taken.count(name) || g.find_tensor(name) != kNone; ++i) name = base + "_" + std::to_string(i);
-  taken.insert(name);
-  return name;
-}
-
 }  // namespace
 
 PatternResult match_attention(const Graph& g) {
@@ -198,7 +189,7 @@ PatternResult match_attention(const Graph& g) {
     const Node& pv = g.node(chain->members[1]);
     const bool causal = chain->mask != kNone && is_causal_mask(g, chain->mask);
     Node fused;
-    fused.name = fused_name(g, g.node(chain->first_matmul), taken);
+    fused.name = fused_node_name(g, g.node(chain->first_matmul), "FusedAttention", taken);
     fused.op_type = "FusedAttention";
     fused.domain = "ai.symtensor";
     fused.opset = 1;

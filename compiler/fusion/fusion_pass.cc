@@ -4,6 +4,7 @@
 
 #include "compiler/fusion/attention_pattern.h"
 #include "compiler/fusion/graph_splice.h"
+#include "compiler/fusion/moe_pattern.h"
 
 namespace symtensor::compiler {
 
@@ -18,6 +19,7 @@ struct Pattern {
 // In the order they run.
 const Pattern kPatterns[] = {
     {"attention", [](const FusionOptions& o) { return o.attention == AttentionMode::fused; }, match_attention},
+    {"moe", [](const FusionOptions& o) { return o.moe; }, match_moe},
 };
 
 }  // namespace
@@ -39,7 +41,7 @@ FusionSummary run_fusion_pass(Graph& graph, const FusionOptions& options) {
     summary.entries.push_back({p.name, static_cast<int>(found.matches.size()), found.detail});
     graph = splice_matches(graph, found.matches);
     graph.metadata[std::string(kFusedMetadataPrefix) + p.name] =
-        std::to_string(found.matches.size()) + "; " + found.detail;
+        (found.count.empty() ? std::to_string(found.matches.size()) : found.count) + "; " + found.detail;
   }
   return summary;
 }

@@ -5,6 +5,15 @@
 
 namespace symtensor::compiler {
 
+std::string fused_node_name(const Graph& graph, const Node& member, const std::string& op, std::set<std::string>& taken) {
+  const auto slash = member.name.rfind('/');
+  const std::string base = (slash == std::string::npos ? std::string() : member.name.substr(0, slash + 1)) + op;
+  std::string name = base;
+  for (int i = 1; taken.count(name) || graph.find_tensor(name) != kNone; ++i) name = base + "_" + std::to_string(i);
+  taken.insert(name);
+  return name;
+}
+
 Graph splice_matches(const Graph& graph, const std::vector<FusionMatch>& matches) {
   const int nodes = static_cast<int>(graph.nodes().size());
   // Per old node: -1 kept as is, else the match it belongs to; the match's fused node

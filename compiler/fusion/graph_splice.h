@@ -1,5 +1,6 @@
 #pragma once
 // Replaces matched subgraphs by fused nodes: the one graph edit the fusion patterns share.
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,12 @@ struct FusionMatch {
 struct PatternResult {
   std::vector<FusionMatch> matches;
   std::string detail;
+  std::string count;  // how the summary counts them ("32 layers"); empty: the number of matches
 };
+
+// A name for a fused node of type `op` in `member`'s scope ("/h.0/attn/" + op), with "_N"
+// appended until it is in neither `taken` (which gets it) nor the graph's tensor names.
+std::string fused_node_name(const Graph& graph, const Node& member, const std::string& op, std::set<std::string>& taken);
 
 // The graph with each match's members replaced by its fused node (placed where its last
 // member was, so the order stays topological), then every node whose outputs nobody reads

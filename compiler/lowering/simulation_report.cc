@@ -58,6 +58,7 @@ SimulationReport make_report(const PlanAnalysis& a, const Plan& plan, const hard
     r.exposed_comm_s = critical->exposed_comm_s;
     r.bubble_s = critical->bubble_s;
     r.optimizer_s = critical->optimizer_s;
+    r.collectives_s = critical->collective_busy_s;
   }
   return r;
 }
@@ -91,7 +92,8 @@ nlohmann::json report_to_json(const SimulationReport& r, const Plan& plan) {
             {"compute_s", r.compute_s},
             {"exposed_comm_s", r.exposed_comm_s},
             {"bubble_s", r.bubble_s},
-            {"optimizer_s", r.optimizer_s}}},
+            {"optimizer_s", r.optimizer_s},
+            {"collectives_s", r.collectives_s}}},
           {"device_memory_bytes", r.device_memory_bytes},
           {"fits", r.fits},
           {"stages", stages},
@@ -120,6 +122,12 @@ std::string report_text(const SimulationReport& r, const Plan& plan) {
   o << "breakdown (" << r.critical_stage << "): compute " << format_seconds(r.compute_s) << ", exposed communication "
     << format_seconds(r.exposed_comm_s) << ", pipeline bubble " << format_seconds(r.bubble_s) << ", optimizer "
     << format_seconds(r.optimizer_s) << "\n";
+  if (!r.collectives_s.empty()) {
+    o << "collectives (" << r.critical_stage << ", busy, overlapped or not):";
+    const char* sep = " ";
+    for (const auto& [kind, seconds] : r.collectives_s) o << sep << kind << " " << format_seconds(seconds), sep = ", ";
+    o << "\n";
+  }
   o << "memory per stage (capacity " << format_bytes(r.device_memory_bytes) << "):\n";
   for (const auto& s : r.stages) {
     o << fmt::format("  {:<8} peak {:>11}  (static {:>11})", s.name, format_bytes(s.peak_memory_bytes),

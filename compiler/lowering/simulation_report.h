@@ -2,6 +2,7 @@
 // What `symtensor simulate` reports: step time, throughput, MFU/HFU, the breakdown of the
 // critical stage, and memory per stage against capacity. JSON keys are documented in
 // compiler/lowering/README.md and are stable.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ struct SimulationReport {
   // communication, pipeline bubble (idle not explained by collectives), optimizer.
   std::string critical_stage;
   double compute_s = 0, exposed_comm_s = 0, bubble_s = 0, optimizer_s = 0;
+  // The critical stage's collectives by kind (busy time, overlapped or not).
+  std::map<std::string, double> collectives_s;
   double device_memory_bytes = 0;
   bool fits = true;
   std::vector<StageReport> stages;

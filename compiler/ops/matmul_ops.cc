@@ -217,14 +217,16 @@ Einsum parse_einsum(const OpContext& ctx) {
   return e;
 }
 
-std::vector<OutputInfo> einsum_infer(const OpContext& ctx) {
+}  // namespace
+
+std::vector<OutputInfo> ops::einsum_infer(const OpContext& ctx) {
   Einsum e = parse_einsum(ctx);
   Shape out;
   for (const auto& l : e.output.labels) out.push_back(e.extent.at(l));
   return {output(input(ctx, 0).dtype, out)};
 }
 
-IterationSpace einsum_space(const OpContext& ctx) {
+IterationSpace ops::einsum_space(const OpContext& ctx) {
   Einsum e = parse_einsum(ctx);
   std::set<std::string> in_output(e.output.labels.begin(), e.output.labels.end());
   IterationSpace s;
@@ -256,8 +258,6 @@ IterationSpace einsum_space(const OpContext& ctx) {
   s.bytes = io_bytes(ctx);
   return s;
 }
-
-}  // namespace
 
 void register_matmul_ops(OpRegistry& registry) {
   registry.add("", "MatMul", {matmul_infer, matmul_space});

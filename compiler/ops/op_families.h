@@ -6,6 +6,7 @@ namespace symtensor::compiler {
 
 void register_matmul_ops(OpRegistry& registry);         // MatMul, Gemm, Einsum
 void register_attention_ops(OpRegistry& registry);      // FusedAttention, com.microsoft (GroupQuery|MultiHead)Attention
+void register_routing_ops(OpRegistry& registry);        // ai.symtensor MoeDispatch, MoeCombine
 void register_conv_ops(OpRegistry& registry);           // Conv, ConvTranspose
 void register_elementwise_ops(OpRegistry& registry);    // unary, binary, Where, Clip, Cast ...
 void register_normalization_ops(OpRegistry& registry);  // Softmax, LayerNorm, BatchNorm ...

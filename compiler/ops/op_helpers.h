@@ -82,6 +82,11 @@ IterationSpace movement_space(const OpContext& ctx, std::vector<std::vector<int>
 // Identity map of a shape onto loops [first, first + rank).
 std::vector<int> identity_dims(std::size_t rank, int first = 0);
 
+// --- Einsum (matmul_ops.cc): every letter a loop, letters absent from the output reductions;
+// for operators that are einsums with costs of their own (routing_ops.cc) ---------------
+std::vector<OutputInfo> einsum_infer(const OpContext& ctx);
+IterationSpace einsum_space(const OpContext& ctx);
+
 // --- sliding windows (Conv, ConvTranspose, pools) -------------------------------------
 GiNaC::ex div_floor(const GiNaC::ex& a, std::int64_t b);  // exact for numbers; a/b if symbolic
 GiNaC::ex div_ceil(const GiNaC::ex& a, std::int64_t b);

@@ -41,6 +41,11 @@ inline bool reduction_cut_is_partial_sum(OpKind kind) {
   return kind != OpKind::softmax && kind != OpKind::normalization && kind != OpKind::attention;
 }
 
+struct IterationSpace;
+// The same for one loop of a space: also not when an output indexes the reduction loop, a
+// scan (CumSum) or a selection (TopK), whose cut pieces do not add up to the result.
+bool reduction_cut_is_partial_sum(const IterationSpace& space, int loop);
+
 struct LoopDim {
   std::string name;   // "b", "m", "n", "k", "c_in" ... (for printing and rules)
   GiNaC::ex extent;
@@ -50,7 +55,8 @@ struct LoopDim {
 struct IterationSpace {
   OpKind kind = OpKind::opaque;
   std::vector<LoopDim> loops;
-  std::vector<std::vector<int>> input_dims;   // [input][dim] -> loop index or -1
+  // [input][dim] -> loop index or -1; inputs past its end are not read (Shape, Size).
+  std::vector<std::vector<int>> input_dims;
   std::vector<std::vector<int>> output_dims;  // [output][dim] -> loop index or -1
   GiNaC::ex flops = 0;
   GiNaC::ex bytes = 0;

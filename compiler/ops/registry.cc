@@ -54,6 +54,7 @@ const OpRegistry& builtin_op_registry() {
     OpRegistry r;
     register_matmul_ops(r);
     register_attention_ops(r);
+    register_routing_ops(r);
     register_conv_ops(r);
     register_elementwise_ops(r);
     register_normalization_ops(r);
@@ -72,6 +73,14 @@ const OpRule* find_op_rule(std::string_view domain, std::string_view op_type) {
 }
 
 std::vector<std::string> supported_op_types() { return builtin_op_registry().op_types(); }
+
+bool reduction_cut_is_partial_sum(const IterationSpace& space, int loop) {
+  if (!reduction_cut_is_partial_sum(space.kind)) return false;
+  for (const auto& dims : space.output_dims)
+    for (int d : dims)
+      if (d == loop) return false;
+  return true;
+}
 
 IterationSpace opaque_iteration_space(const OpContext& ctx) {
   IterationSpace space;

@@ -14,11 +14,15 @@ namespace {
 
 using namespace ops;
 
-// Produced values: no loops, nothing read (Shape reads metadata only), output written.
+// Produced values: no loops, nothing read, output written. Shape and Size read their
+// input's metadata only, so it has no operand entry: no layout is asked of it (a cut tensor
+// is not gathered to be measured).
 IterationSpace source_space(const OpContext& ctx) {
   IterationSpace s;
   s.kind = OpKind::data_movement;
-  for (const Tensor* t : ctx.inputs) s.input_dims.emplace_back(t ? t->shape.size() : 0, -1);
+  const bool reads_metadata = ctx.node.op_type == "Shape" || ctx.node.op_type == "Size";
+  if (!reads_metadata)
+    for (const Tensor* t : ctx.inputs) s.input_dims.emplace_back(t ? t->shape.size() : 0, -1);
   for (const Tensor* t : ctx.outputs) {
     s.output_dims.emplace_back(t ? t->shape.size() : 0, -1);
     if (t) s.bytes += tensor_bytes(*t);

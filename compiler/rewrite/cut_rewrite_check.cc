@@ -15,13 +15,14 @@ const std::set<std::string> kMovementOps = {"Reshape", "Transpose", "Squeeze", "
                                             "Gather", "Concat", "Split", "Slice", "Expand", "Cast", "Where",
                                             "Dropout", "CastLike", "Pad", "Tile"};
 // Operators whose output depends on element positions along every dim.
-const std::set<std::string> kPositionalOps = {"Trilu", "Range", "CumSum", "OneHot", "NonZero", "ScatterND",
+const std::set<std::string> kPositionalOps = {"Trilu", "Range", "OneHot", "NonZero", "ScatterND",
                                               "ScatterElements", "GatherElements", "GatherND", "Pad", "Tile",
                                               "Shape", "Size", "RandomNormalLike", "RandomUniformLike",
                                               "EyeLike", "Resize", "DepthToSpace", "SpaceToDepth"};
-// Operators with an `axis` attribute that names a dim that must stay whole.
+// Operators with an `axis` attribute that names a dim that must stay whole (CumSum: its
+// axis input, a running sum along that dim only).
 const std::set<std::string> kAxisOps = {"Softmax", "LogSoftmax", "Hardmax", "TopK", "ArgMax", "ArgMin", "Concat",
-                                        "Split", "LayerNormalization", "Gather"};
+                                        "Split", "LayerNormalization", "Gather", "CumSum"};
 
 // Gemm's C and Conv's bias are added once per rank, so under a cut reduction they must be
 // weight data, which the first rank of each reduction group holds and the others hold as
@@ -104,6 +105,13 @@ std::optional<std::string> cut_rewrite_problem(const Graph& g, NodeId id, const 
     const int rank = static_cast<int>(space.input_dims[0].size());
     std::int64_t axis = n.attr_int("axis", n.op_type == "Softmax" && n.opset < 13 ? 1 : -1);
     if (n.op_type == "Concat" || n.op_type == "Split" || n.op_type == "Gather") axis = n.attr_int("axis", 0);
+    if (n.op_type == "CumSum") {
+      const Tensor* axis_input = n.inputs.size() > 1 && n.inputs[1] != kNone ? &g.tensor(n.inputs[1]) : nullptr;
+      if (!axis_input || !axis_input->value || axis_input->value->size() != 1 ||
+          !GiNaC::is_a<GiNaC::numeric>((*axis_input->value)[0]))
+        return "CumSum's axis is not known";
+      axis = GiNaC::ex_to<GiNaC::numeric>((*axis_input->value)[0]).to_long();
+    }
     if (axis < 0) axis += rank;
     if (axis >= 0 && axis < rank) axis_loop = space.input_dims[0][axis];
   }

@@ -158,7 +158,7 @@ class LevelBuilder {
   bool allowed(int h, int loop) const {
     const NumericNode& nn = c_.ng->node(c_.folded->heavy[h]);
     const NumericLoop& l = nn.loops[loop];
-    if (l.reduction && !reduction_cut_is_partial_sum(nn.kind)) return false;
+    if (l.reduction && !reduction_cut_is_partial_sum(nn.space, loop)) return false;
     if (!l.reduction && !loop_in_outputs(nn.space, loop)) return false;
     const auto& prior = loop < static_cast<int>(cuts_[h].loop_axes.size()) ? cuts_[h].loop_axes[loop] : std::vector<int>{};
     const double w = ways(prior) * n_;

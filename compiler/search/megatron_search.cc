@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <tuple>
+#include <vector>
 
 #include "compiler/search/search_common.h"
 #include "compiler/strategies/propagation.h"
@@ -57,6 +59,7 @@ class MegatronSearch {
     const TransformerStructure& structure = layouts.structure();
     const int layers = structure.layers();
     const long long heads = attention_heads(graph_, spaces, structure);
+    const long long experts = expert_count(graph_, spaces, structure);
     const Plan skeleton = plan_skeleton("megatron", graph_, cluster_, options_);
     B_ = static_cast<long long>(skeleton.global_batch);
     const int devices = cluster_.num_devices();
@@ -76,9 +79,10 @@ class MegatronSearch {
           // Sequence parallelism has tensor parallelism's communication volume and less
           // memory; the seed takes it whenever tp > 1.
           const std::vector<int> sps = tp == 1 ? std::vector<int>{0} : seed ? std::vector<int>{1} : std::vector<int>{0, 1};
-          for (int sp : sps) {
+          for (const auto& [sp, ep, etp] : layer_layouts(sps, tp, dp, experts)) {
             MegatronKnobs base;
             base.tp = tp, base.pp = pp, base.cp = cp, base.sp = sp == 1, base.dp = dp;
+            base.ep = ep, base.etp = etp;
             Plan plan;
             try {
               plan = layouts.make(cluster_, base, options_);
@@ -117,6 +121,22 @@ class MegatronSearch {
   }
 
  private:
+  // (sp, ep, etp) for one (tp, dp): every ep dividing the experts whose etp x ep grid
+  // folds over the tp x dp ranks (etp = tp, or 1 when ep is a multiple of tp), for MoE models.
+  static std::vector<std::tuple<int, int, int>> layer_layouts(const std::vector<int>& sps, int tp, int dp, long long experts) {
+    std::vector<std::tuple<int, int, int>> out;
+    for (int sp : sps) {
+      out.emplace_back(sp, 1, 0);
+      if (experts <= 1) continue;
+      for (int ep : divisors(static_cast<int>(experts))) {
+        if (ep == 1) continue;
+        if ((tp * dp) % (ep * tp) == 0) out.emplace_back(sp, ep, 0);
+        if (tp > 1 && ep % tp == 0 && (tp * dp) % ep == 0) out.emplace_back(sp, ep, 1);
+      }
+    }
+    return out;
+  }
+
   // The (recompute, distopt) options of one configuration, set on `plan` in turn; returns
   // the best step time among those that fit (infinity when none does).
   double price_memory_options(Plan& plan, const MegatronKnobs& base, int m, int mb, int vp, bool& any_fit) {
@@ -144,6 +164,13 @@ class MegatronSearch {
         if (e.estimate.fits) {
           fitted.emplace_back(r, d), any_fit = true;
           best = std::min(best, e.estimate.step_time_s);
+          auto [it, added] = best_.best_by_ep.try_emplace(base.ep);
+          if (added || e.estimate.step_time_s < it->second.step_time_s) {
+            it->second.knobs = base;
+            it->second.knobs.mb = mb, it->second.knobs.vp = vp, it->second.knobs.recompute = policies[r];
+            it->second.knobs.distopt = d == 1;
+            it->second.step_time_s = e.estimate.step_time_s;
+          }
         }
         if (e.better_than(best_eval_)) {
           best_eval_ = e;

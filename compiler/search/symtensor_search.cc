@@ -430,7 +430,7 @@ class Search {
       bool in_output = false;
       for (const auto& dims : nn.space.output_dims) in_output |= std::find(dims.begin(), dims.end(), loop) != dims.end();
       if (!in_output) return false;
-    } else if (!reduction_cut_is_partial_sum(nn.kind)) {
+    } else if (!reduction_cut_is_partial_sum(nn.space, loop)) {
       return false;
     }
     double w = 1;

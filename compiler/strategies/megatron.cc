@@ -37,6 +37,12 @@ class MegatronBuilder {
   void build() {
     if ((k_.tp > 1 || k_.pp > 1 || k_.sp) && s_.layers() == 0)
       throw std::runtime_error("megatron: no transformer layer (normalization -> attention) found in '" + g_.source + "'");
+    const long long experts = expert_count(g_, spaces_, s_);
+    if (k_.ep > 1 && experts == 0)
+      throw std::runtime_error("megatron: ep=" + std::to_string(k_.ep) + " but '" + g_.source + "' has no expert layers");
+    if (k_.ep > 1 && experts % k_.ep != 0)
+      throw std::runtime_error("megatron: ep=" + std::to_string(k_.ep) + " does not divide the " + std::to_string(experts) +
+                               " experts");
     const std::vector<int> tp = k_.tp > 1 ? std::vector<int>{layout_.tp_axis} : std::vector<int>{};
     for (NodeId n : s_.attention) {
       fix_batch(n);
@@ -46,13 +52,16 @@ class MegatronBuilder {
       if (heads >= 0) set(n, heads, tp, "the attention heads");
     }
     for (NodeId n : s_.column) {
-      fix_batch(n);
-      set(n, gemm_output_loop(spaces_[n], weight_operand(g_, s_, n)), tp, "the output width (column-parallel)");
+      if (!expert_layout(n)) fix_batch(n);
+      if (!skips_tp(n)) set(n, gemm_output_loop(spaces_[n], weight_operand(g_, s_, n)), tp, "the output width (column-parallel)");
     }
     for (NodeId n : s_.row) {
-      fix_batch(n);
-      set(n, gemm_contraction_loop(spaces_[n]), tp, "the contraction (row-parallel)");
+      if (!expert_layout(n)) fix_batch(n);
+      if (!skips_tp(n)) set(n, gemm_contraction_loop(spaces_[n]), tp, "the contraction (row-parallel)");
     }
+    // Token dispatch and combine: the local tokens, as the attention part holds them.
+    for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes().size()); ++n)
+      if (spaces_[n].kind == OpKind::routing && g_.node(n).inputs.size() == 2) fix_batch(n);
     for (NodeId n : s_.vocab_heads) {
       fix_batch(n);
       set(n, gemm_output_loop(spaces_[n], weight_operand(g_, s_, n)), tp, "the vocabulary (parallel head)");
@@ -89,14 +98,30 @@ class MegatronBuilder {
     return s == batch_loop(n) ? -1 : s;
   }
 
-  // The batch over the data-parallel axes and, under context parallelism, the sequence
-  // over the cp axes.
-  void fix_batch(NodeId n) {
+  // The batch over the data-parallel axes (`axes` when given: an expert GEMM's expert
+  // data-parallel ones) and, under context parallelism, the sequence over the cp axes.
+  void fix_batch(NodeId n, const std::vector<int>* axes = nullptr) {
     fixed_[n] = true;
+    const std::vector<int>& dp = axes ? *axes : layout_.dp_axes;
     const int b = batch_loop(n);
-    if (b >= 0 && !layout_.dp_axes.empty()) set(n, b, layout_.dp_axes, "the batch (data parallel)");
+    if (b >= 0 && !dp.empty()) set(n, b, dp, "the batch (data parallel)");
     const int s = sequence_loop(n);
     if (s >= 0 && !layout_.cp_axes.empty()) set(n, s, layout_.cp_axes, "the sequence (context parallel)");
+  }
+
+  // An expert GEMM: batch over the expert data-parallel axes, experts over the ep axes.
+  // False for other GEMMs.
+  bool expert_layout(NodeId n) {
+    const int experts = gemm_expert_loop(spaces_[n], weight_operand(g_, s_, n));
+    if (experts < 0) return false;
+    fix_batch(n, &layout_.edp_axes);
+    set(n, experts, layout_.ep_axes, "the experts (expert parallel)");
+    return true;
+  }
+
+  // Expert GEMMs with etp = 1 are not cut over the tensor-parallel axis.
+  bool skips_tp(NodeId n) const {
+    return expert_tp(k_) == 1 && gemm_expert_loop(spaces_[n], weight_operand(g_, s_, n)) >= 0;
   }
 
   void set(NodeId n, int loop, const std::vector<int>& axes, const char* what) {
@@ -159,6 +184,16 @@ class MegatronBuilder {
 };
 
 }  // namespace
+
+long long expert_count(const Graph& graph, const std::vector<IterationSpace>& spaces, const TransformerStructure& s) {
+  for (const auto* gemms : {&s.column, &s.row})
+    for (NodeId n : *gemms) {
+      const int loop = gemm_expert_loop(spaces[n], weight_operand(graph, s, n));
+      if (loop < 0) continue;
+      if (auto v = numeric_extent(graph, spaces[n].loops[loop].extent)) return static_cast<long long>(*v);
+    }
+  return 0;
+}
 
 struct MegatronLayouts::Facts {
   std::vector<IterationSpace> spaces;

@@ -7,6 +7,14 @@
 // loop) cut on the vocabulary, every batch loop over the data-parallel axes, the rest by
 // propagation. Sequence parallelism cuts the normalization regions and residual adds on
 // the sequence loop over the tensor-parallel axis. Layers are split evenly over stages.
+//
+// Mixtures of experts follow Megatron-Core's "MoE parallel folding": the expert GEMMs
+// (weight GEMMs with an expert loop) use their own etp x ep x edp grid folded over the
+// tp x dp ranks of a stage: the expert loop cut over the ep axes (the innermost data-
+// parallel ranks, and the tensor-parallel ones too when etp = 1), their batch loop over
+// the remaining edp axes, their column/row loops over tp only when etp = tp. The token
+// dispatch and combine (routing operators) keep the batch cut of the attention part, so
+// tokens reach the experts by an all-to-all over the ep axes and return by another.
 // See compiler/strategies/transformer_structure.h for how the structure is found.
 #include <memory>
 #include <string>
@@ -26,14 +34,18 @@ struct MegatronKnobs {
   bool sp = false;      // sequence parallelism
   RecomputePolicy recompute = RecomputePolicy::none;
   bool distopt = false; // distributed optimizer
+  int ep = 1;           // expert parallelism (MoE models)
+  int etp = 0;          // expert tensor parallelism: 1 or tp; 0: the same as tp
 
   friend bool operator==(const MegatronKnobs&, const MegatronKnobs&) = default;
 };
 
-// "tp=8,pp=8,cp=2,mb=1,vp=3,sp=1,recompute=selective,distopt=1" (any subset, any order; empty
-// text gives the defaults). Throws "--megatron: ..." naming the bad item.
+// "tp=8,pp=8,cp=2,mb=1,vp=3,sp=1,recompute=selective,distopt=1,ep=8,etp=1" (any subset, any
+// order; empty text gives the defaults). Throws "--megatron: ..." naming the bad item.
 MegatronKnobs parse_megatron_knobs(const std::string& text);
-std::string to_string(const MegatronKnobs& knobs);
+std::string to_string(const MegatronKnobs& knobs);  // ep and etp only when set
+// The expert tensor-parallel size the knobs mean (etp, or tp when etp is 0).
+inline int expert_tp(const MegatronKnobs& k) { return k.etp > 0 ? k.etp : k.tp; }
 
 // Mesh factors (outermost level first) and the axes of each role.
 struct MegatronMesh {
@@ -42,14 +54,25 @@ struct MegatronMesh {
   std::vector<int> dp_axes;  // major to minor
   std::vector<int> cp_axes;  // major to minor: inside a node first, as Megatron-Core orders ranks (tp, cp, dp, pp)
   int tp_axis = -1;
+  // Expert layers: the axes cutting the expert loop (the innermost data-parallel axes,
+  // then tp when etp = 1) and those left for their batch, major to minor. With ep = 1: no
+  // ep axes and edp_axes = dp_axes.
+  std::vector<int> ep_axes, edp_axes;
 };
-// Throws when tp exceeds or does not divide the GPUs per node, or cp or pp fits no level.
+// Throws when tp exceeds or does not divide the GPUs per node, cp or pp fits no level, or ep and
+// etp do not fold over the tp x dp ranks (etp must be 1 or tp; ep x etp must divide tp x dp;
+// with etp = 1 and tp > 1, ep must be a multiple of tp). A data-parallel level is split
+// into two axes when the ep ranks take only part of it. ep folds over the data-parallel
+// ranks only (not the context-parallel ones).
 MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs& knobs);
+
+struct TransformerStructure;
+
+// The experts of the model's expert GEMMs (the expert loop's extent), 0 when it has none.
+long long expert_count(const Graph& graph, const std::vector<IterationSpace>& spaces, const TransformerStructure& s);
 
 Plan make_megatron_plan(Graph& graph, const hardware::Cluster& cluster, const MegatronKnobs& knobs,
                         const StrategyOptions& options);
-
-struct TransformerStructure;
 
 // The same for many knob settings of one graph (a search builds dozens): what the layout
 // derives from the graph alone (iteration spaces, transformer structure, topological

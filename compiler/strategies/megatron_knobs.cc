@@ -46,6 +46,8 @@ MegatronKnobs parse_megatron_knobs(const std::string& text) {
     else if (key == "vp") k.vp = parse_positive(key, value);
     else if (key == "sp") k.sp = parse_flag(key, value);
     else if (key == "distopt") k.distopt = parse_flag(key, value);
+    else if (key == "ep") k.ep = parse_positive(key, value);
+    else if (key == "etp") k.etp = parse_positive(key, value);
     else if (key == "recompute") {
       try {
         k.recompute = parse_recompute(value);
@@ -53,7 +55,7 @@ MegatronKnobs parse_megatron_knobs(const std::string& text) {
         throw std::runtime_error("--megatron recompute=" + value + ": " + e.what());
       }
     } else {
-      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt)");
+      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp)");
     }
   }
   return k;
@@ -65,6 +67,7 @@ std::string to_string(const MegatronKnobs& k) {
   if (k.dp) s += ",dp=" + std::to_string(k.dp);
   s += ",mb=" + std::to_string(k.mb) + ",vp=" + std::to_string(k.vp) + ",sp=" + std::to_string(k.sp ? 1 : 0) +
        ",recompute=" + std::string(to_string(k.recompute)) + ",distopt=" + std::to_string(k.distopt ? 1 : 0);
+  if (k.ep > 1 || k.etp > 0) s += ",ep=" + std::to_string(k.ep) + ",etp=" + std::to_string(expert_tp(k));
   return s;
 }
 
@@ -101,8 +104,31 @@ MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs
     throw std::runtime_error("megatron: dp=" + std::to_string(k.dp) + " but " + std::to_string(cluster.num_devices()) +
                              " devices / (tp=" + std::to_string(k.tp) + " x pp=" + std::to_string(k.pp) +
                              (k.cp > 1 ? " x cp=" + std::to_string(k.cp) : std::string()) + ") = " + std::to_string(dp));
+  const int etp = expert_tp(k);
+  if (etp != 1 && etp != k.tp)
+    throw std::runtime_error("megatron: etp=" + std::to_string(etp) + " must be 1 or tp (" + std::to_string(k.tp) + ")");
+  if ((k.tp * dp) % (k.ep * etp) != 0)
+    throw std::runtime_error("megatron: ep=" + std::to_string(k.ep) + " x etp=" + std::to_string(etp) +
+                             " does not divide tp x dp = " + std::to_string(k.tp * dp) + " ranks per stage");
+  const bool ep_over_tp = etp == 1 && k.tp > 1;
+  if (ep_over_tp && k.ep % k.tp != 0)
+    throw std::runtime_error("megatron: with etp=1, ep=" + std::to_string(k.ep) + " must be a multiple of tp=" +
+                             std::to_string(k.tp) + " (the expert group folds over the tensor-parallel ranks first)");
+  // The ep ranks among the data-parallel ones (not the context-parallel ones), innermost level first.
+  std::vector<int> ep_part(levels, 1);
+  int left = ep_over_tp ? k.ep / k.tp : k.ep;
+  for (int l = 0; l < levels && left > 1; ++l) {
+    const int data = l == pp_level ? rest[l] / k.pp : rest[l];
+    if (data % left == 0) ep_part[l] = left, left = 1;
+    else if (left % data == 0) ep_part[l] = data, left /= data;
+    else break;
+  }
+  if (left > 1)
+    throw std::runtime_error("megatron: ep=" + std::to_string(k.ep) + " does not fold over the data-parallel ranks of '" +
+                             cluster.name + "' (" + std::to_string(dp) + " per stage)");
   MegatronMesh m;
   int axis = 0;
+  std::vector<int> ep_dp_axes;
   for (int l = levels - 1; l >= 0; --l) {
     std::vector<int> factors;
     int data = rest[l];
@@ -111,9 +137,15 @@ MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs
       m.pipeline_axis = axis++;
       data /= k.pp;
     }
-    if (data > 1) {
-      factors.push_back(data);
-      m.dp_axes.push_back(axis++);
+    if (data / ep_part[l] > 1) {
+      factors.push_back(data / ep_part[l]);
+      m.dp_axes.push_back(axis);
+      m.edp_axes.push_back(axis++);
+    }
+    if (ep_part[l] > 1) {
+      factors.push_back(ep_part[l]);
+      m.dp_axes.push_back(axis);
+      ep_dp_axes.push_back(axis++);
     }
     if (cp_at[l] > 1) {
       factors.push_back(cp_at[l]);
@@ -129,6 +161,8 @@ MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs
     }
     m.factors.push_back(factors);
   }
+  m.ep_axes = ep_dp_axes;
+  if (ep_over_tp) m.ep_axes.push_back(m.tp_axis);
   return m;
 }
 

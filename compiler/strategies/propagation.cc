@@ -476,7 +476,7 @@ bool cut_allowed(const Node& node, const IterationSpace& space, int loop, std::o
   if (loop < 0 || loop >= static_cast<int>(space.loops.size())) return false;
   if (axes.empty()) return true;
   const LoopDim& dim = space.loops[loop];
-  if (dim.reduction && !reduction_cut_is_partial_sum(space.kind)) return false;
+  if (dim.reduction && !reduction_cut_is_partial_sum(space, loop)) return false;
   if (!dim.reduction && !loop_in_outputs(space, loop) && node.op_type != "Split") return false;
   double ways = 1;
   for (int a : axes) {

@@ -130,6 +130,15 @@ class StructureFinder {
     }
   }
 
+  // `t` is what a routing operator (MoE dispatch or combine, OneHot) reads as its routing
+  // decision, operand 0: a router's logits reach the experts' GEMMs only through it, which
+  // does not make the router a column-parallel GEMM.
+  bool routing_decision(NodeId c, TensorId t) const {
+    const auto& inputs = g_.node(c).inputs;
+    return kind(c) == OpKind::routing && !inputs.empty() && inputs[0] == t &&
+           std::count(inputs.begin() + 1, inputs.end(), t) == 0;
+  }
+
   // Forward from `start` through nodes that are neither norm regions nor weight GEMMs;
   // returns the weight GEMMs reached; `visited` gets the nodes passed through.
   std::vector<NodeId> reach_weight_gemms(TensorId start, std::set<NodeId>* visited) const {
@@ -140,7 +149,7 @@ class StructureFinder {
       const TensorId t = queue.front();
       queue.pop_front();
       for (NodeId c : g_.tensor(t).consumers) {
-        if (!seen.insert(c).second || s_.norm_region[c] >= 0) continue;
+        if (routing_decision(c, t) || !seen.insert(c).second || s_.norm_region[c] >= 0) continue;
         if (s_.weight_gemm[c]) {
           found.push_back(c);
           continue;
@@ -238,6 +247,18 @@ int gemm_contraction_loop(const IterationSpace& space) {
     bool everywhere = true;
     for (const auto& dims : space.input_dims) everywhere &= dims.empty() || maps(dims, static_cast<int>(l));
     if (everywhere) return static_cast<int>(l);
+  }
+  return -1;
+}
+
+int gemm_expert_loop(const IterationSpace& space, int weight_input) {
+  if (weight_input < 0 || space.output_dims.empty()) return -1;
+  for (std::size_t l = 0; l < space.loops.size(); ++l) {
+    const int loop = static_cast<int>(l);
+    if (space.loops[l].reduction || !maps(space.output_dims[0], loop)) continue;
+    bool everywhere = true;
+    for (const auto& dims : space.input_dims) everywhere &= maps(dims, loop);
+    if (everywhere) return loop;
   }
   return -1;
 }

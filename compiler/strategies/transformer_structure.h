@@ -10,6 +10,8 @@
 //   output whose output in turn reaches a weight GEMM before any normalization region;
 //   those GEMMs are row-parallel, and the nodes in between form the tensor-parallel region
 //   (attention GEMMs are the gemm operators there without weights, and fused attention);
+//   a routing operator's routing operand (operand 0) is not followed, so a MoE router is
+//   not column-parallel while the expert GEMMs it routes to are;
 // - vocabulary head: a weight GEMM that is neither and from which no weight GEMM is reachable;
 // - embeddings: Gathers from a parameter;
 // - layers: each normalization region whose tensor-parallel region holds a softmax starts
@@ -44,6 +46,9 @@ int gemm_contraction_loop(const IterationSpace& space);
 // Attention GEMM: the first parallel loop mapped by every input and the output, other than
 // `batch_loop` and the loops of the output's last two dims (the heads, or KV groups).
 int attention_heads_loop(const IterationSpace& space, int batch_loop);
+// A weight GEMM's expert loop: a parallel loop that every operand and the output map, the
+// weight included (experts stacked in the weight, as [E, h, I]); -1 when none.
+int gemm_expert_loop(const IterationSpace& space, int weight_input);
 // Index of the operand of a weight GEMM that is derived from parameters, or -1.
 int weight_operand(const Graph& graph, const TransformerStructure& s, NodeId node);
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "simulator/engine/engine.h"
+#include "simulator/program/program_json.h"
 #include "simulator/stats/intervals.h"
 
 namespace symtensor::sim {
@@ -15,6 +16,7 @@ ClassResult summarize(const EntityState& st, const RankClass& rc, double step_ti
   r.name = rc.name;
   r.num_ranks = static_cast<int>(rc.ranks.size());
   std::vector<Interval> compute, comm;
+  std::map<std::string, std::vector<Interval>> by_kind;
   for (size_t i = 0; i < rc.tasks.size(); ++i) {
     r.finish_s = std::max(r.finish_s, st.end[i]);
     const Task& t = rc.tasks[i];
@@ -24,8 +26,12 @@ ClassResult summarize(const EntityState& st, const RankClass& rc, double step_ti
       compute.emplace_back(st.start[i], st.end[i]);
     }
     if (t.kind == TaskKind::optimizer) r.optimizer_s += d;
-    if (t.kind == TaskKind::collective) comm.emplace_back(st.start[i], st.end[i]);
+    if (t.kind == TaskKind::collective) {
+      comm.emplace_back(st.start[i], st.end[i]);
+      by_kind[std::string(collective_name(t.collective))].emplace_back(st.start[i], st.end[i]);
+    }
   }
+  for (auto& [kind, intervals] : by_kind) r.collective_busy_s[kind] = total_length(merge_intervals(std::move(intervals)));
   auto merged_compute = merge_intervals(std::move(compute));
   auto merged_comm = merge_intervals(std::move(comm));
   r.comm_busy_s = total_length(merged_comm);
@@ -45,6 +51,8 @@ void keep_max(ClassResult& into, const ClassResult& r) {
   into.optimizer_s = std::max(into.optimizer_s, r.optimizer_s);
   into.comm_busy_s = std::max(into.comm_busy_s, r.comm_busy_s);
   into.exposed_comm_s = std::max(into.exposed_comm_s, r.exposed_comm_s);
+  for (const auto& [kind, busy] : r.collective_busy_s)
+    into.collective_busy_s[kind] = std::max(into.collective_busy_s[kind], busy);
   into.bubble_s = std::max(into.bubble_s, r.bubble_s);
   if (r.peak_memory_bytes > into.peak_memory_bytes) {
     into.peak_memory_bytes = r.peak_memory_bytes;

@@ -1,6 +1,7 @@
 #pragma once
 // What a simulation reports.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct ClassResult {
   double compute_busy_s = 0;    // compute and optimizer tasks
   double optimizer_s = 0;
   double comm_busy_s = 0;       // union of collective intervals
+  // Per collective kind ("all_reduce", "all_to_all", ...): union of its tasks' intervals,
+  // overlapped with compute or not (the MoE token exchange is the all-to-all).
+  std::map<std::string, double> collective_busy_s;
   double exposed_comm_s = 0;    // collective time not overlapped by compute
   double bubble_s = 0;          // step time - compute busy - exposed comm: idle, not explained by collectives
   double static_memory_bytes = 0;

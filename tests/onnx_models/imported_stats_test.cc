@@ -17,6 +17,7 @@ struct Figures {
   double parameters = 0;
   double gemm_flops = 0;
   double attention_flops = 0;  // fused attention kernels
+  double forward_flops = 0;    // every operator
 };
 
 // Attention materialized (MatMul, Softmax, MatMul) unless `fused`: published formulas count
@@ -34,7 +35,8 @@ Figures imported(const std::string& preset, double seq, bool fused = false) {
   auto flops = graph.symbols.evaluate(stats.gemm_flops);
   EXPECT_TRUE(params && flops) << preset << ": statistics still hold free symbols";
   EXPECT_EQ(params.value_or(0), static_cast<double>(count_parameters(model))) << preset;
-  return {params.value_or(0), flops.value_or(0), graph.symbols.evaluate(stats.attention_flops).value_or(-1)};
+  return {params.value_or(0), flops.value_or(0), graph.symbols.evaluate(stats.attention_flops).value_or(-1),
+          graph.symbols.evaluate(stats.forward_flops).value_or(-1)};
 }
 
 TEST(ImportedStats, GptForwardGemmFlops) {
@@ -64,20 +66,48 @@ TEST(ImportedStats, LlamaAndQwenForwardGemmFlops) {
   }
 }
 
-TEST(ImportedStats, MixtralComputesEveryExpert) {
-  // Experts run densely: E*6shI per layer, plus the router 2shE. The routed (top-2) cost is
-  // this minus (E-k)*6shI per layer, and per token it is twice the active parameters
-  // (12,879,925,248, published 12.9B) that take part in GEMMs -- all but the embedding (Vh) and the
-  // norms (2h per layer, h final) -- plus the attention term 2sh per layer.
+TEST(ImportedStats, MixtralRoutesTopKTokensPerExpert) {
+  // Capacity routing at factor 1: each expert runs on C = k*s/E tokens of each sequence, so
+  // the expert GEMMs are E * 6*C*h*I = k * 6shI per layer (not E * 6shI: experts are not
+  // dense), plus the router 2shE; the dispatch and combine einsums are fused into
+  // MoeDispatch (0 FLOPs) and MoeCombine (2kh per token), no longer GEMMs.
   const ModelConfig c = preset_config("mixtral-8x7b");
-  const double l = c.layers, h = c.hidden, I = c.intermediate, V = c.vocab, E = c.experts, s = 2048;
-  const double dense = l * (4 * s * h * h + 4 * s * h * 1024 + 2 * s * h * E + E * 6 * s * h * I + 4 * s * s * h) +
-                       2 * s * h * V;
-  const Figures f = imported("mixtral-8x7b", s);  // materialized attention
-  EXPECT_DOUBLE_EQ(f.gemm_flops, dense);
-  const double routed = dense - l * (E - c.top_k) * 6 * s * h * I;
+  const double l = c.layers, h = c.hidden, I = c.intermediate, V = c.vocab, E = c.experts, k = c.top_k;
+  const double s = 4096, kv_width = 1024;
+  const double capacity = k * s / E;  // 1024, an integer: no rounding up
+  const double gemm = l * (4 * s * h * h + 4 * s * h * kv_width + 2 * s * h * E + E * 6 * capacity * h * I) + 2 * s * h * V;
+  const Figures f = imported("mixtral-8x7b", s, /*fused=*/true);
+  EXPECT_DOUBLE_EQ(f.gemm_flops, gemm);
+  // The same in active parameters: 12,879,925,248 (published 12.9B) minus the embedding (Vh)
+  // and the norms (2h per layer, h final), which take part in no GEMM, twice per token.
   const double active = 12879925248.0;
-  EXPECT_DOUBLE_EQ(routed / (2 * s), active - V * h - 2 * l * h - h + 2 * s * l * h);
+  EXPECT_DOUBLE_EQ(gemm / s, 2 * (active - V * h - 2 * l * h - h));
+  // Forward FLOPs per token, everything counted (element-wise ops, routing, the combine's
+  // 2kh, causal fused attention 2sh per layer), within 2% of 2 x 12.9B + attention:
+  // 25.76 + 1.07 = 26.83 GFLOP. The graph has 1% less: the embedding lookup does no FLOPs.
+  EXPECT_DOUBLE_EQ(f.attention_flops, l * 2 * s * s * h);
+  const double formula = 2 * 12.9e9 + 2 * s * h * l;
+  EXPECT_NEAR(f.forward_flops / s, formula, 0.02 * formula);
+  EXPECT_GT(f.forward_flops / s, (gemm + f.attention_flops) / s + l * 2 * k * h);  // the combines and the rest
+  // Dense experts would be 4x the expert FLOPs: 93 GFLOP per token, far outside.
+  EXPECT_LT(f.forward_flops / s, 0.5 * (gemm + l * (E - k) * 6 * s * h * I) / s);
+}
+
+TEST(ImportedStats, MixtralCapacityFactorScalesExpertFlops) {
+  // C = ceil(1.25 * 2 * 2048 / 8) = 640 tokens per expert: the expert GEMMs grow by 1.25x.
+  ModelConfig c = preset_config("mixtral-8x7b");
+  c.layers = 1;
+  const double h = c.hidden, I = c.intermediate, E = c.experts, s = 2048;
+  auto expert_flops = [&](double factor) {
+    c.capacity_factor = factor;
+    onnx::ModelProto model = build_model(c);
+    compiler::ImportOptions options;
+    options.bindings = {{"batch", 1.0}, {"seq", s}};
+    options.warn_opaque = false;
+    compiler::Graph graph = compiler::import_onnx_model(model, "mixtral-1-layer", options);
+    return *graph.symbols.evaluate(compiler::compute_model_stats(graph).gemm_flops);
+  };
+  EXPECT_DOUBLE_EQ(expert_flops(1.25) - expert_flops(1.0), E * 6 * (640 - 512) * h * I);
 }
 
 TEST(ImportedStats, EncodersMatchPublishedMacs) {

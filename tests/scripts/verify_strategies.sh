@@ -3,7 +3,8 @@
 # proven equal to the original in ONNX Runtime by `symtensor verify` (rtol 1e-4): the zoo's
 # tiny models and the PyTorch exports, under symtensor, megatron (best, and fixed knobs with
 # pipeline stages), dp and zero3, on 2, 4, 6 and 8 devices (one node, and two nodes), and
-# symtensor plans with pipeline stages (a test cluster that makes them pay).
+# symtensor plans with pipeline stages (a test cluster that makes them pay), and Megatron
+# expert-parallel plans of the tiny Mixtral (their all-to-alls).
 # Usage: bash verify_strategies.sh SYMTENSOR_BINARY SOURCE_ROOT
 set -euo pipefail
 symtensor="$1"
@@ -69,6 +70,18 @@ check gpt2-small-tiny 2 4 24 --megatron tp=4,pp=2,vp=1
 # Weight-free: the emulation slices the fused QKV parameter (a graph input) per block.
 check gpt2-small-tiny+none 1 2 24 --megatron tp=2
 check gpt2-small-tiny+none 1 8 24 --megatron tp=2,pp=2
+# Expert parallelism (Megatron-Core's MoE folding): experts cut over the data-parallel axis
+# (and over tp with etp=1), tokens exchanged by all-to-all nodes in every rank's graph.
+alltoalls() {  # AllToAll nodes in the last check's rank 0 graph
+  /usr/bin/python3 -c "import onnx,sys; print(sum(n.op_type == 'AllToAll' for n in onnx.load(sys.argv[1]).graph.node))" \
+    "$(ls "$work/out_$((count - 1))"/stage_0*.onnx | head -1)"
+}
+for args in "1 4 4 --megatron ep=4" "1 4 8 --megatron tp=2,ep=2" "1 4 8 --megatron tp=2,ep=4,etp=1,sp=1" \
+            "2 2 8 --megatron ep=4" "1 8 16 --megatron ep=2,pp=2"; do
+  # shellcheck disable=SC2086
+  check mixtral-8x7b-tiny $args
+  [ "$(alltoalls)" -ge 2 ] || fail "mixtral-8x7b-tiny $args: $(alltoalls) AllToAll nodes in stage 0, expected 2 per layer"
+done
 # SymTensor's own plans with pipeline stages: on a test cluster with 2 MB GPUs and slow
 # links between nodes the search pipelines over the two nodes (each line prints the mesh).
 cluster="$root/tests/data/clusters/slow-nodes.yaml"
