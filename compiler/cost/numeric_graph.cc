@@ -42,7 +42,9 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
     f.constant = t.is_constant;
     f.parameter = t.is_parameter;
     f.graph_output = t.is_graph_output;
-    f.needs_gradient = f.floating && (t.is_parameter || !t.is_constant) && !t.is_graph_input;
+    // Parameters get gradients wherever they live (initializers, or graph inputs in a
+    // weight-free model); other graph inputs (data) do not.
+    f.needs_gradient = f.floating && (t.is_parameter || (!t.is_constant && !t.is_graph_input));
     facts_.push_back(f);
     std::vector<Affine> shape;
     int seq_dims = 0;

@@ -65,6 +65,17 @@ std::vector<int> solve_cut_problem_greedy(const CutProblem& problem, int passes)
     }
     return best;
   };
+  // Node and edge costs that involve u or v, under the current choices.
+  auto pair_cost = [&](int u, int v) {
+    double cost = problem.nodes[u].choices[choice[u]].cost + problem.nodes[v].choices[choice[v]].cost;
+    for (int w : {u, v})
+      for (int e : incident[w]) {
+        const auto& edge = problem.edges[e];
+        if (w == v && (edge.from == u || edge.to == u)) continue;  // counted from u
+        cost += edge.cost[choice[edge.from]][choice[edge.to]];
+      }
+    return cost;
+  };
   for (int v : order) choice[v] = best_choice(v);
   for (int pass = 0; pass < passes; ++pass) {
     bool changed = false;
@@ -73,6 +84,24 @@ std::vector<int> solve_cut_problem_greedy(const CutProblem& problem, int passes)
       const double before = local_cost(v, keep);
       const int best = best_choice(v);
       if (best != keep && local_cost(v, best) < before - 1e-15 * std::max(1.0, before)) choice[v] = best, changed = true;
+    }
+    // Two neighbours changing together: what one node's move cannot reach when a layout
+    // only pays once both ends of an edge take it (a redistribution avoided on both sides).
+    for (const auto& edge : problem.edges) {
+      const int u = edge.from, v = edge.to;
+      if (u == v) continue;
+      const int keep_u = choice[u], keep_v = choice[v];
+      const double before = pair_cost(u, v);
+      double best = before;
+      int best_u = keep_u, best_v = keep_v;
+      for (int cu = 0; cu < static_cast<int>(problem.nodes[u].choices.size()); ++cu)
+        for (int cv = 0; cv < static_cast<int>(problem.nodes[v].choices.size()); ++cv) {
+          choice[u] = cu, choice[v] = cv;
+          const double cost = pair_cost(u, v);
+          if (cost < best - 1e-15 * std::max(1.0, best)) best = cost, best_u = cu, best_v = cv;
+        }
+      choice[u] = best_u, choice[v] = best_v;
+      changed = changed || best_u != keep_u || best_v != keep_v;
     }
     if (!changed) break;
   }
