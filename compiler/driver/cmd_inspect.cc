@@ -99,6 +99,8 @@ void run_inspect(const InspectOptions& o) {
     j["gemm_flops"] = quantity(g, stats.gemm_flops);
     j["attention_flops"] = quantity(g, stats.attention_flops);
     j["fused"] = stats.fused;
+    for (const auto& [name, value] : g.symbols.aliases()) j["aliases"][name] = compiler::to_text(value);
+    j["batch_dim"] = g.batch_dim;
     j["operators"] = stats.op_histogram;
     j["heaviest"] = nlohmann::json::array();
     for (const auto& c : heaviest)
@@ -114,7 +116,13 @@ void run_inspect(const InspectOptions& o) {
     std::cout << " " << d;
     if (auto it = g.symbols.bindings().find(d); it != g.symbols.bindings().end()) std::cout << "=" << it->second;
   }
-  std::cout << "\ninputs:\n";
+  std::cout << "\nbatch dim: " << (g.batch_dim.empty() ? std::string("none (static shapes)") : g.batch_dim) << "\n";
+  if (!g.symbols.aliases().empty()) {
+    std::cout << "aliases (dims the exporter named, as inference derives them):";
+    for (const auto& [name, value] : g.symbols.aliases()) std::cout << " " << name << " = " << compiler::to_text(value) << ";";
+    std::cout << "\n";
+  }
+  std::cout << "inputs:\n";
   for (auto id : g.inputs)
     std::cout << "  " << g.tensor(id).name << "  " << compiler::to_string(g.tensor(id).dtype) << " " << shape_text(g.tensor(id)) << "\n";
   std::cout << "outputs:\n";
