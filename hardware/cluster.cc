@@ -42,11 +42,15 @@ double Device::peak(Precision p) const {
   return it->second;
 }
 
-double Device::kernel_seconds(Precision p, double flops, double bytes) const {
+double Device::roofline_seconds(Precision p, double flops, double bytes, double efficiency) const {
   if (flops <= 0 && bytes <= 0) return 0;
-  const double math = flops > 0 ? flops / (peak(p) * efficiency_for(flops)) : 0;
+  const double math = flops > 0 ? flops / (peak(p) * efficiency) : 0;
   const double memory = bytes > 0 ? bytes / hbm_bandwidth : 0;
   return std::max(math, memory) + kernel_launch_s;
+}
+
+double Device::kernel_seconds(Precision p, double flops, double bytes) const {
+  return roofline_seconds(p, flops, bytes, flops > 0 ? efficiency_for(flops) : 1);
 }
 
 std::optional<double> Device::attention_efficiency_for(double head_dim, double seq, bool backward) const {
@@ -65,11 +69,7 @@ std::optional<double> Device::attention_efficiency_for(double head_dim, double s
 double Device::attention_seconds(Precision p, double flops, double bytes, double head_dim, double seq,
                                  bool backward) const {
   const std::optional<double> e = attention_efficiency_for(head_dim, seq, backward);
-  if (!e) return kernel_seconds(p, flops, bytes);
-  if (flops <= 0 && bytes <= 0) return 0;
-  const double math = flops > 0 ? flops / (peak(p) * *e) : 0;
-  const double memory = bytes > 0 ? bytes / hbm_bandwidth : 0;
-  return std::max(math, memory) + kernel_launch_s;
+  return e ? roofline_seconds(p, flops, bytes, *e) : kernel_seconds(p, flops, bytes);
 }
 
 double Device::efficiency_for(double flops) const {

@@ -50,6 +50,10 @@ struct Device {
   // kernel_seconds of a fused attention kernel at attention_efficiency_for (the GEMM curve
   // without a table).
   double attention_seconds(Precision p, double flops, double bytes, double head_dim, double seq, bool backward) const;
+
+ private:
+  // max(FLOPs at `efficiency` of the peak, bytes at HBM bandwidth) + launch; 0 for no work.
+  double roofline_seconds(Precision p, double flops, double bytes, double efficiency) const;
 };
 
 enum class LinkKind { switch_fabric, ring, fat_tree };

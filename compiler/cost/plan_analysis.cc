@@ -477,9 +477,8 @@ class Analyzer {
   // Its backward recomputes the scores: 2.5x the forward FLOPs (FlashAttention-2's count,
   // five matrix products against two), reading Q, K, V, O and dO and writing dQ, dK, dV.
   void price_attention(OpWork& w, const NumericNode& nn, const NodeCut& cut, bool backward) const {
-    double query_ways = 1;
-    if (nn.query_loop < static_cast<int>(cut.loop_axes.size()))
-      for (int a : cut.loop_axes[nn.query_loop]) query_ways *= mesh_.axes().at(a).size;
+    const double query_ways =
+        nn.query_loop < static_cast<int>(cut.loop_axes.size()) ? ways(cut.loop_axes[nn.query_loop]) : 1;
     const double head_dim = nn.loops.at(nn.head_dim_loop).extent.at(batch_);
     const double seq = nn.loops.at(nn.query_loop).extent.at(batch_) / query_ways;
     const hardware::Device& device = cluster_.device;

@@ -16,7 +16,7 @@ const std::set<std::string> kMovementOps = {"Reshape", "Transpose", "Squeeze", "
                                             "Dropout", "CastLike", "Pad", "Tile"};
 // Operators whose output depends on element positions along every dim.
 const std::set<std::string> kPositionalOps = {"Trilu", "Range", "OneHot", "NonZero", "ScatterND",
-                                              "ScatterElements", "GatherElements", "GatherND", "Pad", "Tile",
+                                              "ScatterElements", "GatherElements", "GatherND",
                                               "Shape", "Size", "RandomNormalLike", "RandomUniformLike",
                                               "EyeLike", "Resize", "DepthToSpace", "SpaceToDepth"};
 // Operators with an `axis` attribute that names a dim that must stay whole (CumSum: its
@@ -37,9 +37,9 @@ bool sum_reduction_op(const Graph& g, const Node& n) {
 
 // The loops along which a positional operator's result depends on global positions; the
 // others it treats element for element, so a cut of them runs locally. nullopt: every loop.
-// Pad and Tile change only the dims they pad or repeat, which the extent check refuses.
+// (Pad and Tile are movement operators: they change only the dims they pad or repeat,
+// which the extent check refuses.)
 std::optional<std::set<int>> positional_loops(const Graph& g, const Node& n, const IterationSpace& space) {
-  if (n.op_type == "Pad" || n.op_type == "Tile") return std::set<int>{};
   auto output_loop = [&](std::int64_t axis) -> std::optional<int> {
     if (space.output_dims.empty()) return std::nullopt;
     const auto& dims = space.output_dims[0];
