@@ -1,6 +1,7 @@
 #include "compiler/cost/plan_analysis.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -36,12 +37,89 @@ StateBytes model_state_bytes(int zero_stage, double n, bool train) {
   }
 }
 
+void add_model_state(StageMemory& m, double local_elements, int zero, double ways) {
+  const StateBytes b = model_state_bytes(zero, ways, true);
+  m.parameters += local_elements * b.params;
+  m.gradients += local_elements * b.grads;
+  m.optimizer += local_elements * b.optimizer;
+}
+
+// Adam reads and writes weights, gradients and optimizer state once: bandwidth-bound. The
+// slowest stage's step.
+double optimizer_seconds(const std::vector<StageMemory>& memory, double hbm_bandwidth) {
+  double slowest = 0;
+  for (const StageMemory& m : memory) slowest = std::max(slowest, 2 * (m.parameters + m.gradients + m.optimizer) / hbm_bandwidth);
+  return slowest;
+}
+
+// Micro-batches' worth of activations stage s holds at its peak (StageMemory).
+double micro_batches_in_flight(const Plan& plan, int s) {
+  const int stages = plan.pipeline_stages();
+  const int m = plan.micro_batches;
+  switch (plan.schedule) {
+    case Schedule::gpipe: return m;
+    case Schedule::one_f_one_b: return std::min(m, stages - s);
+    case Schedule::interleaved_1f1b: {
+      // Megatron-LM's interleaved schedule warms up with 2(p-s-1) + (v-1)p chunk
+      // forwards before its first backward, and holds one more chunk in steady state.
+      const int v = std::max(plan.virtual_stages, 1);
+      const int chunks = std::min(m * v, 2 * (stages - s - 1) + (v - 1) * stages + 1);
+      return static_cast<double>(chunks) / v;
+    }
+  }
+  return m;
+}
+
+double sum_seconds(const std::vector<CommOp>& ops) {
+  double s = 0;
+  for (const auto& op : ops) s += op.seconds;
+  return s;
+}
+
 }  // namespace
 
 // What plans of one graph share, kept between analyses: redistributions planned per mesh
 // (a search tries many plans on a few meshes) and priced, and per-tensor scratch reused
 // for its capacity.
 struct PlanAnalyzer::State {
+  // StageTotals in the making: the operators' part (one recomputation policy's) and the
+  // parameters' part (one ZeRO stage's), per stage.
+  struct OperatorSums {
+    std::vector<double> fwd_compute, fwd_comm, bwd_compute, bwd_comm;
+    std::vector<double> activations;  // saved for backward, per micro-batch
+    double model_flops = 0, hardware_flops = 0;  // per micro-batch
+
+    explicit OperatorSums(int stages)
+        : fwd_compute(stages), fwd_comm(stages), bwd_compute(stages), bwd_comm(stages), activations(stages) {}
+    void add(const OpWork& w, bool recomputed, bool train) {
+      fwd_compute[w.stage] += w.fwd_seconds;
+      fwd_comm[w.stage] += exposed_seconds(w.fwd_comm, w.fwd_seconds);
+      if (!train) {
+        model_flops += w.fwd_flops * w.ways;
+        hardware_flops = model_flops;
+        return;
+      }
+      bwd_compute[w.stage] += w.bwd_seconds + (recomputed ? w.fwd_seconds : 0);
+      bwd_comm[w.stage] += exposed_seconds(w.bwd_comm, w.bwd_seconds) + (recomputed ? exposed_seconds(w.fwd_comm, w.fwd_seconds) : 0);
+      model_flops += (w.fwd_flops + w.bwd_flops) * w.ways;
+      hardware_flops += (w.fwd_flops * (recomputed ? 2 : 1) + w.bwd_flops) * w.ways;
+    }
+  };
+
+  struct ParameterSums {
+    std::vector<double> grad_sync, gather, first_gather, regather;
+    std::vector<StageMemory> memory;  // model states only
+
+    explicit ParameterSums(int stages)
+        : grad_sync(stages), gather(stages), first_gather(stages), regather(stages), memory(stages) {}
+    void add(int stage, double grad_sync_s, double gather_s, double regather_s) {
+      grad_sync[stage] += grad_sync_s;
+      gather[stage] += gather_s;
+      first_gather[stage] = std::max(first_gather[stage], gather_s);
+      regather[stage] += regather_s;
+    }
+  };
+
   RedistributionMemos redistributions;
   std::map<const NumericRedistribution*, std::vector<CommOp>> priced;
   std::vector<std::optional<OperandLayout>> produced;
@@ -69,6 +147,16 @@ struct PlanAnalyzer::State {
     double all_reduce_s = -1, reduce_scatter_s = -1, all_gather_s = -1;  // -1: not priced yet
   };
   std::vector<ParamGroup> param_groups;
+  // Per-stage sums of ops_plan's operator work, made when a plan asks for them: per
+  // recomputation policy, per ZeRO stage (as ZeRO-1 when the distributed optimizer is on)
+  // and the pipeline sends.
+  struct Sums {
+    std::array<std::optional<OperatorSums>, 3> operators;
+    std::array<std::optional<ParameterSums>, 4> parameters;
+    std::optional<std::vector<double>> p2p_bytes;
+  };
+  Sums sums;
+  StageTotals totals;  // the last totals() answer
   // Where each input's collectives end in its OpWork's fwd_comm and bwd_comm, at
   // input_base[topological position] + input: an incremental analysis copies the
   // collectives of the inputs whose neighbourhood did not change.
@@ -83,6 +171,7 @@ struct PlanAnalyzer::State {
     std::vector<double> produced_elements;
     std::vector<ParamGroup> param_groups;
     std::vector<std::pair<int, int>> comm_ends;
+    Sums sums;
   } kept;
   // Moves make the swap keep every buffer, so the produced layouts still point into
   // their own plan's cuts.
@@ -93,10 +182,34 @@ struct PlanAnalyzer::State {
     produced_elements.swap(kept.produced_elements);
     param_groups.swap(kept.param_groups);
     comm_ends.swap(kept.comm_ends);
+    std::swap(sums, kept.sums);
   }
 };
 
 namespace {
+
+// `memory`: the stages' full StageMemory (model states and activations).
+StageTotals assemble_totals(const PlanAnalyzer::State::OperatorSums& ops,
+                            const PlanAnalyzer::State::ParameterSums& params, const std::vector<double>& p2p_bytes,
+                            const std::vector<StageMemory>& memory, double optimizer_s, const Plan& plan,
+                            double device_memory) {
+  StageTotals t;
+  t.fwd_compute = ops.fwd_compute;
+  t.fwd_comm = ops.fwd_comm;
+  t.bwd_compute = ops.bwd_compute;
+  t.bwd_comm = ops.bwd_comm;
+  t.grad_sync = params.grad_sync;
+  t.gather = params.gather;
+  t.first_gather = params.first_gather;
+  t.p2p_bytes = p2p_bytes;
+  for (const StageMemory& m : memory) t.peak_memory.push_back(m.peak());
+  t.model_flops = ops.model_flops * plan.micro_batches;
+  t.hardware_flops = ops.hardware_flops * plan.micro_batches;
+  const double regather = params.regather.empty() ? 0.0 : *std::max_element(params.regather.begin(), params.regather.end());
+  t.after_step_s = optimizer_s + regather;
+  t.device_memory = device_memory;
+  return t;
+}
 
 class Analyzer {
  public:
@@ -106,6 +219,66 @@ class Analyzer {
 
   // Fills state_.analysis (its ops are the kept operator work).
   const PlanAnalysis& run() {
+    const bool train = prepare_operator_work();
+    const int stages = plan_.pipeline_stages();
+    PlanAnalysis& a = state_.analysis;
+    a.stage_memory.assign(stages, StageMemory{});
+    a.p2p_bytes.assign(std::max(stages - 1, 0), 0.0);
+    a.device_memory = cluster_.device.memory_bytes;
+    for (OpWork& w : a.ops) w.saved_bytes = 0, w.recomputed = false;  // add_activations' part
+    if (train) add_parameters(a);
+    else a.params.clear();
+    add_activations(a, train);
+    add_pipeline_transfers(a.p2p_bytes);
+    a.optimizer_seconds_per_stage = train ? optimizer_seconds(a.stage_memory, cluster_.device.hbm_bandwidth) : 0;
+    return a;
+  }
+
+  // stage_totals(run(), plan_) from the sums kept with the operator work.
+  const StageTotals& totals() {
+    const bool train = prepare_operator_work();
+    const int stages = plan_.pipeline_stages();
+    PlanAnalyzer::State::Sums& sums = state_.sums;
+    const int recompute = train ? static_cast<int>(plan_.recompute) : 0;
+    auto& ops = sums.operators.at(recompute);
+    if (!ops) {
+      ops.emplace(stages);
+      for (const OpWork& w : state_.analysis.ops) ops->add(w, train && recomputed(w.node), train);
+      if (train) saved_activations(ops->activations, nullptr);
+    }
+    const int zero = effective_zero_stage();
+    auto& params = sums.parameters.at(train ? zero : 0);
+    if (!params) {
+      params.emplace(stages);
+      if (train) {
+        for (PlanAnalyzer::State::ParamGroup& g : state_.param_groups) {
+          const ParamPrices p = prices(g, zero);
+          params->add(g.stage, p.grad_sync, p.gather, p.regather);
+          add_model_state(params->memory[g.stage], g.local_elements, zero, g.ways);
+        }
+      } else {
+        inference_weights(params->memory);
+      }
+    }
+    if (!sums.p2p_bytes) {
+      sums.p2p_bytes.emplace(std::max(stages - 1, 0), 0.0);
+      add_pipeline_transfers(*sums.p2p_bytes);
+    }
+    std::vector<StageMemory> memory = params->memory;
+    for (int s = 0; s < stages; ++s) {
+      memory[s].activations_per_micro_batch = ops->activations[s];
+      memory[s].micro_batches_in_flight = train ? micro_batches_in_flight(plan_, s) : 1;
+    }
+    const double optimizer_s = train ? optimizer_seconds(memory, cluster_.device.hbm_bandwidth) : 0;
+    state_.totals = assemble_totals(*ops, *params, *sums.p2p_bytes, memory, optimizer_s, plan_, cluster_.device.memory_bytes);
+    return state_.totals;
+  }
+
+ private:
+  // Makes state_.analysis.ops the operator work of plan_: kept (the plan differs from one
+  // of the last two in what op_work does not read), updated (a few cuts changed) or made
+  // again. Returns whether the plan trains.
+  bool prepare_operator_work() {
     // A plan with the operator work of one of the last two passed the same checks then.
     bool reuse = state_.ops_plan && same_operator_work(*state_.ops_plan, plan_);
     if (!reuse && state_.kept.ops_plan && same_operator_work(*state_.kept.ops_plan, plan_)) {
@@ -119,62 +292,51 @@ class Analyzer {
     if (plan_.micro_batches < 1) throw std::runtime_error("plan: micro_batches must be at least 1");
     batch_ = ng_.batch_symbol() ? global_batch / plan_.micro_batches : 0;
     activation_bytes_ = bytes_of(plan_.precision);
-
-    const int stages = plan_.pipeline_stages();
+    if (reuse) return train;
+    if (update_operator_work(train)) {
+      state_.sums = {};
+      return train;
+    }
+    check_plan();
+    if (state_.ops_plan) state_.swap_kept();  // the last plan's work is kept; its buffers are refilled
+    state_.sums = {};
+    const std::size_t tensors = graph_.tensors().size();
+    state_.produced.resize(tensors);
+    state_.produced_elements.resize(tensors);
+    state_.delivered.resize(tensors);
+    state_.delivered_gradients.resize(tensors);
+    for (std::size_t t = 0; t < tensors; ++t) {
+      state_.produced[t].reset();
+      state_.delivered[t].clear();
+      state_.delivered_gradients[t].clear();
+    }
+    // The kept copy of the plan is what the produced layouts point into: they stay
+    // valid for the plans that reuse this one's operator work.
+    state_.ops_plan = plan_;
     PlanAnalysis& a = state_.analysis;
-    a.stage_memory.assign(stages, StageMemory{});
-    a.p2p_bytes.assign(std::max(stages - 1, 0), 0.0);
-    a.optimizer_seconds_per_stage = 0;
-    a.device_memory = cluster_.device.memory_bytes;
-
-    if (!reuse && update_operator_work(train)) reuse = true;
-    if (reuse) {
-      // The operator work stands (and the produced layouts are still those of its cuts);
-      // what add_activations adds to it is redone.
-      for (OpWork& w : a.ops) w.saved_bytes = 0, w.recomputed = false;
-    } else {
-      check_plan();
-      if (state_.ops_plan) state_.swap_kept();  // the last plan's work is kept; its buffers are refilled
-      const std::size_t tensors = graph_.tensors().size();
-      state_.produced.resize(tensors);
-      state_.produced_elements.resize(tensors);
-      state_.delivered.resize(tensors);
-      state_.delivered_gradients.resize(tensors);
-      for (std::size_t t = 0; t < tensors; ++t) {
-        state_.produced[t].reset();
-        state_.delivered[t].clear();
-        state_.delivered_gradients[t].clear();
-      }
-      // The kept copy of the plan is what the produced layouts point into: they stay
-      // valid for the plans that reuse this one's operator work.
-      state_.ops_plan = plan_;
+    a.ops.clear();
+    a.ops.reserve(graph_.nodes().size());
+    index_inputs();
+    try {
+      const auto& order = ng_.topological_order();
+      for (std::size_t k = 0; k < order.size(); ++k) a.ops.push_back(op_work(order[k], k, train, nullptr));
+      if (train) group_parameters();
+    } catch (...) {
+      state_.ops_plan.reset();
       a.ops.clear();
-      a.ops.reserve(graph_.nodes().size());
-      index_inputs();
-      try {
-        const auto& order = ng_.topological_order();
-        for (std::size_t k = 0; k < order.size(); ++k) a.ops.push_back(op_work(order[k], k, train, nullptr));
-        if (train) group_parameters();
-      } catch (...) {
-        state_.ops_plan.reset();
-        a.ops.clear();
-        throw;
-      }
+      throw;
     }
-    if (train) add_parameters(a);
-    else a.params.clear();
-    add_activations(a, train);
-    add_pipeline_transfers(a);
-    for (int s = 0; s < stages; ++s) {
-      const StageMemory& m = a.stage_memory[s];
-      // Adam reads and writes weights, gradients and optimizer state once: bandwidth-bound.
-      const double bytes = 2 * (m.parameters + m.gradients + m.optimizer);
-      a.optimizer_seconds_per_stage = std::max(a.optimizer_seconds_per_stage, train ? bytes / cluster_.device.hbm_bandwidth : 0);
-    }
-    return a;
+    return train;
   }
 
- private:
+  int effective_zero_stage() const { return plan_.distributed_optimizer ? std::max(plan_.zero_stage, 1) : plan_.zero_stage; }
+
+  // Whether the backward pass runs the operator's forward again.
+  bool recomputed(NodeId id) const {
+    return plan_.recompute == RecomputePolicy::full ||
+           (plan_.recompute == RecomputePolicy::selective && ng_.node(id).quadratic_output);
+  }
+
   static double bytes_of(hardware::Precision p) {
     switch (p) {
       case hardware::Precision::fp32: case hardware::Precision::tf32: return 4;
@@ -511,27 +673,51 @@ class Analyzer {
     }
   }
 
-  // Fills `ops` with one collective of the parameter's group (none when `wanted` is false),
-  // reusing the vector's storage; its price is computed once per group and kind.
-  void set_param_comm(std::vector<CommOp>& ops, bool wanted, PlanAnalyzer::State::ParamGroup& g,
-                      hardware::Collective kind, double bytes, double& seconds) const {
+  // The parameter group's collective of `kind`, priced once per group and kind.
+  double price(PlanAnalyzer::State::ParamGroup& g, hardware::Collective kind, double bytes, double& seconds) const {
+    if (seconds < 0) seconds = hardware::collective_time(cluster_, kind, g.group, bytes).seconds;
+    return seconds;
+  }
+
+  // Seconds of one parameter's collectives at a ZeRO stage (0 where it asks for none):
+  // the gradients' all-reduce, or reduce-scatter from ZeRO-2; ZeRO-1/2's (and the
+  // distributed optimizer's) all-gather of the updated weights after the step; ZeRO-3's
+  // all-gather before use. Gradients and weights are 16-bit.
+  struct ParamPrices {
+    double grad_sync = 0, regather = 0, gather = 0;
+  };
+  ParamPrices prices(PlanAnalyzer::State::ParamGroup& g, int zero) const {
+    ParamPrices p;
+    if (g.axes.empty()) return p;
+    using hardware::Collective;
+    const double bytes = g.local_elements * 2;
+    p.grad_sync = zero >= 2 ? price(g, Collective::reduce_scatter, bytes, g.reduce_scatter_s)
+                            : price(g, Collective::all_reduce, bytes, g.all_reduce_s);
+    if (zero == 1 || zero == 2) p.regather = price(g, Collective::all_gather, bytes, g.all_gather_s);
+    if (zero >= 3) p.gather = price(g, Collective::all_gather, bytes, g.all_gather_s);
+    return p;
+  }
+
+  // `ops` holds one collective of the parameter's group (none when not `wanted`), reusing
+  // the vector's storage.
+  static void set_param_comm(std::vector<CommOp>& ops, bool wanted, double seconds,
+                             const PlanAnalyzer::State::ParamGroup& g, hardware::Collective kind) {
     if (!wanted || g.axes.empty()) {
       ops.clear();
       return;
     }
-    if (seconds < 0) seconds = hardware::collective_time(cluster_, kind, g.group, bytes).seconds;
     ops.resize(1);
     CommOp& op = ops[0];
     op.kind = kind;
     op.axes = g.axes;
     op.group = g.group;
-    op.bytes = bytes;
+    op.bytes = g.local_elements * 2;
     op.seconds = seconds;
     op.tensor = g.tensor;
   }
 
   void add_parameters(PlanAnalysis& a) {
-    const int zero = plan_.distributed_optimizer ? std::max(plan_.zero_stage, 1) : plan_.zero_stage;
+    const int zero = effective_zero_stage();
     a.params.resize(state_.param_groups.size());
     for (std::size_t k = 0; k < state_.param_groups.size(); ++k) {
       PlanAnalyzer::State::ParamGroup& g = state_.param_groups[k];
@@ -539,37 +725,30 @@ class Analyzer {
       p.tensor = g.tensor;
       p.stage = g.stage;
       p.local_elements = g.local_elements;
-      const double grad_bytes = p.local_elements * 2;  // 16-bit gradients
       using hardware::Collective;
-      if (zero >= 2) set_param_comm(p.grad_sync, true, g, Collective::reduce_scatter, grad_bytes, g.reduce_scatter_s);
-      else set_param_comm(p.grad_sync, true, g, Collective::all_reduce, grad_bytes, g.all_reduce_s);
-      // ZeRO-1/2 and the distributed optimizer gather the updated weights once per step.
-      set_param_comm(p.regather, zero == 1 || zero == 2, g, Collective::all_gather, p.local_elements * 2, g.all_gather_s);
-      set_param_comm(p.gather, zero >= 3, g, Collective::all_gather, p.local_elements * 2, g.all_gather_s);
-      const StateBytes b = model_state_bytes(zero, g.ways, true);
-      StageMemory& m = a.stage_memory[g.stage];
-      m.parameters += p.local_elements * b.params;
-      m.gradients += p.local_elements * b.grads;
-      m.optimizer += p.local_elements * b.optimizer;
+      const ParamPrices seconds = prices(g, zero);
+      set_param_comm(p.grad_sync, true, seconds.grad_sync, g,
+                     zero >= 2 ? Collective::reduce_scatter : Collective::all_reduce);
+      set_param_comm(p.regather, zero == 1 || zero == 2, seconds.regather, g, Collective::all_gather);
+      set_param_comm(p.gather, zero >= 3, seconds.gather, g, Collective::all_gather);
+      add_model_state(a.stage_memory[g.stage], p.local_elements, zero, g.ways);
     }
   }
 
-  void add_activations(PlanAnalysis& a, bool train) {
-    const int stages = plan_.pipeline_stages();
-    const int m = plan_.micro_batches;
-    if (!train) {
-      // Inference keeps no activations; weights only (16-bit), in their first consumer's layout.
-      for (const ParameterUses& uses : ng_.parameters()) {
-        const auto [c, i] = uses.uses.front();
-        a.stage_memory[plan_.stage_of_node[c]].parameters +=
-            local_elements(uses.tensor, OperandLayout::input(ng_.node(c).space, plan_.node_cuts[c], i)) * activation_bytes_;
-      }
-      return;
+  // Inference keeps no activations; weights only (16-bit), in their first consumer's layout.
+  void inference_weights(std::vector<StageMemory>& memory) const {
+    for (const ParameterUses& uses : ng_.parameters()) {
+      const auto [c, i] = uses.uses.front();
+      memory[plan_.stage_of_node[c]].parameters +=
+          local_elements(uses.tensor, OperandLayout::input(ng_.node(c).space, plan_.node_cuts[c], i)) * activation_bytes_;
     }
+  }
+
+  // Activations kept for backward under the plan's recomputation policy, per stage and
+  // (with `by_node`) on the operator holding each.
+  void saved_activations(std::vector<double>& per_stage, const std::vector<OpWork*>* by_node) const {
     const std::vector<SavedTensor>& saved =
         plan_.recompute == RecomputePolicy::full ? ng_.layer_checkpoints() : ng_.saved_tensors();
-    std::vector<OpWork*> by_node(graph_.nodes().size(), nullptr);
-    for (auto& w : a.ops) by_node[w.node] = &w;
     for (const SavedTensor& s : saved) {
       if (plan_.recompute == RecomputePolicy::selective && s.quadratic_in_sequence) continue;
       const Tensor& t = graph_.tensor(s.tensor);
@@ -578,34 +757,31 @@ class Analyzer {
       const double elements = produced_sharding(s.tensor)
                                   ? state_.produced_elements[s.tensor]
                                   : ng_.tensor_elements(s.tensor).at(batch_) / cut_ways(plan_.node_cuts[holder], mesh_);
-      const int stage = plan_.stage_of_node[holder];
       const double bytes = elements * (s.mask ? 1.0 : activation_bytes_);
-      a.stage_memory[stage].activations_per_micro_batch += bytes;
-      by_node[holder]->saved_bytes += bytes;
-    }
-    // What is not kept is recomputed in the backward pass.
-    for (auto& w : a.ops)
-      w.recomputed = plan_.recompute == RecomputePolicy::full ||
-                     (plan_.recompute == RecomputePolicy::selective && ng_.node(w.node).quadratic_output);
-    for (int s = 0; s < stages; ++s) {
-      StageMemory& mem = a.stage_memory[s];
-      switch (plan_.schedule) {
-        case Schedule::gpipe: mem.micro_batches_in_flight = m; break;
-        case Schedule::one_f_one_b: mem.micro_batches_in_flight = std::min(m, stages - s); break;
-        case Schedule::interleaved_1f1b: {
-          // Megatron-LM's interleaved schedule warms up with 2(p-s-1) + (v-1)p chunk
-          // forwards before its first backward, and holds one more chunk in steady state.
-          const int v = std::max(plan_.virtual_stages, 1);
-          const int chunks = std::min(m * v, 2 * (stages - s - 1) + (v - 1) * stages + 1);
-          mem.micro_batches_in_flight = static_cast<double>(chunks) / v;
-          break;
-        }
-      }
+      per_stage[plan_.stage_of_node[holder]] += bytes;
+      if (by_node) (*by_node)[holder]->saved_bytes += bytes;
     }
   }
 
-  void add_pipeline_transfers(PlanAnalysis& a) {
-    if (a.p2p_bytes.empty()) return;
+  void add_activations(PlanAnalysis& a, bool train) {
+    if (!train) {
+      inference_weights(a.stage_memory);
+      return;
+    }
+    std::vector<OpWork*> by_node(graph_.nodes().size(), nullptr);
+    for (auto& w : a.ops) by_node[w.node] = &w;
+    std::vector<double> per_stage(a.stage_memory.size(), 0.0);
+    saved_activations(per_stage, &by_node);
+    // What is not kept is recomputed in the backward pass.
+    for (auto& w : a.ops) w.recomputed = recomputed(w.node);
+    for (std::size_t s = 0; s < a.stage_memory.size(); ++s) {
+      a.stage_memory[s].activations_per_micro_batch = per_stage[s];
+      a.stage_memory[s].micro_batches_in_flight = micro_batches_in_flight(plan_, static_cast<int>(s));
+    }
+  }
+
+  void add_pipeline_transfers(std::vector<double>& p2p_bytes) const {
+    if (p2p_bytes.empty()) return;
     for (TensorId t = 0; t < static_cast<TensorId>(graph_.tensors().size()); ++t) {
       const Tensor& tensor = graph_.tensor(t);
       if (tensor.producer == kNone) continue;
@@ -618,7 +794,7 @@ class Analyzer {
       const bool produced = produced_sharding(t).has_value();
       const double elements = produced ? state_.produced_elements[t] : ng_.tensor_elements(t).at(batch_);
       const double bytes = elements * element_bytes(t);
-      for (int s = from; s < to; ++s) a.p2p_bytes[s] += bytes;
+      for (int s = from; s < to; ++s) p2p_bytes[s] += bytes;
     }
   }
 
@@ -644,8 +820,7 @@ double exposed_seconds(const std::vector<CommOp>& ops, double kernel_seconds) {
 
 double after_step_seconds(const PlanAnalysis& analysis) {
   std::vector<double> regather(analysis.stage_memory.size(), 0.0);
-  for (const ParamWork& p : analysis.params)
-    for (const CommOp& op : p.regather) regather.at(p.stage) += op.seconds;
+  for (const ParamWork& p : analysis.params) regather.at(p.stage) += sum_seconds(p.regather);
   return analysis.optimizer_seconds_per_stage + (regather.empty() ? 0.0 : *std::max_element(regather.begin(), regather.end()));
 }
 
@@ -659,6 +834,18 @@ const PlanAnalysis& PlanAnalyzer::analyze_in_place(const Plan& plan) {
 }
 
 PlanAnalysis PlanAnalyzer::analyze(const Plan& plan) { return analyze_in_place(plan); }
+
+const StageTotals& PlanAnalyzer::totals(const Plan& plan) { return Analyzer(graph_, cluster_, plan, ng_, *state_).totals(); }
+
+StageTotals stage_totals(const PlanAnalysis& a, const Plan& plan) {
+  const int stages = plan.pipeline_stages();
+  const bool train = plan.mode == ExecutionMode::train;
+  PlanAnalyzer::State::OperatorSums ops(stages);
+  for (const OpWork& w : a.ops) ops.add(w, w.recomputed, train);
+  PlanAnalyzer::State::ParameterSums params(stages);
+  for (const ParamWork& p : a.params) params.add(p.stage, sum_seconds(p.grad_sync), sum_seconds(p.gather), sum_seconds(p.regather));
+  return assemble_totals(ops, params, a.p2p_bytes, a.stage_memory, a.optimizer_seconds_per_stage, plan, a.device_memory);
+}
 
 PlanAnalysis analyze_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {
   const NumericGraph ng(graph);

@@ -78,6 +78,24 @@ struct PlanAnalysis {
   double device_memory = 0;       // capacity, bytes
 };
 
+// A plan's analysis summed per pipeline stage, one micro-batch: what the step estimate
+// reads. stage_totals(analyze(plan), plan) and PlanAnalyzer::totals(plan) are equal.
+struct StageTotals {
+  // Seconds: kernels, and the collectives each operator exposes past its kernel; backward
+  // includes the recomputed forward.
+  std::vector<double> fwd_compute, fwd_comm, bwd_compute, bwd_comm;
+  // Seconds of the parameters' collectives: gradient synchronisation, ZeRO-3's gathers of
+  // one pass and the largest of them.
+  std::vector<double> grad_sync, gather, first_gather;
+  std::vector<double> p2p_bytes;    // per stage boundary
+  std::vector<double> peak_memory;  // bytes per device
+  double model_flops = 0, hardware_flops = 0;  // all devices; hardware adds the recompute
+  double after_step_s = 0;                     // after_step_seconds
+  double device_memory = 0;
+};
+
+StageTotals stage_totals(const PlanAnalysis& analysis, const Plan& plan);
+
 // The optimizer step and, under ZeRO-1/2 or the distributed optimizer, the all-gather of
 // the updated weights after it (ParamWork::regather), on the slowest stage: nothing is
 // left to hide either behind.
@@ -99,6 +117,10 @@ class PlanAnalyzer {
   // The same without a copy: valid until the next call (a search that only wants the
   // estimate). After a throw the analyzer holds no analysis.
   const PlanAnalysis& analyze_in_place(const Plan& plan);
+  // stage_totals(analyze(plan), plan), valid until the next call. A plan with the operator
+  // work of the last one (a search's ZeRO, recomputation and interleaving staircase) costs
+  // O(stages): the sums per recomputation policy and per ZeRO stage are kept with the work.
+  const StageTotals& totals(const Plan& plan);
 
   Graph& graph() const { return graph_; }
   const hardware::Cluster& cluster() const { return cluster_; }

@@ -5,12 +5,6 @@
 namespace symtensor::compiler {
 namespace {
 
-double sum_seconds(const std::vector<CommOp>& ops) {
-  double s = 0;
-  for (const auto& op : ops) s += op.seconds;
-  return s;
-}
-
 // The link between two consecutive pipeline stages: the level of the pipeline axis.
 double p2p_seconds(const hardware::Cluster& cluster, const hardware::DeviceMesh& mesh, int pipeline_axis, double bytes) {
   if (pipeline_axis < 0 || bytes <= 0) return 0;
@@ -26,39 +20,23 @@ double exposed_gather_seconds(double gather, double first, double compute) {
   return std::min(gather, first + beyond / 2);
 }
 
-StepEstimate estimate_step(const PlanAnalysis& a, const Plan& plan, const hardware::Cluster& cluster) {
+StepEstimate estimate_step(const PlanAnalysis& analysis, const Plan& plan, const hardware::Cluster& cluster) {
+  return estimate_step(stage_totals(analysis, plan), plan, cluster);
+}
+
+StepEstimate estimate_step(const StageTotals& a, const Plan& plan, const hardware::Cluster& cluster) {
   const hardware::DeviceMesh mesh = plan_mesh(plan, cluster);
   const int stages = plan.pipeline_stages();
   const int m = plan.micro_batches;
   const bool train = plan.mode == ExecutionMode::train;
-
-  // Per stage, one micro-batch: forward and backward compute and blocking communication.
-  std::vector<double> fwd_compute(stages), fwd_comm(stages), bwd_compute(stages), bwd_comm(stages), dp(stages),
-      gather(stages);
+  const std::vector<double>&fwd_compute = a.fwd_compute, &fwd_comm = a.fwd_comm, &bwd_compute = a.bwd_compute,
+                          &bwd_comm = a.bwd_comm, &dp = a.grad_sync;
   StepEstimate e;
-  for (const OpWork& w : a.ops) {
-    fwd_compute[w.stage] += w.fwd_seconds;
-    fwd_comm[w.stage] += exposed_seconds(w.fwd_comm, w.fwd_seconds);
-    if (!train) continue;
-    bwd_compute[w.stage] += w.bwd_seconds + (w.recomputed ? w.fwd_seconds : 0);
-    bwd_comm[w.stage] += exposed_seconds(w.bwd_comm, w.bwd_seconds) + (w.recomputed ? exposed_seconds(w.fwd_comm, w.fwd_seconds) : 0);
-    e.model_flops += (w.fwd_flops + w.bwd_flops) * w.ways * m;
-    e.hardware_flops += (w.fwd_flops * (w.recomputed ? 2 : 1) + w.bwd_flops) * w.ways * m;
-  }
-  if (!train)
-    for (const OpWork& w : a.ops) {
-      e.model_flops += w.fwd_flops * w.ways * m;
-      e.hardware_flops = e.model_flops;
-    }
-  std::vector<double> first_gather(stages, 0.0);
-  for (const ParamWork& p : a.params) {
-    dp[p.stage] += sum_seconds(p.grad_sync);
-    const double g = sum_seconds(p.gather);
-    gather[p.stage] += g;
-    first_gather[p.stage] = std::max(first_gather[p.stage], g);
-  }
+  e.model_flops = a.model_flops;
+  e.hardware_flops = a.hardware_flops;
+  std::vector<double> gather(stages);
   for (int s = 0; s < stages; ++s)
-    gather[s] = exposed_gather_seconds(gather[s], first_gather[s], fwd_compute[s] + bwd_compute[s]);
+    gather[s] = exposed_gather_seconds(a.gather[s], a.first_gather[s], fwd_compute[s] + bwd_compute[s]);
   // A model cut over the pipeline counts each device once per stage: the FLOPs above are
   // per pipeline, and every data-parallel replica is inside the cut ways already.
 
@@ -68,7 +46,7 @@ StepEstimate estimate_step(const PlanAnalysis& a, const Plan& plan, const hardwa
   double slowest = 0, fill = 0, slowest_compute = 0, slowest_comm = 0;
   int slowest_stage = 0;
   for (int s = 0; s < stages; ++s) {
-    const double p2p = s + 1 < stages || v > 1 ? v * p2p_seconds(cluster, mesh, plan.pipeline_axis, a.p2p_bytes[std::min(s, stages - 2)]) : 0;
+    const double p2p = stages > 1 && (s + 1 < stages || v > 1) ? v * p2p_seconds(cluster, mesh, plan.pipeline_axis, a.p2p_bytes[std::min(s, stages - 2)]) : 0;
     const double t = fwd_compute[s] + fwd_comm[s] + bwd_compute[s] + bwd_comm[s] + 2 * gather[s] + (train ? 2 : 1) * p2p;
     fill += t;
     if (t > slowest) {
@@ -87,14 +65,12 @@ StepEstimate estimate_step(const PlanAnalysis& a, const Plan& plan, const hardwa
   e.dp_exposed_s = train ? std::max(0.0, dp[slowest_stage] - bwd_compute[slowest_stage]) : 0;
   for (int s = 0; s < stages; ++s)
     e.dp_exposed_s = std::max(e.dp_exposed_s, train ? std::max(0.0, dp[s] - bwd_compute[s]) : 0.0);
-  e.optimizer_s = after_step_seconds(a);
+  e.optimizer_s = a.after_step_s;
   e.step_time_s = pipeline + e.dp_exposed_s + e.optimizer_s;
 
   e.memory_capacity = a.device_memory;
-  for (const StageMemory& mem : a.stage_memory) {
-    e.stage_peak_memory.push_back(mem.peak());
-    e.peak_memory = std::max(e.peak_memory, mem.peak());
-  }
+  e.stage_peak_memory = a.peak_memory;
+  for (double peak : a.peak_memory) e.peak_memory = std::max(e.peak_memory, peak);
   e.fits = e.peak_memory <= e.memory_capacity;
   const double devices = mesh.num_devices();
   const double peak = cluster.device.peak(plan.precision);

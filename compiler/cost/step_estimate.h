@@ -35,5 +35,7 @@ struct StepEstimate {
 double exposed_gather_seconds(double gather, double first, double compute);
 
 StepEstimate estimate_step(const PlanAnalysis& analysis, const Plan& plan, const hardware::Cluster& cluster);
+// The same from the analysis' per-stage sums (PlanAnalyzer::totals: a search's fast path).
+StepEstimate estimate_step(const StageTotals& totals, const Plan& plan, const hardware::Cluster& cluster);
 
 }  // namespace symtensor::compiler

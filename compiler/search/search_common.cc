@@ -74,8 +74,7 @@ Evaluation evaluate_plan(Graph& graph, const hardware::Cluster& cluster, const P
 Evaluation evaluate_plan(PlanAnalyzer& analyzer, const Plan& plan) {
   Evaluation e;
   try {
-    const PlanAnalysis& a = analyzer.analyze_in_place(plan);
-    e.estimate = estimate_step(a, plan, analyzer.cluster());
+    e.estimate = estimate_step(analyzer.totals(plan), plan, analyzer.cluster());
     e.valid = true;
   } catch (const std::exception& ex) {
     e.error = ex.what();

@@ -1,10 +1,12 @@
 // A PlanAnalyzer that prices plan after plan reuses what it kept (the operator work of the
 // last two plans; an incremental update when only some cuts changed). Each analysis it
-// gives must equal a fresh analyzer's of the same plan, field by field.
+// gives must equal a fresh analyzer's of the same plan, field by field, and so must the
+// per-stage sums it keeps for a search's memory staircase (PlanAnalyzer::totals).
 #include <gtest/gtest.h>
 
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/plan_analysis.h"
+#include "compiler/cost/step_estimate.h"
 #include "compiler/strategies/strategy.h"
 #include "tests/compiler/strategies_test_util.h"
 
@@ -63,6 +65,22 @@ void expect_same_analysis(const PlanAnalysis& a, const PlanAnalysis& b, const Gr
   }
   EXPECT_EQ(a.p2p_bytes, b.p2p_bytes);
   EXPECT_EQ(a.optimizer_seconds_per_stage, b.optimizer_seconds_per_stage);
+}
+
+void expect_same_totals(const StageTotals& a, const StageTotals& b) {
+  EXPECT_EQ(a.fwd_compute, b.fwd_compute);
+  EXPECT_EQ(a.fwd_comm, b.fwd_comm);
+  EXPECT_EQ(a.bwd_compute, b.bwd_compute);
+  EXPECT_EQ(a.bwd_comm, b.bwd_comm);
+  EXPECT_EQ(a.grad_sync, b.grad_sync);
+  EXPECT_EQ(a.gather, b.gather);
+  EXPECT_EQ(a.first_gather, b.first_gather);
+  EXPECT_EQ(a.p2p_bytes, b.p2p_bytes);
+  EXPECT_EQ(a.peak_memory, b.peak_memory);
+  EXPECT_EQ(a.model_flops, b.model_flops);
+  EXPECT_EQ(a.hardware_flops, b.hardware_flops);
+  EXPECT_EQ(a.after_step_s, b.after_step_s);
+  EXPECT_EQ(a.device_memory, b.device_memory);
 }
 
 class AnalyzerReuse : public ::testing::Test {
@@ -125,6 +143,59 @@ TEST_F(AnalyzerReuse, StagesAndMemoryKnobsChangedEqualsAFreshAnalysis) {
   Plan other_batch = megatron_;
   other_batch.micro_batches = 4;
   expect_each_as_fresh({megatron_, moved, zero3, other_batch, megatron_, other_batch, uncut(2, 9)});
+}
+
+// The staircase a search walks on one plan's cuts (recomputation x ZeRO x interleaving x
+// schedule), with cut, micro-batch and mode changes between, priced by totals() and
+// analyze_in_place() in turn on one analyzer: every answer equals the sums of a fresh
+// analysis, and so does the step estimate made from it.
+TEST_F(AnalyzerReuse, KeptTotalsEqualTheSumsOfAFreshAnalysis) {
+  std::vector<Plan> plans;
+  auto staircase = [&](const Plan& base) {
+    for (RecomputePolicy r : {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full})
+      for (int zero : {3, 2, 1, 0}) {
+        Plan p = base;
+        p.recompute = r;
+        p.zero_stage = zero;
+        plans.push_back(p);
+      }
+    for (int v : {2, 4}) {
+      Plan p = base;
+      p.virtual_stages = v;
+      p.schedule = Schedule::interleaved_1f1b;
+      p.distributed_optimizer = true;
+      plans.push_back(p);
+    }
+    Plan gpipe = base;
+    gpipe.schedule = Schedule::gpipe;
+    gpipe.recompute = RecomputePolicy::selective;
+    plans.push_back(gpipe);
+  };
+  staircase(megatron_);
+  staircase(uncut(3, 37));
+  Plan four = megatron_;
+  four.micro_batches = 4;
+  staircase(four);
+  staircase(megatron_);  // back to the first cuts: kept beside the micro-batch-4 work
+  Plan infer = megatron_;
+  infer.mode = ExecutionMode::infer;
+  plans.push_back(infer);
+  plans.push_back(megatron_);
+
+  const NumericGraph ng(graph_);
+  PlanAnalyzer shared(graph_, cluster_, ng);
+  for (std::size_t k = 0; k < plans.size(); ++k) {
+    SCOPED_TRACE("plan " + std::to_string(k));
+    const PlanAnalysis fresh = analyze_plan(graph_, cluster_, plans[k]);
+    const StageTotals expected = stage_totals(fresh, plans[k]);
+    if (k % 3 == 2) {
+      expect_same_analysis(shared.analyze_in_place(plans[k]), fresh, graph_);
+      continue;
+    }
+    const StageTotals& kept = shared.totals(plans[k]);
+    expect_same_totals(kept, expected);
+    EXPECT_EQ(estimate_step(kept, plans[k], cluster_).step_time_s, estimate_step(fresh, plans[k], cluster_).step_time_s);
+  }
 }
 
 TEST_F(AnalyzerReuse, ABadPlanAfterAGoodOneIsReportedAndForgotten) {
