@@ -157,7 +157,7 @@ void time_search(benchmark::State& state, compiler::Graph& graph, const hardware
 }
 
 void BM_Search_Layers(benchmark::State& state) { time_search(state, cached_graph(state.range(0), 2048), a100_nodes(8)); }
-BENCHMARK(BM_Search_Layers)->Arg(12)->Arg(24)->Arg(48)->Arg(96)->Arg(128)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Search_Layers)->Arg(12)->Arg(24)->Arg(48)->Arg(96)->Arg(128)->Iterations(3)->Unit(benchmark::kMillisecond);
 
 void BM_Simulate_Layers(benchmark::State& state) {
   compiler::Graph& graph = cached_graph(state.range(0), 2048);

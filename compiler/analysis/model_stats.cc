@@ -15,6 +15,13 @@ IterationSpace iteration_space_of(Graph& graph, NodeId id) {
   return opaque_iteration_space(ctx);
 }
 
+std::vector<IterationSpace> node_iteration_spaces(Graph& graph) {
+  std::vector<IterationSpace> spaces;
+  spaces.reserve(graph.nodes().size());
+  for (NodeId n = 0; n < static_cast<NodeId>(graph.nodes().size()); ++n) spaces.push_back(iteration_space_of(graph, n));
+  return spaces;
+}
+
 ModelStats compute_model_stats(Graph& graph) {
   ModelStats s;
   s.parameter_count = 0;

@@ -32,5 +32,7 @@ ModelStats compute_model_stats(Graph& graph);
 // The iteration space of one node (the opaque one for nodes without semantics).
 struct IterationSpace;
 IterationSpace iteration_space_of(Graph& graph, NodeId id);
+// Every node's, by node id. Searches take them from NumericGraph::spaces(), derived once.
+std::vector<IterationSpace> node_iteration_spaces(Graph& graph);
 
 }  // namespace symtensor::compiler

@@ -55,10 +55,10 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
     tensor_shapes_.push_back(std::move(shape));
     quadratic_.push_back(seq_dims >= 2);
   }
+  spaces_ = node_iteration_spaces(graph);
   nodes_.reserve(graph.nodes().size());
   for (NodeId id = 0; id < static_cast<NodeId>(graph.nodes().size()); ++id) {
-    NumericNode n;
-    n.space = iteration_space_of(graph, id);
+    NumericNode n(spaces_[id]);
     n.kind = n.space.kind;
     for (const auto& loop : n.space.loops) n.loops.push_back({compile(loop.extent), loop.reduction});
     n.flops = compile(n.space.flops);

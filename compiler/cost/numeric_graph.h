@@ -24,6 +24,7 @@ struct NumericLoop {
 };
 
 struct NumericNode {
+  explicit NumericNode(const IterationSpace& s) : space(s) {}
   OpKind kind = OpKind::opaque;
   std::vector<NumericLoop> loops;
   Affine flops, bytes;
@@ -31,7 +32,7 @@ struct NumericNode {
   // Fused attention (OpKind::attention): its head-dim and query-sequence loops, which pick
   // the kernel's efficiency; -1 otherwise.
   int head_dim_loop = -1, query_loop = -1;
-  IterationSpace space;  // symbolic original (maps, names), for shardings and formulas
+  const IterationSpace& space;  // symbolic original (maps, names), for shardings and formulas: NumericGraph::spaces()
 };
 
 // What pricing a plan reads of a tensor, kept apart from Tensor so that the cost model's
@@ -61,9 +62,14 @@ class NumericGraph {
  public:
   // Throws naming the dim when a shape holds a symbol that is neither bound nor the batch.
   explicit NumericGraph(Graph& graph);
+  NumericGraph(const NumericGraph&) = delete;  // its nodes refer to its spaces
+  NumericGraph& operator=(const NumericGraph&) = delete;
 
   const Graph& graph() const { return graph_; }
   const NumericNode& node(NodeId id) const { return nodes_.at(id); }
+  // Every node's iteration space, derived once per graph: what the strategies, propagation
+  // and the level problems read (by node id).
+  const std::vector<IterationSpace>& spaces() const { return spaces_; }
   Affine tensor_elements(TensorId id) const { return facts_.at(id).elements; }
   const TensorFacts& facts(TensorId id) const { return facts_[id]; }
   const std::vector<ParameterUses>& parameters() const { return parameters_; }
@@ -88,6 +94,7 @@ class NumericGraph {
   GiNaC::symbol batch_;
   bool has_batch_ = false;
   double batch_binding_ = 0;
+  std::vector<IterationSpace> spaces_;
   std::vector<NumericNode> nodes_;
   std::vector<TensorFacts> facts_;
   std::vector<ParameterUses> parameters_;

@@ -51,10 +51,7 @@ class MegatronSearch {
       : analyzer_(analyzer), graph_(analyzer.graph()), cluster_(analyzer.cluster()), options_(options), space_(space) {}
 
   MegatronSearchResult run() {
-    std::vector<IterationSpace> numeric_spaces;
-    for (NodeId id = 0; id < static_cast<NodeId>(graph_.nodes().size()); ++id)
-      numeric_spaces.push_back(analyzer_.numeric().node(id).space);
-    MegatronLayouts layouts(graph_, std::move(numeric_spaces));
+    MegatronLayouts layouts(graph_, analyzer_.numeric().spaces());
     const std::vector<IterationSpace>& spaces = layouts.spaces();
     const TransformerStructure& structure = layouts.structure();
     const int layers = structure.layers();

@@ -55,13 +55,15 @@ std::string describe(const Knobs& k) {
 class Search {
  public:
   Search(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options, const SearchOptions& search)
-      : g_(graph), cluster_(cluster), options_(options), search_(search), ng_(graph), analyzer_(graph, cluster, ng_), folded_(fold_graph(ng_)),
-        spaces_(g_.nodes().size()) {
-    for (NodeId id = 0; id < static_cast<NodeId>(g_.nodes().size()); ++id) spaces_[id] = ng_.node(id).space;
-  }
+      : g_(graph), cluster_(cluster), options_(options), search_(search), ng_(graph), analyzer_(graph, cluster, ng_),
+        folded_(fold_graph(ng_)), spaces_(ng_.spaces()) {}
 
   SearchResult run() {
     const std::string name = search_.solver == LevelSolver::ilp ? "ilp" : "symtensor";
+    const int heavy = static_cast<int>(folded_.heavy.size());
+    if (search_.max_heavy_operators > 0 && heavy > search_.max_heavy_operators)
+      throw std::runtime_error(name + ": '" + g_.source + "' has " + std::to_string(heavy) + " heavy operators, above the limit of " +
+                               std::to_string(search_.max_heavy_operators) + " for the exact search (use --strategy symtensor)");
     skeleton_ = plan_skeleton(name, g_, cluster_, options_);
     const double batch = skeleton_.global_batch;
     const long long B = static_cast<long long>(batch);
@@ -446,7 +448,7 @@ class Search {
   NumericGraph ng_;
   PlanAnalyzer analyzer_;
   FoldedGraph folded_;
-  std::vector<IterationSpace> spaces_;
+  const std::vector<IterationSpace>& spaces_;  // ng_'s
   mutable PropagationCache propagation_;  // complete_plan's, kept between the plans it completes
   struct Propagated {
     int pp = 0;

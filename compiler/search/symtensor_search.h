@@ -41,6 +41,7 @@ struct SearchOptions {
   int refine_budget = 48;          // whole-plan evaluations spent on refinement moves (about
                                    // 15 per class of operators for a 3-axis mesh)
   bool refine = true;
+  int max_heavy_operators = 0;     // refused above (0: no limit): the exact solver's bound
 };
 
 // Cuts of the heavy operators after all levels, the per-level problems and their solutions.

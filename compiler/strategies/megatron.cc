@@ -9,6 +9,16 @@
 #include "compiler/strategies/transformer_structure.h"
 
 namespace symtensor::compiler {
+
+// Per node, what the layout rules look up of its loops (found with GiNaC, so once per
+// graph rather than once per knob setting): the batch and sequence loops, and the
+// numeric extents.
+struct MegatronNodeLoops {
+  bool known = false;
+  int batch = -1, sequence = -1;
+  std::vector<std::optional<double>> extents;
+};
+
 namespace {
 
 std::string extent_text(const Graph& g, const GiNaC::ex& e) {
@@ -22,9 +32,9 @@ class MegatronBuilder {
  public:
   MegatronBuilder(Graph& g, const hardware::Cluster& cluster, const MegatronKnobs& k, Plan& plan,
                   const std::vector<IterationSpace>& spaces, const TransformerStructure& structure,
-                  const std::vector<NodeId>& order, PropagationCache& propagation)
+                  const std::vector<NodeId>& order, PropagationCache& propagation, std::vector<MegatronNodeLoops>& loops)
       : g_(g), k_(k), plan_(plan), layout_(megatron_mesh(cluster, k)), spaces_(spaces), s_(structure), order_(order),
-        propagation_(propagation) {
+        propagation_(propagation), loops_(loops) {
     plan_.mesh_factors = layout_.factors;
     plan_.pipeline_axis = layout_.pipeline_axis;
     mesh_ = plan_mesh(plan_, cluster);
@@ -91,12 +101,20 @@ class MegatronBuilder {
 
  private:
   std::string node_name(NodeId n) const { return g_.node(n).name; }
-  int batch_loop(NodeId n) const { return loop_with_symbol(g_, spaces_[n], g_.batch_dim); }
-  // The first loop over the sequence (an attention's queries), other than the batch's.
-  int sequence_loop(NodeId n) const {
+  const MegatronNodeLoops& loops(NodeId n) {
+    loops_.resize(g_.nodes().size());
+    MegatronNodeLoops& l = loops_[n];
+    if (l.known) return l;
+    l.known = true;
+    l.batch = loop_with_symbol(g_, spaces_[n], g_.batch_dim);
+    // The first loop over the sequence (an attention's queries), other than the batch's.
     const int s = loop_with_symbol(g_, spaces_[n], "seq");
-    return s == batch_loop(n) ? -1 : s;
+    l.sequence = s == l.batch ? -1 : s;
+    for (const LoopDim& loop : spaces_[n].loops) l.extents.push_back(numeric_extent(g_, loop.extent));
+    return l;
   }
+  int batch_loop(NodeId n) { return loops(n).batch; }
+  int sequence_loop(NodeId n) { return loops(n).sequence; }
 
   // The batch over the data-parallel axes (`axes` when given: an expert GEMM's expert
   // data-parallel ones) and, under context parallelism, the sequence over the cp axes.
@@ -129,7 +147,7 @@ class MegatronBuilder {
     if (axes.empty()) return;
     if (loop < 0) throw std::runtime_error("megatron: operator '" + node_name(n) + "' has no loop for " + what);
     const IterationSpace& space = spaces_[n];
-    if (!cut_allowed(g_, g_.node(n), space, loop, axes, mesh_)) {
+    if (loop >= static_cast<int>(space.loops.size()) || !cut_allowed(g_.node(n), space, loop, loops(n).extents[loop], axes, mesh_)) {
       double ways = 1;
       for (int a : axes) ways *= mesh_.axes()[a].size;
       throw std::runtime_error("megatron: " + std::string(what) + " of '" + node_name(n) + "' (loop '" +
@@ -180,6 +198,7 @@ class MegatronBuilder {
   const TransformerStructure& s_;
   const std::vector<NodeId>& order_;
   PropagationCache& propagation_;
+  std::vector<MegatronNodeLoops>& loops_;
   std::vector<bool> fixed_;
 };
 
@@ -196,24 +215,33 @@ long long expert_count(const Graph& graph, const std::vector<IterationSpace>& sp
 }
 
 struct MegatronLayouts::Facts {
-  std::vector<IterationSpace> spaces;
+  std::vector<IterationSpace> own_spaces;  // when the caller has none
+  const std::vector<IterationSpace>* spaces = nullptr;
   TransformerStructure structure;
   std::vector<NodeId> order;
   PropagationCache propagation;
+  std::vector<MegatronNodeLoops> loops;
 };
 
-MegatronLayouts::MegatronLayouts(Graph& graph) : MegatronLayouts(graph, node_iteration_spaces(graph)) {}
+MegatronLayouts::MegatronLayouts(Graph& graph) : graph_(graph), facts_(std::make_unique<Facts>()) {
+  facts_->own_spaces = node_iteration_spaces(graph);
+  init(facts_->own_spaces);
+}
 
-MegatronLayouts::MegatronLayouts(Graph& graph, std::vector<IterationSpace> spaces)
+MegatronLayouts::MegatronLayouts(Graph& graph, const std::vector<IterationSpace>& spaces)
     : graph_(graph), facts_(std::make_unique<Facts>()) {
-  facts_->spaces = std::move(spaces);
-  facts_->structure = find_transformer_structure(graph, facts_->spaces);
-  facts_->order = graph.topological_order();
+  init(spaces);
+}
+
+void MegatronLayouts::init(const std::vector<IterationSpace>& spaces) {
+  facts_->spaces = &spaces;
+  facts_->structure = find_transformer_structure(graph_, spaces);
+  facts_->order = graph_.topological_order();
 }
 
 MegatronLayouts::~MegatronLayouts() = default;
 
-const std::vector<IterationSpace>& MegatronLayouts::spaces() const { return facts_->spaces; }
+const std::vector<IterationSpace>& MegatronLayouts::spaces() const { return *facts_->spaces; }
 const TransformerStructure& MegatronLayouts::structure() const { return facts_->structure; }
 
 Plan make_megatron_plan(Graph& graph, const hardware::Cluster& cluster, const MegatronKnobs& knobs,
@@ -241,7 +269,9 @@ Plan MegatronLayouts::make(const hardware::Cluster& cluster, const MegatronKnobs
   plan.recompute = knobs.recompute;
   plan.distributed_optimizer = knobs.distopt;
   plan.sequence_parallel = knobs.sp && knobs.tp > 1;
-  MegatronBuilder(graph, cluster, knobs, plan, facts_->spaces, facts_->structure, facts_->order, facts_->propagation).build();
+  MegatronBuilder(graph, cluster, knobs, plan, *facts_->spaces, facts_->structure, facts_->order, facts_->propagation,
+                  facts_->loops)
+      .build();
   const double per_step = static_cast<double>(dp) * knobs.mb;
   if (std::fmod(plan.global_batch, per_step) != 0)
     throw std::runtime_error("megatron: batch " + std::to_string(static_cast<long long>(plan.global_batch)) +

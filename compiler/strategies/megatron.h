@@ -80,7 +80,8 @@ Plan make_megatron_plan(Graph& graph, const hardware::Cluster& cluster, const Me
 class MegatronLayouts {
  public:
   explicit MegatronLayouts(Graph& graph);
-  MegatronLayouts(Graph& graph, std::vector<IterationSpace> spaces);  // node_iteration_spaces(graph)
+  // With the graph's iteration spaces (NumericGraph::spaces()), which must outlive it.
+  MegatronLayouts(Graph& graph, const std::vector<IterationSpace>& spaces);
   ~MegatronLayouts();
   MegatronLayouts(const MegatronLayouts&) = delete;
   MegatronLayouts& operator=(const MegatronLayouts&) = delete;
@@ -92,6 +93,7 @@ class MegatronLayouts {
 
  private:
   struct Facts;
+  void init(const std::vector<IterationSpace>& spaces);
   Graph& graph_;
   std::unique_ptr<Facts> facts_;
 };

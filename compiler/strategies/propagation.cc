@@ -432,13 +432,6 @@ std::size_t PropagationCache::KeyHash::operator()(const std::vector<std::int64_t
   return static_cast<std::size_t>(h);
 }
 
-std::vector<IterationSpace> node_iteration_spaces(Graph& graph) {
-  std::vector<IterationSpace> spaces;
-  spaces.reserve(graph.nodes().size());
-  for (NodeId n = 0; n < static_cast<NodeId>(graph.nodes().size()); ++n) spaces.push_back(iteration_space_of(graph, n));
-  return spaces;
-}
-
 void propagate_cuts(Graph& graph, const hardware::DeviceMesh& mesh, Plan& plan, const std::vector<bool>& fixed,
                     const std::vector<IterationSpace>& spaces, PropagationCache* cache, const std::vector<NodeCut>* previous) {
   PropagationCache own;

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "compiler/analysis/model_stats.h"  // node_iteration_spaces
 #include "compiler/ir/graph.h"
 #include "compiler/ops/op_semantics.h"
 #include "compiler/plan/plan.h"
@@ -34,9 +35,6 @@ namespace symtensor::compiler {
 
 inline constexpr int kMaxPropagationPasses = 8;
 
-// The iteration space of every node, by node id (computed once; propagation and the
-// generators share them).
-std::vector<IterationSpace> node_iteration_spaces(Graph& graph);
 
 // What propagation derives from the graph alone (numeric shapes and loop extents) and the
 // redistributions it prices, kept between calls by a caller that propagates many plans of

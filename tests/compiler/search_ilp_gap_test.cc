@@ -80,5 +80,26 @@ TEST(SearchIlpGap, WholeSearchStepTimeMatchesIlpStrategy) {
   EXPECT_EQ(exact.plan.strategy, "ilp");
 }
 
+TEST(SearchIlpGap, TheExactSearchRefusesGraphsAboveItsHeavyOperatorBound) {
+  // Heavy operators (GEMMs of the 2-layer MLP) counted by kind; a bound one below refuses it.
+  Graph g = testing::import_bound(testing::mlp_model(2, 1024), "mlp", 64);
+  int heavy = 0;
+  const NumericGraph ng(g);
+  for (const IterationSpace& space : ng.spaces()) heavy += is_heavy(space.kind) ? 1 : 0;
+  ASSERT_GE(heavy, 2);
+  SearchOptions s;
+  s.solver = LevelSolver::ilp;
+  s.max_heavy_operators = heavy - 1;
+  try {
+    symtensor_search(g, testing::cluster_of("dgx-a100", 1, 8), StrategyOptions{}, s);
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    const std::string expected = "has " + std::to_string(heavy) + " heavy operators, above the limit of " + std::to_string(heavy - 1);
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+  s.max_heavy_operators = heavy;
+  EXPECT_NO_THROW(symtensor_search(g, testing::cluster_of("dgx-a100", 1, 8), StrategyOptions{}, s));
+}
+
 }  // namespace
 }  // namespace symtensor::compiler
