@@ -1,5 +1,6 @@
 // How the compiler and the simulator scale, with the fitted growth exponent k of each
-// series (time ∝ n^k, least squares on log time vs log n) printed after the runs.
+// series (time ∝ n^k, least squares on log time vs log n) printed after the runs; with
+// --benchmark_repetitions the fastest run of each n is fitted.
 //
 // Model series (GPT family, seq 2048, head dim 128):
 //   layers 12 → 128 at hidden 2048;  hidden 2048 → 25600 at 24 layers.
@@ -14,6 +15,7 @@
 //   estimate of TP 8, DP the rest), the SymTensor search, and simulate.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -224,10 +226,11 @@ BENCHMARK(BM_Simulate_Gpus)->RangeMultiplier(8)->Range(8, 4096)->Unit(benchmark:
 
 // ---- the fit --------------------------------------------------------------------------
 
-// Keeps (n, seconds per iteration) of every run, by benchmark function.
+// Keeps, by benchmark function and n, the fastest seconds per iteration among the runs
+// (with --benchmark_repetitions: the estimate a shared, noisy machine disturbs least).
 class FitReporter : public benchmark::ConsoleReporter {
  public:
-  std::map<std::string, std::vector<std::pair<double, double>>> series;
+  std::map<std::string, std::map<double, double>> series;
 
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
@@ -235,8 +238,9 @@ class FitReporter : public benchmark::ConsoleReporter {
       if (run.error_occurred || run.run_type != Run::RT_Iteration || run.iterations == 0) continue;
       const auto n = run.counters.find("n");
       if (n == run.counters.end()) continue;
-      series[run.run_name.function_name].emplace_back(n->second.value,
-                                                      run.real_accumulated_time / static_cast<double>(run.iterations));
+      const double seconds = run.real_accumulated_time / static_cast<double>(run.iterations);
+      auto [it, added] = series[run.run_name.function_name].try_emplace(n->second.value, seconds);
+      if (!added) it->second = std::min(it->second, seconds);
     }
   }
 };
@@ -264,7 +268,8 @@ int main(int argc, char** argv) {
   FitReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   std::printf("\nFitted growth exponents (time ∝ n^k, least squares on log-log):\n");
-  for (const auto& [name, points] : reporter.series) {
+  for (const auto& [name, by_n] : reporter.series) {
+    const std::vector<std::pair<double, double>> points(by_n.begin(), by_n.end());
     if (points.size() < 2) continue;
     std::printf("  %-22s k = %5.2f  (%zu points, n %g → %g, %.3g s → %.3g s)\n", name.c_str(),
                 fitted_exponent(points), points.size(), points.front().first, points.back().first,

@@ -64,7 +64,9 @@ class MegatronSearch {
     const bool seed = space_ == MegatronSpace::seed;
     const std::vector<int> cps = context_parallel_sizes(graph_, structure, spaces, devices, seed);
 
-    for (int tp : divisors(cluster_.devices_per_node()))
+    UpwardWalk widths;
+    for (int tp : divisors(cluster_.devices_per_node())) {
+      double best_of_tp = kInfinity;
       for (int cp : cps) {
         if ((heads > 0 && heads % tp != 0) || (seed && tp == 1 && cp == 1)) continue;
         UpwardWalk depths;
@@ -110,9 +112,14 @@ class MegatronSearch {
             }
           }
           // ... and pipeline depths up only while they help (once one fits).
+          best_of_tp = std::min(best_of_tp, best_of_pp);
           if (seed && depths.stop(best_of_pp)) break;
         }
       }
+      // ... and tensor-parallel widths up only while they help (once one fits): wider
+      // groups trade more communication for memory the deeper pipelines save as well.
+      if (seed && best_of_tp < kInfinity && widths.stop(best_of_tp)) break;
+    }
     if (!best_eval_.valid) throw std::runtime_error("megatron search: no valid configuration (" + last_error_ + ")");
     return best_;
   }

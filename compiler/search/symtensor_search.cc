@@ -373,14 +373,16 @@ class Search {
         if (budget <= 0) return;
         std::vector<NodeCut> levels = best_levels_;
         for (int h : members) levels[h] = moved;
-        Plan p = best_plan_;
+        // Assigned, not constructed: the cuts' storage of the last move is reused.
+        Plan& p = move_plan_;
+        p = best_plan_;
         complete_plan(p, levels, mesh, best_knobs_.pp, &best_plan_.node_cuts);
         const Evaluation e = evaluate_plan(analyzer_, p);
         ++evaluations_;
         --budget;
         if (e.valid && e.estimate.fits && e.estimate.step_time_s < best_.estimate.step_time_s * (1 - 1e-6)) {
           best_ = e;
-          best_plan_ = p;
+          std::swap(best_plan_, p);
           best_levels_ = levels;
           return refine_again(budget);
         }
@@ -461,6 +463,7 @@ class Search {
   double memory_weight_ = 0;
   Evaluation best_;
   Plan best_plan_;
+  Plan move_plan_;  // refine's candidate
   Knobs best_knobs_;
   std::vector<NodeCut> best_levels_;
   double best_objective_ = 0;
