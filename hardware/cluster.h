@@ -30,6 +30,9 @@ struct Device {
   std::string name;
   std::map<Precision, double> peak_flops;  // FLOP/s, dense
   double memory_bytes = 0;
+  // Device memory training cannot use (CUDA context, cuBLAS and NCCL workspaces, the
+  // caching allocator's fragmentation), as the profile states it; 0 when it states none.
+  double memory_reserve_bytes = 0;
   double hbm_bandwidth = 0;                // bytes/s
   std::vector<EfficiencyPoint> efficiency; // ascending min_flops
   double kernel_launch_s = 0;

@@ -44,8 +44,9 @@ std::string describe_cluster(const Cluster& cluster) {
     out += fmt::format("{}{} {:g} TFLOP/s", separator, to_string(precision), flops / 1e12);
     separator = ", ";
   }
-  out += fmt::format("\n  memory {:g} GB, memory bandwidth {:g} GB/s, kernel launch {:g} us\n", d.memory_bytes / 1e9,
-                     d.hbm_bandwidth / 1e9, d.kernel_launch_s * 1e6);
+  out += fmt::format("\n  memory {:g} GB ({:g} GB reserved for the CUDA context, NCCL and the allocator), memory bandwidth "
+                     "{:g} GB/s, kernel launch {:g} us\n",
+                     d.memory_bytes / 1e9, d.memory_reserve_bytes / 1e9, d.hbm_bandwidth / 1e9, d.kernel_launch_s * 1e6);
   out += "  efficiency (achieved/peak) by op size:";
   separator = " ";
   for (const EfficiencyPoint& p : d.efficiency) {

@@ -146,7 +146,8 @@ void read_attention_table(ProfileReader& r, const YAML::Node& node, Device& devi
 Device read_device(ProfileReader& r, const YAML::Node& node) {
   const std::string path = "device";
   r.expect_map(node, path,
-               {"name", "peak_tflops", "memory_gb", "hbm_bandwidth_gb_per_s", "kernel_launch_us", "efficiency", "fused_attention"});
+               {"name", "peak_tflops", "memory_gb", "memory_reserve_gb", "hbm_bandwidth_gb_per_s", "kernel_launch_us",
+                "efficiency", "fused_attention"});
   Device device;
   device.name = r.string(node, path, "name");
 
@@ -159,6 +160,11 @@ Device read_device(ProfileReader& r, const YAML::Node& node) {
   }
 
   device.memory_bytes = r.positive(node, path, "memory_gb") * kGiga;
+  if (node["memory_reserve_gb"].IsDefined()) {
+    device.memory_reserve_bytes = r.non_negative(node, path, "memory_reserve_gb") * kGiga;
+    if (device.memory_reserve_bytes >= device.memory_bytes)
+      r.fail(node["memory_reserve_gb"], "device.memory_reserve_gb", "must be less than memory_gb");
+  }
   device.hbm_bandwidth = r.positive(node, path, "hbm_bandwidth_gb_per_s") * kGiga;
   device.kernel_launch_s = r.non_negative(node, path, "kernel_launch_us") * kMicro;
 

@@ -41,6 +41,19 @@ std::vector<StageMemoryBreakdown> memory_breakdown(const Graph& graph, const Pla
     b.activations_per_micro_batch = m.activations_per_micro_batch;
     b.micro_batches_in_flight = m.micro_batches_in_flight;
     b.activations = m.activations_per_micro_batch * m.micro_batches_in_flight;
+    b.working_buffers = m.working_buffers;
+    if (m.working_buffers_node != kNone) {
+      const Node& node = graph.node(m.working_buffers_node);
+      b.working_buffers_detail = fmt::format("inputs and outputs of '{}' ({}){}", node.name, node.op_type,
+                                             train ? ", then their gradients" : "");
+    }
+    b.collective_buffers = m.collective_buffers;
+    const int effective_zero = plan.distributed_optimizer ? std::max(zero, 1) : zero;
+    b.collective_buffers_detail = !train || effective_zero < 2 ? "none (gradients reduced in their buffer)"
+                                  : effective_zero == 2       ? "largest gradient before its reduce-scatter"
+                                                              : "largest weight gathered + the next prefetched, and its gradient";
+    b.transient = b.working_buffers + b.collective_buffers;
+    b.reserve = m.reserve;
     b.peak = b.parameters + b.gradients + b.optimizer + b.activations + b.transient + b.reserve;
     out.push_back(std::move(b));
   }
@@ -64,6 +77,10 @@ nlohmann::json memory_breakdown_json(const std::vector<StageMemoryBreakdown>& st
                    {"micro_batches_in_flight", b.micro_batches_in_flight},
                    {"activations_by_class_per_micro_batch_bytes", by_class},
                    {"transient_bytes", b.transient},
+                   {"working_buffers_bytes", b.working_buffers},
+                   {"working_buffers", b.working_buffers_detail},
+                   {"collective_buffers_bytes", b.collective_buffers},
+                   {"collective_buffers", b.collective_buffers_detail},
                    {"reserve_bytes", b.reserve},
                    {"peak_bytes", b.peak}});
   }
@@ -84,8 +101,13 @@ std::string memory_breakdown_text(const std::vector<StageMemoryBreakdown>& stage
       if (++shown > 6) break;
       s += fmt::format("      {:<32}{:>12}  per micro-batch\n", cls, format_bytes(bytes));
     }
-    s += fmt::format("    {:<34}{:>12}  not modelled\n", "transient buffers", format_bytes(b.transient));
-    s += fmt::format("    {:<34}{:>12}  not modelled\n", "allocator/NCCL reserve", format_bytes(b.reserve));
+    s += fmt::format("    {:<34}{:>12}  {}\n", "transient: working buffers", format_bytes(b.working_buffers),
+                     b.working_buffers_detail);
+    s += fmt::format("    {:<34}{:>12}  {}\n", "transient: collective buffers", format_bytes(b.collective_buffers),
+                     b.collective_buffers_detail);
+    s += fmt::format("    {:<34}{:>12}  {}\n", "CUDA context/NCCL/allocator reserve", format_bytes(b.reserve),
+                     b.reserve > 0 ? "as the cluster profile states (device.memory_reserve_gb)"
+                                   : "none stated by the cluster profile (device.memory_reserve_gb)");
   }
   return s;
 }

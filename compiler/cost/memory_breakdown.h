@@ -2,11 +2,10 @@
 // Where a stage's peak memory goes, part by part, from a PlanAnalysis: the model states
 // (16-bit weights and gradients, fp32 master weights and Adam moments, each sharded as
 // the ZeRO stage says), and the activations saved for backward by operator class (op
-// type) times the micro-batches in flight at the peak. The parts sum to StageMemory::peak().
-//
-// Not in the cost model yet (reported as 0, so the sum stays the peak the search uses):
-// transient buffers (logits, ZeRO-3 all-gather and gradient buckets) and an allocator /
-// NCCL reserve (no cluster profile states one).
+// type) times the micro-batches in flight at the peak, the transient buffers beside them
+// (the largest operator's inputs and outputs, as the logits on the last stage; ZeRO's
+// gather and reduce-scatter staging) and the reserve the cluster profile states for the
+// CUDA context, NCCL and the allocator. The parts sum to StageMemory::peak().
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,8 +27,12 @@ struct StageMemoryBreakdown {
   double activations_per_micro_batch = 0;
   double micro_batches_in_flight = 1;
   double activations = 0;   // activations_per_micro_batch x micro_batches_in_flight
-  double transient = 0;     // not modelled (see above)
-  double reserve = 0;       // not modelled (see above)
+  double working_buffers = 0;      // the largest operator's (StageMemory::working_buffers)
+  std::string working_buffers_detail;  // which operator
+  double collective_buffers = 0;   // ZeRO staging (StageMemory::collective_buffers)
+  std::string collective_buffers_detail;
+  double transient = 0;            // working_buffers + collective_buffers
+  double reserve = 0;              // the profile's device.memory_reserve_gb
   double peak = 0;          // parameters + gradients + optimizer + activations + transient + reserve
 };
 

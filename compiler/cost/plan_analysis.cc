@@ -15,7 +15,8 @@
 namespace symtensor::compiler {
 
 double StageMemory::peak() const {
-  return parameters + gradients + optimizer + activations_per_micro_batch * micro_batches_in_flight;
+  return parameters + gradients + optimizer + activations_per_micro_batch * micro_batches_in_flight + working_buffers +
+         collective_buffers + reserve;
 }
 
 namespace {
@@ -35,6 +36,18 @@ StateBytes model_state_bytes(int zero_stage, double n, bool train) {
     case 2: return {2, 2 / n, 12 / n};
     default: return {2 / n, 2 / n, 12 / n};
   }
+}
+
+void add_working_buffers(StageMemory& m, const OpWork& w) {
+  if (w.buffer_bytes > m.working_buffers) m.working_buffers = w.buffer_bytes, m.working_buffers_node = w.node;
+}
+
+// The staging buffers one parameter's collectives need (16-bit, its unsharded local
+// shard of `local_elements`): ZeRO-3 gathers it and prefetches the next; from ZeRO-2 its
+// gradient is whole until reduce-scattered.
+void add_collective_buffers(StageMemory& m, double local_elements, int zero) {
+  const double bytes = local_elements * 2;
+  m.collective_buffers = std::max(m.collective_buffers, (zero >= 3 ? 2 * bytes : 0) + (zero >= 2 ? bytes : 0));
 }
 
 void add_model_state(StageMemory& m, double local_elements, int zero, double ways) {
@@ -87,11 +100,14 @@ struct PlanAnalyzer::State {
   struct OperatorSums {
     std::vector<double> fwd_compute, fwd_comm, bwd_compute, bwd_comm;
     std::vector<double> activations;  // saved for backward, per micro-batch
+    std::vector<StageMemory> buffers;  // working_buffers only
     double model_flops = 0, hardware_flops = 0;  // per micro-batch
 
     explicit OperatorSums(int stages)
-        : fwd_compute(stages), fwd_comm(stages), bwd_compute(stages), bwd_comm(stages), activations(stages) {}
+        : fwd_compute(stages), fwd_comm(stages), bwd_compute(stages), bwd_comm(stages), activations(stages),
+          buffers(stages) {}
     void add(const OpWork& w, bool recomputed, bool train) {
+      add_working_buffers(buffers[w.stage], w);
       fwd_compute[w.stage] += w.fwd_seconds;
       fwd_comm[w.stage] += exposed_seconds(w.fwd_comm, w.fwd_seconds);
       if (!train) {
@@ -108,7 +124,7 @@ struct PlanAnalyzer::State {
 
   struct ParameterSums {
     std::vector<double> grad_sync, gather, first_gather, regather;
-    std::vector<StageMemory> memory;  // model states only
+    std::vector<StageMemory> memory;  // model states and collective buffers only
 
     explicit ParameterSums(int stages)
         : grad_sync(stages), gather(stages), first_gather(stages), regather(stages), memory(stages) {}
@@ -225,7 +241,11 @@ class Analyzer {
     a.stage_memory.assign(stages, StageMemory{});
     a.p2p_bytes.assign(std::max(stages - 1, 0), 0.0);
     a.device_memory = cluster_.device.memory_bytes;
-    for (OpWork& w : a.ops) w.saved_bytes = 0, w.recomputed = false;  // add_activations' part
+    for (OpWork& w : a.ops) {
+      w.saved_bytes = 0, w.recomputed = false;  // add_activations' part
+      add_working_buffers(a.stage_memory[w.stage], w);
+    }
+    for (StageMemory& m : a.stage_memory) m.reserve = cluster_.device.memory_reserve_bytes;
     if (train) add_parameters(a);
     else a.params.clear();
     add_activations(a, train);
@@ -255,6 +275,7 @@ class Analyzer {
           const ParamPrices p = prices(g, zero);
           params->add(g.stage, p.grad_sync, p.gather, p.regather);
           add_model_state(params->memory[g.stage], g.local_elements, zero, g.ways);
+          if (!g.axes.empty()) add_collective_buffers(params->memory[g.stage], g.local_elements, zero);
         }
       } else {
         inference_weights(params->memory);
@@ -268,6 +289,9 @@ class Analyzer {
     for (int s = 0; s < stages; ++s) {
       memory[s].activations_per_micro_batch = ops->activations[s];
       memory[s].micro_batches_in_flight = train ? micro_batches_in_flight(plan_, s) : 1;
+      memory[s].working_buffers = ops->buffers[s].working_buffers;
+      memory[s].working_buffers_node = ops->buffers[s].working_buffers_node;
+      memory[s].reserve = cluster_.device.memory_reserve_bytes;
     }
     const double optimizer_s = train ? optimizer_seconds(memory, cluster_.device.hbm_bandwidth) : 0;
     state_.totals = assemble_totals(*ops, *params, *sums.p2p_bytes, memory, optimizer_s, plan_, cluster_.device.memory_bytes);
@@ -558,7 +582,9 @@ class Analyzer {
     const TensorId t = node.inputs[i];
     if (t == kNone || i >= nn.space.input_dims.size()) return;
     const OperandLayout want = OperandLayout::input(nn.space, cut, static_cast<int>(i));
-    local_bytes += local_elements(t, want) * element_bytes(t);
+    const double bytes = local_elements(t, want) * element_bytes(t);
+    local_bytes += bytes;
+    if (!ng_.facts(t).parameter && !ng_.facts(t).constant) w.buffer_bytes += bytes;
     // A fused attention's mask (input 3) gets no gradient.
     const bool differentiable = train && needs_gradient(t) && !(nn.kind == OpKind::attention && i >= 3);
     if (differentiable) ++gradient_inputs;
@@ -617,7 +643,9 @@ class Analyzer {
       const TensorId t = node.outputs[o];
       if (t == kNone) continue;
       const OperandLayout out = OperandLayout::output(nn.space, cut, static_cast<int>(o));
-      local_bytes += local_elements(t, out) * element_bytes(t);
+      const double bytes = local_elements(t, out) * element_bytes(t);
+      local_bytes += bytes;
+      w.buffer_bytes += bytes;
       // A partial graph output is summed where it is produced.
       if (ng_.facts(t).graph_output && out.partial_axes() != 0)
         for (auto& op : redistribute(t, out.sharding(), without_partial(out.sharding()))) w.fwd_comm.push_back(std::move(op));
@@ -732,6 +760,7 @@ class Analyzer {
       set_param_comm(p.regather, zero == 1 || zero == 2, seconds.regather, g, Collective::all_gather);
       set_param_comm(p.gather, zero >= 3, seconds.gather, g, Collective::all_gather);
       add_model_state(a.stage_memory[g.stage], p.local_elements, zero, g.ways);
+      if (!g.axes.empty()) add_collective_buffers(a.stage_memory[g.stage], p.local_elements, zero);
     }
   }
 

@@ -48,6 +48,9 @@ struct OpWork {
   std::vector<CommOp> fwd_comm;  // before/after the op on the critical path
   std::vector<CommOp> bwd_comm;
   double saved_bytes = 0;        // activations kept for backward, per micro-batch
+  // Local bytes of its outputs and activation (non-parameter) inputs: live while it runs
+  // forward, and as their gradients while it runs backward.
+  double buffer_bytes = 0;
   bool recomputed = false;       // forward run again in the backward pass
 };
 
@@ -66,6 +69,13 @@ struct StageMemory {
   // Micro-batches' worth of activations held at the peak, by schedule: GPipe m, 1F1B
   // p - s, interleaved 1F1B its warm-up chunks (each 1/v of a micro-batch) plus one.
   double micro_batches_in_flight = 1;
+  // Transient buffers beside them at the peak: the largest operator's buffer_bytes (the LM
+  // head's logits and their gradient on the last stage), and the collectives' staging
+  // buffers (ZeRO-3: the gathered weights of the largest parameter and its prefetched
+  // successor; ZeRO-2/3: the largest unsharded gradient before its reduce-scatter).
+  double working_buffers = 0, collective_buffers = 0;
+  NodeId working_buffers_node = kNone;  // whose buffers working_buffers are
+  double reserve = 0;                   // the device's memory_reserve_bytes
   double peak() const;
 };
 

@@ -49,7 +49,8 @@ class Lowerer {
       classes_[s].name = stage_class_name(s);
       if (s < static_cast<int>(a_.stage_memory.size())) {
         const StageMemory& m = a_.stage_memory[s];
-        classes_[s].static_memory = {m.parameters, m.gradients, m.optimizer};
+        classes_[s].static_memory = {m.parameters, m.gradients, m.optimizer,
+                                     m.working_buffers + m.collective_buffers + m.reserve};
       }
     }
     for (int r = 0; r < n; ++r) {
@@ -216,7 +217,7 @@ class Lowerer {
     }
     Deps after = buckets;
     if (!last_compute.empty()) after.push_back(last_compute);
-    double state_bytes = rc.static_memory.total();
+    double state_bytes = rc.static_memory.model_states();
     sim::Task opt = sim::compute_task("optimizer", 0, state_bytes, plan_.precision, after);
     opt.kind = sim::TaskKind::optimizer;
     if (a_.optimizer_seconds_per_stage > 0) opt.duration_s = a_.optimizer_seconds_per_stage;

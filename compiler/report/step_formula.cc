@@ -177,12 +177,14 @@ class Builder {
     f.constant_s = GiNaC::is_a<GiNaC::numeric>(c0) ? GiNaC::ex_to<GiNaC::numeric>(c0).to_double() : 0;
     f.per_sample_s = GiNaC::is_a<GiNaC::numeric>(c1) ? GiNaC::ex_to<GiNaC::numeric>(c1).to_double() : 0;
 
-    // Memory: static + activations x in flight; activations scale with the micro-batch.
+    // Memory: static + activations x in flight + the largest operator's buffers; those two
+    // scale with the micro-batch (model states, collective staging and the reserve do not).
     f.max_batch_that_fits = std::numeric_limits<double>::infinity();
     double fullest = -1;
     for (const StageMemory& mem : a_.stage_memory) {
-      const double fixed = mem.peak() - mem.activations_per_micro_batch * mem.micro_batches_in_flight;
-      const double grow = mem.activations_per_micro_batch * mem.micro_batches_in_flight / f.bound_batch;
+      const double scaling = mem.activations_per_micro_batch * mem.micro_batches_in_flight + mem.working_buffers;
+      const double fixed = mem.peak() - scaling;
+      const double grow = scaling / f.bound_batch;
       if (mem.peak() > fullest) {
         fullest = mem.peak();
         f.memory_constant = fixed;

@@ -89,7 +89,7 @@ class MegatronSearch {
               last_error_ = e.what();
               continue;
             }
-            double best_of_previous_vp = kInfinity;
+            UpwardWalk interleavings(2);
             for (int vp : divisors(std::max(layers / pp, 1))) {
               if (vp > 1 && pp == 1) continue;
               double best_of_vp = kInfinity;
@@ -106,9 +106,11 @@ class MegatronSearch {
                 if (seed && sizes.stop(t)) break;
               }
               best_of_pp = std::min(best_of_pp, best_of_vp);
-              // ... and interleaving depths up only while they help.
-              if (seed && vp > 1 && !(best_of_vp < best_of_previous_vp)) break;
-              if (seed && best_of_vp < kInfinity) best_of_previous_vp = std::min(best_of_previous_vp, best_of_vp);
+              // ... and interleaving depths up until two in a row do not help: the warm-up's
+              // activations are not monotone in v (p = 4: 5.5 micro-batches in flight at
+              // v = 2, 4.75 at v = 4), so a depth that needs recomputation can precede
+              // one that does not.
+              if (seed && interleavings.stop(best_of_vp)) break;
             }
           }
           // ... and pipeline depths up only while they help (once one fits).

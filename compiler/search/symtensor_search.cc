@@ -216,7 +216,7 @@ class Search {
     complete_plan(plan, levels.heavy_cuts, mesh, pp);
     // Interleaving (Megatron's virtual stages): v chunks per device cut the bubble to
     // (p-1)/(v·m) and add v times the pipeline sends. Needs m a multiple of p and enough
-    // stage boundaries for p·v chunks; v grows while the best plan of this (p, m) improves.
+    // stage boundaries for p·v chunks; v grows until two depths in a row do not improve.
     std::vector<int> vps{1};
     if (pp > 1 && m % pp == 0)
       for (int v : {2, 3, 4, 6, 8, 12, 16, 24, 32})
@@ -229,7 +229,7 @@ class Search {
         train_ ? std::vector<RecomputePolicy>{RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full}
                : std::vector<RecomputePolicy>{RecomputePolicy::none};
     const int top_zero = train_ ? 3 : 0;
-    double best_of_previous_vp = kInfinity;
+    UpwardWalk interleavings(2);
     for (int vp : vps) {
       double best_of_vp = kInfinity;
       int zero_limit = top_zero;  // options with a higher stage are beaten by a cheaper one that fits
@@ -255,10 +255,12 @@ class Search {
         }
         if (zero_limit < 0) break;  // ZeRO-0 fits: more recomputation only costs time
       }
-      if (vp > 1 && !(best_of_vp < best_of_previous_vp)) break;
-      best_of_previous_vp = best_of_vp;
+      // Until two depths in a row do not help: the warm-up's activations are not monotone
+      // in v (p = 4: 5.5 micro-batches in flight at v = 2, 4.75 at v = 4), so a depth that
+      // needs recomputation can precede one that does not.
+      if (interleavings.stop(best_of_vp)) break;
     }
-    return best_of_previous_vp;
+    return interleavings.best();
   }
 
   // Pure data parallelism (at every ZeRO stage, at each micro-batch count

@@ -52,7 +52,11 @@ struct StaticMemory {
   double params = 0;
   double grads = 0;
   double optimizer_state = 0;
-  double total() const { return params + grads + optimizer_state; }
+  // Held for the whole step beside the model states: workspaces and staging buffers at
+  // their largest, and what the device reserves (CUDA context, NCCL, the allocator).
+  double reserved = 0;
+  double model_states() const { return params + grads + optimizer_state; }
+  double total() const { return model_states() + reserved; }
 };
 
 struct RankClass {

@@ -250,10 +250,11 @@ Program program_from_json(const json& j) {
     if (classes[i].contains("static_memory")) {
       const json& sm = classes[i]["static_memory"];
       std::string smw = where + " static_memory";
-      check_keys(sm, smw, {"params", "grads", "optimizer_state"});
+      check_keys(sm, smw, {"params", "grads", "optimizer_state", "reserved"});
       rc.static_memory.params = get_number(sm, smw, "params", false);
       rc.static_memory.grads = get_number(sm, smw, "grads", false);
       rc.static_memory.optimizer_state = get_number(sm, smw, "optimizer_state", false);
+      if (sm.contains("reserved")) rc.static_memory.reserved = get_number(sm, smw, "reserved", false);
     }
     const json& tasks = required(classes[i], where, "tasks");
     if (!tasks.is_array()) fail(where, "'tasks' must be an array");
@@ -280,7 +281,8 @@ json program_to_json(const Program& p) {
                        {"static_memory",
                         {{"params", rc.static_memory.params},
                          {"grads", rc.static_memory.grads},
-                         {"optimizer_state", rc.static_memory.optimizer_state}}},
+                         {"optimizer_state", rc.static_memory.optimizer_state},
+                         {"reserved", rc.static_memory.reserved}}},
                        {"tasks", tasks}});
   }
   j["rank_classes"] = classes;

@@ -41,6 +41,7 @@ void expect_same_analysis(const PlanAnalysis& a, const PlanAnalysis& b, const Gr
     EXPECT_EQ(x.bwd_bytes, y.bwd_bytes) << name;
     EXPECT_EQ(x.bwd_seconds, y.bwd_seconds) << name;
     EXPECT_EQ(x.saved_bytes, y.saved_bytes) << name;
+    EXPECT_EQ(x.buffer_bytes, y.buffer_bytes) << name;
     EXPECT_EQ(x.recomputed, y.recomputed) << name;
     expect_same_comm(x.fwd_comm, y.fwd_comm, name + " forward");
     expect_same_comm(x.bwd_comm, y.bwd_comm, name + " backward");
@@ -62,6 +63,10 @@ void expect_same_analysis(const PlanAnalysis& a, const PlanAnalysis& b, const Gr
     EXPECT_EQ(a.stage_memory[s].optimizer, b.stage_memory[s].optimizer);
     EXPECT_EQ(a.stage_memory[s].activations_per_micro_batch, b.stage_memory[s].activations_per_micro_batch);
     EXPECT_EQ(a.stage_memory[s].micro_batches_in_flight, b.stage_memory[s].micro_batches_in_flight);
+    EXPECT_EQ(a.stage_memory[s].working_buffers, b.stage_memory[s].working_buffers);
+    EXPECT_EQ(a.stage_memory[s].working_buffers_node, b.stage_memory[s].working_buffers_node);
+    EXPECT_EQ(a.stage_memory[s].collective_buffers, b.stage_memory[s].collective_buffers);
+    EXPECT_EQ(a.stage_memory[s].reserve, b.stage_memory[s].reserve);
   }
   EXPECT_EQ(a.p2p_bytes, b.p2p_bytes);
   EXPECT_EQ(a.optimizer_seconds_per_stage, b.optimizer_seconds_per_stage);

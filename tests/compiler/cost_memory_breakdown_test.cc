@@ -59,6 +59,37 @@ TEST(MemoryBreakdown, ZeroStagesShardTheirParts) {
   EXPECT_DOUBLE_EQ(zero3.activations, zero0.activations);
 }
 
+// One MLP layer (x[b,1024] -> MatMul w1[1024,4096] -> Relu -> MatMul w2[4096,1024]), data
+// parallel over 8 A100s at batch 64: 8 rows per device, 16-bit activations. By hand:
+// working buffers are the Relu's input and output, 2 x 8 x 4096 x 2 B = 131072 B (each
+// MatMul holds 8 x (1024 + 4096) x 2 B = 81920 B); ZeRO's staging is set by w1 (and w2),
+// 1024 x 4096 x 2 B = 8 MiB: one for the gradient from ZeRO-2, two more gathered under
+// ZeRO-3; the reserve is the profile's 2 GB.
+TEST(MemoryBreakdown, TransientBuffersAndReserveByHand) {
+  Graph g = symtensor::testing::import_bound(symtensor::testing::mlp_model(1, 1024), "mlp", 64);
+  const hardware::Cluster c = symtensor::testing::cluster_of("dgx-a100", 1, 8);
+  ASSERT_EQ(c.device.memory_reserve_bytes, 2e9);
+  Plan plan = make_plan("dp", g, c, StrategyOptions{});
+  const double weight = 1024.0 * 4096 * 2;
+  for (int zero : {0, 1, 2, 3}) {
+    plan.zero_stage = zero;
+    const PlanAnalysis a = analyze_plan(g, c, plan);
+    const StageMemoryBreakdown b = memory_breakdown(g, plan, a).at(0);
+    EXPECT_DOUBLE_EQ(b.working_buffers, 2.0 * 8 * 4096 * 2) << "zero " << zero;
+    EXPECT_NE(b.working_buffers_detail.find("(Relu)"), std::string::npos) << b.working_buffers_detail;
+    EXPECT_DOUBLE_EQ(b.collective_buffers, zero == 3 ? 3 * weight : zero == 2 ? weight : 0) << "zero " << zero;
+    EXPECT_DOUBLE_EQ(b.reserve, 2e9);
+    EXPECT_DOUBLE_EQ(b.peak, b.parameters + b.gradients + b.optimizer + b.activations + b.working_buffers +
+                                 b.collective_buffers + b.reserve);
+    EXPECT_DOUBLE_EQ(b.peak, estimate_step(a, plan, c).peak_memory);
+  }
+  plan.zero_stage = 0;
+  plan.mode = ExecutionMode::infer;
+  const StageMemoryBreakdown infer = memory_breakdown(g, plan, analyze_plan(g, c, plan)).at(0);
+  EXPECT_DOUBLE_EQ(infer.working_buffers, 2.0 * 8 * 4096 * 2);
+  EXPECT_DOUBLE_EQ(infer.collective_buffers, 0);
+}
+
 double activations_of_layers(int layers, int t) {
   models::Overrides o;
   o.layers = layers, o.hidden = 6144, o.heads = 64, o.vocab = 51200;

@@ -59,10 +59,20 @@ TEST(ProfileLoader, ValidTextConvertsUnitsToSi) {
   EXPECT_EQ(c.num_devices(), 8);
   EXPECT_EQ(c.devices_per_node(), 4);
   EXPECT_FALSE(c.price_per_gpu_hour.has_value());
+  EXPECT_EQ(c.device.memory_reserve_bytes, 0);  // none stated
   // Step lookup: below 10 GFLOP 0.5, from 10 GFLOP on 0.9.
   EXPECT_EQ(c.device.efficiency_for(1e9), 0.5);
   EXPECT_EQ(c.device.efficiency_for(10e9), 0.9);
   EXPECT_EQ(c.device.efficiency_for(1e15), 0.9);
+}
+
+TEST(ProfileLoader, MemoryReserveIsOptionalAndBelowTheMemory) {
+  const Cluster c = parse_cluster(replaced(kValid, "  memory_gb: 10\n", "  memory_gb: 10\n  memory_reserve_gb: 1.5\n"), "t.yaml");
+  EXPECT_EQ(c.device.memory_reserve_bytes, 1.5e9);
+  EXPECT_EQ(error_of(replaced(kValid, "  memory_gb: 10\n", "  memory_gb: 10\n  memory_reserve_gb: 10\n")),
+            "t.yaml:6:22: key 'device.memory_reserve_gb': must be less than memory_gb");
+  EXPECT_EQ(error_of(replaced(kValid, "  memory_gb: 10\n", "  memory_gb: 10\n  memory_reserve_gb: -1\n")),
+            "t.yaml:6:22: key 'device.memory_reserve_gb': must be >= 0, got -1");
 }
 
 TEST(ProfileLoader, ErrorsCarryFileLineColumnAndKey) {

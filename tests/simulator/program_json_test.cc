@@ -17,7 +17,7 @@ json small_program() {
     "format": "symtensor-step-program", "version": 1, "name": "two stages",
     "mesh": [{"name": "pp", "size": 2, "level": 1}, {"name": "tp", "size": 2, "level": 0}],
     "rank_classes": [
-      {"name": "s0", "ranks": [0, 1], "static_memory": {"params": 1e9, "grads": 1e9, "optimizer_state": 4e9},
+      {"name": "s0", "ranks": [0, 1], "static_memory": {"params": 1e9, "grads": 1e9, "optimizer_state": 4e9, "reserved": 5e8},
        "tasks": [
          {"id": "a", "kind": "alloc", "stream": "compute", "bytes": 1e8, "tag": "activations mb0 layer0"},
          {"id": "f", "kind": "compute", "stream": "compute", "flops": 1e12, "bytes": 1e9, "precision": "bf16"},
@@ -46,7 +46,8 @@ TEST(ProgramJson, ParsesAllTaskKinds) {
   EXPECT_EQ(t[2].group, std::vector<std::string>{"tp"});
   EXPECT_EQ(t[4].kind, TaskKind::optimizer);
   EXPECT_DOUBLE_EQ(*t[4].duration_s, 0.001);
-  EXPECT_DOUBLE_EQ(p.rank_classes[0].static_memory.total(), 6e9);
+  EXPECT_DOUBLE_EQ(p.rank_classes[0].static_memory.model_states(), 6e9);
+  EXPECT_DOUBLE_EQ(p.rank_classes[0].static_memory.total(), 6.5e9);
 }
 
 TEST(ProgramJson, RoundTripIsLossless) {
