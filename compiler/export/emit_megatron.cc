@@ -33,6 +33,11 @@ std::string emit_megatron(const ExportContext& c) {
   value("context-parallel-size", r.cp);
   if (r.cp > 1) value("cp-comm-type", c.plan.context_parallel_comm == ContextParallelComm::all_gather ? "allgather" : "p2p");
   if (r.sp && r.tp > 1) flag("sequence-parallel");
+  if (r.experts > 0) {
+    value("num-experts", r.experts);
+    value("expert-model-parallel-size", r.ep);
+    value("expert-tensor-parallel-size", r.etp);
+  }
   if (r.layers > 0) value("num-layers", r.layers);
   if (r.vp > 1 && r.pp > 0 && r.layers > 0) value("num-layers-per-virtual-pipeline-stage", r.layers / r.pp / r.vp);
   if (r.uneven_stages() && r.pp > 1) {

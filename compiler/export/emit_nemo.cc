@@ -22,7 +22,8 @@ std::string emit_nemo(const ExportContext& c) {
   s += fmt::format("    virtual_pipeline_model_parallel_size={},\n", r.vp > 1 ? std::to_string(r.vp) : "None");
   s += fmt::format("    context_parallel_size={},\n", r.cp);
   s += fmt::format("    sequence_parallel={},\n", py_bool(r.sp && r.tp > 1));
-  s += "    expert_model_parallel_size=1,\n";
+  s += fmt::format("    expert_model_parallel_size={},\n", r.ep);
+  if (r.experts > 0) s += fmt::format("    expert_tensor_parallel_size={},\n", r.etp);
   s += ")\n";
   s += "# activation recomputation lives on the model's TransformerConfig\n";
   s += "model_config_overrides = dict(\n";

@@ -32,6 +32,7 @@ std::string emit_torchtitan(const ExportContext& c) {
     if (r.layers > 0) s += fmt::format("pipeline_parallel_layers_per_stage = {}\n", r.layers / r.pp / r.vp);
   }
   s += fmt::format("context_parallel_degree = {}\n", r.cp);
+  if (r.experts > 0) s += fmt::format("expert_parallel_degree = {}\n", r.ep);
   if (r.cp > 1)
     s += fmt::format("context_parallel_rotate_method = \"{}\"\n",
                      c.plan.context_parallel_comm == ContextParallelComm::all_gather ? "allgather" : "alltoall");

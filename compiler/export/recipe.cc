@@ -41,6 +41,7 @@ MegatronKnobs ParallelRecipe::knobs() const {
   MegatronKnobs k;
   k.tp = tp, k.pp = pp, k.cp = cp, k.dp = dp, k.mb = micro_batch_size, k.vp = vp;
   k.sp = sp, k.recompute = recompute, k.distopt = distopt;
+  k.ep = ep, k.etp = ep > 1 ? etp : 0;
   return k;
 }
 
@@ -67,6 +68,13 @@ ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, co
   r.layers = s.layers();
 
   const auto column_width = [&](NodeId n) { return gemm_output_loop(spaces[n], weight_operand(graph, s, n)); };
+  // Expert GEMMs have their own grid (ep x etp x edp over the tp x dp ranks): the dense
+  // layers' degrees are read off the others.
+  const auto expert_loop = [&](NodeId n) { return gemm_expert_loop(spaces[n], weight_operand(graph, s, n)); };
+  std::vector<NodeId> dense_column, dense_row, expert_column, expert_row;
+  for (NodeId n : s.column) (expert_loop(n) >= 0 ? expert_column : dense_column).push_back(n);
+  for (NodeId n : s.row) (expert_loop(n) >= 0 ? expert_row : dense_row).push_back(n);
+  r.experts = static_cast<int>(expert_count(graph, spaces, s));
   // The reference GEMM: a column-parallel one cut as most of them are (one odd operator
   // must not make the others look odd), else the first weight GEMM, else the first node
   // with a batch loop.
@@ -77,12 +85,12 @@ ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, co
       return std::pair(ways_of(loop_axes(plan, n, column_width(n)), mesh),
                        ways_of(loop_axes(plan, n, loop_with_symbol(graph, spaces[n], graph.batch_dim)), mesh));
     };
-    for (NodeId n : s.column) ++votes[key(n)];
+    for (NodeId n : dense_column) ++votes[key(n)];
     std::pair<int, int> best{};
     int most = 0;
     for (const auto& [k, v] : votes)
       if (v > most) most = v, best = k;
-    for (NodeId n : s.column)
+    for (NodeId n : dense_column)
       if (ref == kNone && key(n) == best) ref = n;
   }
   for (NodeId n = 0; ref == kNone && n < static_cast<NodeId>(graph.nodes().size()); ++n)
@@ -92,7 +100,7 @@ ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, co
 
   std::vector<int> tp_axes, dp_axes, cp_axes;
   if (ref != kNone) {
-    if (!s.column.empty()) tp_axes = loop_axes(plan, ref, column_width(ref));
+    if (!dense_column.empty()) tp_axes = loop_axes(plan, ref, column_width(ref));
     dp_axes = loop_axes(plan, ref, loop_with_symbol(graph, spaces[ref], graph.batch_dim));
     cp_axes = loop_axes(plan, ref, sequence_loop_of(graph, spaces[ref]));
   }
@@ -100,7 +108,7 @@ ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, co
   r.tp = ways_of(tp_axes, mesh), r.dp = ways_of(dp_axes, mesh), r.cp = ways_of(cp_axes, mesh);
 
   // Every column GEMM cut as the reference, every row GEMM on its contraction as wide.
-  for (NodeId n : s.column) {
+  for (NodeId n : dense_column) {
     const int w = ways_of(loop_axes(plan, n, column_width(n)), mesh);
     if (w != r.tp)
       r.not_expressible.push_back(fmt::format("{}: output width cut {} ways where the other layers use tp={}", name(n), w, r.tp));
@@ -108,11 +116,33 @@ ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, co
     if (b != r.dp)
       r.not_expressible.push_back(fmt::format("{}: batch cut {} ways where the other layers use dp={}", name(n), b, r.dp));
   }
-  for (NodeId n : s.row) {
+  for (NodeId n : dense_row) {
     const int w = ways_of(loop_axes(plan, n, gemm_contraction_loop(spaces[n])), mesh);
     if (w != r.tp)
       r.not_expressible.push_back(fmt::format("{}: contraction cut {} ways, not the row-parallel tp={}", name(n), w, r.tp));
   }
+  // Expert GEMMs: ep from the first one's expert loop, etp from its width (column) or
+  // contraction (row); every other one alike, etp 1 or tp, ep x etp folding over tp x dp.
+  std::vector<int> ep_axes;
+  bool expert_seen = false;
+  for (const auto* gemms : {&expert_column, &expert_row})
+    for (NodeId n : *gemms) {
+      const int width = gemms == &expert_column ? column_width(n) : gemm_contraction_loop(spaces[n]);
+      const int ep = ways_of(loop_axes(plan, n, expert_loop(n)), mesh), etp = ways_of(loop_axes(plan, n, width), mesh);
+      if (!expert_seen) {
+        expert_seen = true, r.ep = ep, r.etp = etp, ep_axes = loop_axes(plan, n, expert_loop(n));
+      } else if (ep != r.ep || etp != r.etp) {
+        r.not_expressible.push_back(fmt::format("{}: experts cut {} ways and width {} ways where the other expert GEMMs use ep={}, etp={}",
+                                                name(n), ep, etp, r.ep, r.etp));
+      }
+    }
+  if (expert_seen && r.ep > 1) {
+    if (r.etp != 1 && r.etp != r.tp)
+      r.not_expressible.push_back(fmt::format("expert tensor parallelism etp={}: Megatron allows 1 or tp={}", r.etp, r.tp));
+    if ((r.tp * r.dp) % (r.ep * r.etp) != 0)
+      r.not_expressible.push_back(fmt::format("ep={} x etp={} does not fold over tp={} x dp={}", r.ep, r.etp, r.tp, r.dp));
+  }
+  if (!expert_seen) r.etp = r.tp;
   // Sequence parallelism: a normalization's sequence cut over the tensor-parallel axes.
   r.sp = plan.sequence_parallel && r.tp > 1;
   for (NodeId n = 0; !r.sp && r.tp > 1 && n < static_cast<NodeId>(graph.nodes().size()); ++n) {
@@ -123,7 +153,8 @@ ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, co
   // Axes that play no recipe role.
   for (int a = 0; a < static_cast<int>(mesh.axes().size()); ++a) {
     const auto has = [a](const std::vector<int>& v) { return std::find(v.begin(), v.end(), a) != v.end(); };
-    if (a == plan.pipeline_axis || has(tp_axes) || has(dp_axes) || has(cp_axes) || mesh.axes()[a].size == 1) continue;
+    if (a == plan.pipeline_axis || has(tp_axes) || has(dp_axes) || has(cp_axes) || has(ep_axes) || mesh.axes()[a].size == 1)
+      continue;
     r.not_expressible.push_back(fmt::format("mesh axis {} (size {}) splits neither the batch, the sequence nor the "
                                             "layers' GEMM width: work replicated over it",
                                             mesh.axes()[a].name, mesh.axes()[a].size));

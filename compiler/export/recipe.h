@@ -4,7 +4,8 @@
 // parallelism and the layers of each pipeline stage, recovered from the plan's mesh, cuts
 // and fields (never from node names). The mesh axes are classified by what they cut in the
 // transformer's weight GEMMs (see compiler/strategies/transformer_structure.h): the column
-// GEMMs' output width (tp), their batch loop (dp), their sequence loop (cp).
+// GEMMs' output width (tp), their batch loop (dp), their sequence loop (cp); the expert
+// GEMMs' expert loop (ep) and width (etp).
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct ParallelRecipe {
   int world = 1;            // devices of the cluster
   int gpus_per_node = 1, nodes = 1;
   int tp = 1, pp = 1, vp = 1, cp = 1, dp = 1;
+  // Expert parallelism (MoE): the experts' loop cut ep ways, their GEMMs' width etp ways
+  // (1 or tp); `experts` per MoE layer, 0 for dense models.
+  int ep = 1, etp = 1, experts = 0;
   int micro_batch_size = 1;  // samples per micro-batch per data-parallel rank
   int micro_batches = 1;     // gradient accumulation steps
   double global_batch = 0;

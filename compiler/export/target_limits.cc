@@ -20,6 +20,14 @@ void even_stages(ParallelRecipe& r, std::vector<std::string>& items, std::string
   if (r.pp > 0 && r.layers % r.pp == 0) r.layers_per_stage.assign(r.pp, r.layers / r.pp);
 }
 
+// A target without expert parallelism: the experts are replicated over the data-parallel
+// ranks (and tensor-parallel as the dense layers) instead.
+void no_expert_parallelism(ParallelRecipe& r, std::vector<std::string>& items, std::string_view why) {
+  if (r.ep <= 1) return;
+  items.push_back(fmt::format("expert parallelism ep={}: {}; experts replicated over data parallelism", r.ep, why));
+  r.ep = 1, r.etp = r.tp;
+}
+
 // A target without pipelines: the stages fold into data parallelism.
 void no_pipeline(ParallelRecipe& r, std::vector<std::string>& items, std::string_view why) {
   if (r.pp <= 1) return;
@@ -58,8 +66,16 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
         r.zero_stage = 3, r.distopt = false;
       }
       even_stages(r, items, "written as even layers per stage");
+      if (r.ep > 1 && r.etp != 1) {
+        // [parallelism] states expert_parallel_degree only: experts are not tensor-parallel.
+        items.push_back(fmt::format("expert tensor parallelism etp={}: torchtitan's [parallelism] states expert_parallel_degree "
+                                    "only; nearest: etp=1", r.etp));
+        r.etp = 1;
+        if (r.tp > 1 && r.ep % r.tp != 0) no_expert_parallelism(r, items, fmt::format("with etp=1 it must be a multiple of tp={}", r.tp));
+      }
       break;
     case ExportTarget::deepspeed:
+      no_expert_parallelism(r, items, "the DeepSpeed config has no key for it (deepspeed.moe sets ep_size in the model code)");
       if (r.cp > 1) {
         items.push_back(fmt::format("context parallelism cp={}: no DeepSpeed config key; folded into data parallelism", r.cp));
         fold_into_dp(r, r.cp);
@@ -90,6 +106,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
       break;
     case ExportTarget::dtensor:
       no_pipeline(r, items, "the script builds no pipeline");
+      no_expert_parallelism(r, items, "parallelize_module's styles do not shard experts");
       if (r.cp > 1) {
         items.push_back(fmt::format("context parallelism cp={}: not in parallelize_module's styles; folded into data parallelism", r.cp));
         fold_into_dp(r, r.cp);
@@ -105,6 +122,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
       break;
     case ExportTarget::jax:
       no_pipeline(r, items, "PartitionSpecs shard within one program");
+      no_expert_parallelism(r, items, "the PartitionSpecs written shard the dense layers' axes only");
       if (r.dp > 1 && (r.zero_stage == 1 || r.zero_stage == 2 || r.distopt)) {
         items.push_back("ZeRO-1/2 or the distributed optimizer: parameters are either replicated or sharded over the batch axes; nearest: sharded (ZeRO-3)");
         r.zero_stage = 3, r.distopt = false;

@@ -118,6 +118,42 @@ TEST(Export, APerOperatorCutIsOneLineNamingTheOperator) {
   EXPECT_EQ(r.nearest->node_cuts, megatron_plan(g, c, "tp=2").node_cuts);
 }
 
+// Mixtral (tiny) on 8 GPUs: experts cut 4 ways, their width with tp (etp=2) or not (etp=1).
+TEST(Export, ExpertParallelismIsRecoveredAndWrittenWhereTheTargetHasIt) {
+  Graph g = symtensor::testing::zoo_graph("mixtral-8x7b-tiny", {}, 16, 32);
+  const hardware::Cluster c = symtensor::testing::cluster_of("dgx-a100", 1, 8);
+  for (const auto& [knobs, etp] : {std::pair<std::string, int>{"tp=2,sp=1,ep=4,mb=1", 2}, {"tp=2,sp=1,ep=4,etp=1,mb=1", 1}}) {
+    SCOPED_TRACE(knobs);
+    const Plan plan = megatron_plan(g, c, knobs);
+    const ParallelRecipe r = recover_recipe(g, c, plan);
+    EXPECT_EQ(r.tp, 2);
+    EXPECT_EQ(r.dp, 4);
+    EXPECT_EQ(r.ep, 4);
+    EXPECT_EQ(r.etp, etp);
+    EXPECT_GT(r.experts, 0);
+    EXPECT_TRUE(r.not_expressible.empty()) << r.not_expressible.front();
+    // The recovered knobs rebuild the plan.
+    EXPECT_EQ(MegatronLayouts(g).make(c, r.knobs(), StrategyOptions{}).node_cuts, plan.node_cuts);
+    const ExportResult m = export_plan(ExportTarget::megatron, g, c, plan);
+    EXPECT_TRUE(m.exact());
+    EXPECT_THAT(m.config, ::testing::HasSubstr("--expert-model-parallel-size 4\n"));
+    EXPECT_THAT(m.config, ::testing::HasSubstr("--expert-tensor-parallel-size " + std::to_string(etp) + "\n"));
+    EXPECT_THAT(m.config, ::testing::HasSubstr("--num-experts " + std::to_string(r.experts) + "\n"));
+    const ExportResult n = export_plan(ExportTarget::nemo, g, c, plan);
+    EXPECT_THAT(n.config, ::testing::HasSubstr("expert_model_parallel_size=4,"));
+    EXPECT_THAT(n.config, ::testing::HasSubstr("expert_tensor_parallel_size=" + std::to_string(etp) + ","));
+    const ExportResult t = export_plan(ExportTarget::torchtitan, g, c, plan);
+    EXPECT_THAT(t.config, ::testing::HasSubstr("expert_parallel_degree = 4\n"));
+    EXPECT_EQ(t.exact(), etp == 1);
+    // DeepSpeed's config has no expert-parallel key: the nearest plan replicates the experts.
+    const ExportResult d = export_plan(ExportTarget::deepspeed, g, c, plan);
+    ASSERT_FALSE(d.exact());
+    EXPECT_THAT(d.not_expressible.front(), ::testing::HasSubstr("expert parallelism ep=4"));
+    ASSERT_TRUE(d.nearest.has_value());
+    EXPECT_EQ(recover_recipe(g, c, *d.nearest).ep, 1);
+  }
+}
+
 TEST(Export, UnknownTargetIsNamed) {
   try {
     (void)parse_export_target("caffe");

@@ -16,7 +16,7 @@ import tomllib
 INT, FLAG, STR = "int", "flag", "str"
 MEGATRON_ARGS = {
     "tensor-model-parallel-size": INT, "pipeline-model-parallel-size": INT, "context-parallel-size": INT,
-    "expert-model-parallel-size": INT, "expert-tensor-parallel-size": INT, "sequence-parallel": FLAG,
+    "expert-model-parallel-size": INT, "expert-tensor-parallel-size": INT, "num-experts": INT, "sequence-parallel": FLAG,
     "num-layers": INT, "num-layers-per-virtual-pipeline-stage": INT, "num-virtual-stages-per-pipeline-rank": INT,
     "decoder-first-pipeline-num-layers": INT, "decoder-last-pipeline-num-layers": INT,
     "cp-comm-type": ("p2p", "a2a", "allgather", "a2a+p2p"), "use-distributed-optimizer": FLAG,
@@ -28,7 +28,7 @@ MEGATRON_ARGS = {
 }
 NEMO_STRATEGY = {"tensor_model_parallel_size": int, "pipeline_model_parallel_size": int,
                  "virtual_pipeline_model_parallel_size": (int, type(None)), "context_parallel_size": int,
-                 "sequence_parallel": bool, "expert_model_parallel_size": int}
+                 "sequence_parallel": bool, "expert_model_parallel_size": int, "expert_tensor_parallel_size": int}
 TITAN = {
     "parallelism": {"data_parallel_replicate_degree": int, "data_parallel_shard_degree": int,
                     "fsdp_reshard_after_forward": str, "tensor_parallel_degree": int, "pipeline_parallel_degree": int,
@@ -102,6 +102,12 @@ def megatron(text, e):
     if world % (tp * pp * cp):
         fail(f"world {world} not divisible by tp*pp*cp = {tp * pp * cp}")
     dp = world // (tp * pp * cp)
+    # Megatron-Core's expert grid: world % (etp * ep * pp) == 0, num_experts % ep == 0.
+    ep, etp = args.get("expert-model-parallel-size", 1), args.get("expert-tensor-parallel-size", tp)
+    if world % (etp * ep * pp):
+        fail(f"world {world} not divisible by etp*ep*pp = {etp * ep * pp}")
+    if args.get("num-experts", ep) % ep:
+        fail(f"--num-experts {args.get('num-experts')} not divisible by ep {ep}")
     mbs, gbs = args["micro-batch-size"], args["global-batch-size"]
     if gbs % (mbs * dp):
         fail(f"global batch {gbs} % (micro-batch {mbs} x dp {dp}) != 0")
@@ -113,7 +119,8 @@ def megatron(text, e):
     if args.get("data-parallel-sharding-strategy") == "optim_grads": zero = 2
     if args.get("data-parallel-sharding-strategy") == "optim_grads_params": zero = 3
     got = dict(tp=tp, pp=pp, vp=vp, cp=cp, dp=dp, mb=mbs, accumulation=gbs // (mbs * dp), batch=gbs, zero=zero,
-               recompute=args.get("recompute-granularity", "none"), sp=int("sequence-parallel" in args), world=world)
+               recompute=args.get("recompute-granularity", "none"), sp=int("sequence-parallel" in args), world=world,
+               ep=ep, etp=etp)
     if "decoder-first-pipeline-num-layers" in args:
         got["first"], got["last"] = args["decoder-first-pipeline-num-layers"], args["decoder-last-pipeline-num-layers"]
     return got
@@ -153,7 +160,8 @@ def nemo(text, e):
     rec = values["model_config_overrides"].get("recompute_granularity") or "none"
     return dict(tp=tp, pp=pp, vp=s["virtual_pipeline_model_parallel_size"] or 1, cp=cp, dp=dp, mb=mbs,
                 accumulation=gbs // (mbs * dp), batch=gbs, zero=int(distopt), recompute=rec,
-                sp=int(s["sequence_parallel"]), world=world)
+                sp=int(s["sequence_parallel"]), world=world, ep=s.get("expert_model_parallel_size", 1),
+                etp=s.get("expert_tensor_parallel_size", tp))
 
 
 def torchtitan(text, e):
@@ -178,7 +186,8 @@ def torchtitan(text, e):
     return dict(tp=p["tensor_parallel_degree"], pp=pp, cp=p["context_parallel_degree"], dp=dp, mb=mbs,
                 accumulation=t["local_batch_size"] // mbs, batch=t["global_batch_size"], zero=zero,
                 recompute=doc["activation_checkpoint"]["mode"],
-                world=dp * p["tensor_parallel_degree"] * pp * p["context_parallel_degree"])
+                world=dp * p["tensor_parallel_degree"] * pp * p["context_parallel_degree"],
+                ep=p.get("expert_parallel_degree", 1))
 
 
 def deepspeed(text, e):

@@ -13,6 +13,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 py=/usr/bin/python3
 check="$root/tests/scripts/export_checks.py"
 "$symtensor" models llama2-70b-tiny -o "$work/llama.onnx" >/dev/null
+"$symtensor" models mixtral-8x7b-tiny -o "$work/moe.onnx" >/dev/null
 "$symtensor" models llama --layers 8 --hidden 64 --heads 4 --kv-heads 2 --intermediate 96 --vocab 128 -o "$work/l8.onnx" >/dev/null
 cl="--cluster dgx-a100 --nodes 2 --gpus 4"
 bind="--bind batch=16,seq=32"
@@ -71,6 +72,17 @@ $py "$check" deepspeed "$work/z/out.deepspeed" pp=1 dp=8 mb=2 accumulation=1 bat
 $py "$check" megatron "$work/z/out.megatron" tp=1 pp=1 dp=8 zero=3 world=8
 
 # Virtual pipeline and uneven stages on an 8-layer model: Megatron's flags.
+# Expert parallelism (Mixtral, tiny): ep and etp written for Megatron, NeMo and torchtitan
+# (etp=1: torchtitan's experts are not tensor-parallel), read back with the expert grid's checks.
+"$symtensor" compile "$work/moe.onnx" $cl $bind --megatron tp=2,sp=1,ep=4,etp=1,mb=1 -o "$work/moe" --export megatron >"$work/moe.out"
+grep -q "expressed *exact" "$work/moe.out" || fail "expert-parallel plan not exact on megatron: $(cat "$work/moe.out")"
+$py "$check" megatron "$work/moe/megatron.args" tp=2 pp=1 dp=4 ep=4 etp=1 world=8
+for t in nemo torchtitan; do
+  "$symtensor" export "$work/moe/plan.yaml" --model "$work/moe.onnx" $cl $bind --to $t -o "$work/moe/out.$t" >"$work/moe.$t.out"
+  grep -q "expressed *exact" "$work/moe.$t.out" || fail "expert-parallel plan not exact on $t: $(cat "$work/moe.$t.out")"
+  $py "$check" $t "$work/moe/out.$t" tp=2 dp=4 ep=4 world=8
+done
+
 "$symtensor" compile "$work/l8.onnx" $cl $bind --megatron tp=2,pp=2,vp=2,mb=1,recompute=full,distopt=1 \
   -o "$work/v" --export megatron >/dev/null
 $py "$check" megatron "$work/v/megatron.args" tp=2 pp=2 vp=2 dp=2 mb=1 accumulation=8 batch=16 zero=1 recompute=full world=8
