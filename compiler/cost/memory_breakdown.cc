@@ -87,6 +87,38 @@ nlohmann::json memory_breakdown_json(const std::vector<StageMemoryBreakdown>& st
   return out;
 }
 
+std::vector<StageMemoryBreakdown> memory_breakdown_from_json(const nlohmann::json& stages) {
+  std::vector<StageMemoryBreakdown> out;
+  for (const nlohmann::json& j : stages) {
+    StageMemoryBreakdown b;
+    b.stage = j.at("stage");
+    b.parameters = j.at("parameters_bytes"), b.parameters_detail = j.at("parameters");
+    b.gradients = j.at("gradients_bytes"), b.gradients_detail = j.at("gradients");
+    b.optimizer = j.at("optimizer_bytes"), b.optimizer_detail = j.at("optimizer");
+    b.activations = j.at("activations_bytes");
+    b.activations_per_micro_batch = j.at("activations_per_micro_batch_bytes");
+    b.micro_batches_in_flight = j.at("micro_batches_in_flight");
+    for (const auto& [cls, bytes] : j.at("activations_by_class_per_micro_batch_bytes").items())
+      b.activations_by_class.emplace_back(cls, bytes.get<double>());
+    std::stable_sort(b.activations_by_class.begin(), b.activations_by_class.end(),
+                     [](const auto& x, const auto& y) { return x.second > y.second; });
+    b.working_buffers = j.at("working_buffers_bytes"), b.working_buffers_detail = j.at("working_buffers");
+    b.collective_buffers = j.at("collective_buffers_bytes"), b.collective_buffers_detail = j.at("collective_buffers");
+    b.transient = j.at("transient_bytes");
+    b.reserve = j.at("reserve_bytes");
+    b.peak = j.at("peak_bytes");
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+const StageMemoryBreakdown* fullest_stage(const std::vector<StageMemoryBreakdown>& stages) {
+  const StageMemoryBreakdown* best = nullptr;
+  for (const auto& b : stages)
+    if (!best || b.peak > best->peak) best = &b;
+  return best;
+}
+
 std::string memory_breakdown_text(const std::vector<StageMemoryBreakdown>& stages) {
   std::string s;
   for (const auto& b : stages) {

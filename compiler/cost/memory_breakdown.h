@@ -40,6 +40,12 @@ std::vector<StageMemoryBreakdown> memory_breakdown(const Graph& graph, const Pla
 
 // `memory_breakdown` of results.json and `simulate --json` (keys in compiler/lowering/README.md).
 nlohmann::json memory_breakdown_json(const std::vector<StageMemoryBreakdown>& stages);
+// Its inverse (a sweep's worker processes and shard files pass breakdowns as JSON); throws
+// nlohmann::json's exception naming the key on a missing or mistyped field.
+std::vector<StageMemoryBreakdown> memory_breakdown_from_json(const nlohmann::json& stages);
+
+// The stage of the largest peak (nullptr when there is none).
+const StageMemoryBreakdown* fullest_stage(const std::vector<StageMemoryBreakdown>& stages);
 
 // One block of text per stage (compile's output).
 std::string memory_breakdown_text(const std::vector<StageMemoryBreakdown>& stages);

@@ -150,7 +150,9 @@ nlohmann::json compare_json(const CompareResults& r) {
 std::string sweep_csv(const SweepResults& r) {
   std::string out =
       "cluster,gpus,ok,strategy,evaluator,step_time_s,samples_per_s,tokens_per_s,mfu,peak_memory_bytes,"
-      "memory_capacity_bytes,price_per_gpu_hour,time_to_train_s,cost_usd,cost_per_million_tokens,error\n";
+      "memory_capacity_bytes,price_per_gpu_hour,time_to_train_s,cost_usd,cost_per_million_tokens,"
+      "peak_stage,peak_stage_parameters_bytes,peak_stage_gradients_bytes,peak_stage_optimizer_bytes,"
+      "peak_stage_activations_bytes,peak_stage_transient_bytes,peak_stage_reserve_bytes,error\n";
   for (const auto& p : r.points) {
     out += csv_field(p.cluster) + "," + std::to_string(p.gpus) + "," + (p.ok ? "1" : "0") + "," +
            csv_field(p.strategy) + "," + p.evaluator + ",";
@@ -161,6 +163,12 @@ std::string sweep_csv(const SweepResults& r) {
              exact(p.cost_per_million_tokens) + ",";
     else
       out += ",,,,,,,,,,";
+    // The stage whose peak is the point's: its parts (they sum to peak_memory_bytes).
+    if (const StageMemoryBreakdown* b = p.ok ? fullest_stage(p.memory) : nullptr)
+      out += std::to_string(b->stage) + "," + exact(b->parameters) + "," + exact(b->gradients) + "," + exact(b->optimizer) +
+             "," + exact(b->activations) + "," + exact(b->transient) + "," + exact(b->reserve) + ",";
+    else
+      out += ",,,,,,,";
     out += csv_field(p.error) + "\n";
   }
   return out;
@@ -182,7 +190,8 @@ nlohmann::json sweep_json(const SweepResults& r) {
                   {"mfu", num(p.mfu)}, {"peak_memory_bytes", num(p.peak_memory_bytes)},
                   {"memory_capacity_bytes", num(p.memory_capacity_bytes)},
                   {"price_per_gpu_hour", num(p.price_per_gpu_hour)}, {"time_to_train_s", num(p.time_to_train_s)},
-                  {"cost_usd", num(p.cost_usd)}, {"cost_per_million_tokens", num(p.cost_per_million_tokens)}});
+                  {"cost_usd", num(p.cost_usd)}, {"cost_per_million_tokens", num(p.cost_per_million_tokens)},
+                  {"memory_breakdown", memory_breakdown_json(p.memory)}});
     }
     j["points"].push_back(row);
   }

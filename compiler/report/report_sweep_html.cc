@@ -7,6 +7,18 @@
 #include "compiler/report/units.h"
 
 namespace symtensor::compiler {
+namespace {
+
+// The point's fullest stage: model states, activations, transient buffers, reserve.
+std::string peak_stage_parts(const SweepPoint& p) {
+  const StageMemoryBreakdown* b = fullest_stage(p.memory);
+  if (!b) return "—";
+  return "stage " + std::to_string(b->stage) + ": states " + format_bytes(b->parameters + b->gradients + b->optimizer) +
+         ", activations " + format_bytes(b->activations) + ", transient " + format_bytes(b->transient) + ", reserve " +
+         format_bytes(b->reserve);
+}
+
+}  // namespace
 
 std::string sweep_html(const SweepResults& r) {
   std::string body = "<h1>SymTensor: which cluster?</h1>\n<p>Model <code>" + html::esc(r.model) + "</code>; dims:";
@@ -45,7 +57,7 @@ std::string sweep_html(const SweepResults& r) {
     if (!p.ok) {
       std::string why = p.error;
       for (const auto& rj : p.rejected) why += "; " + rj;
-      rows.push_back({"\x02" "failed", p.cluster, std::to_string(p.gpus), "—", "—", "—", "—", "—", "—", "—", why});
+      rows.push_back({"\x02" "failed", p.cluster, std::to_string(p.gpus), "—", "—", "—", "—", "—", "—", "—", "—", why});
       continue;
     }
     rows.push_back({best == &p ? "\x02" "chosen" : "\x02" "row", p.cluster, std::to_string(p.gpus), p.strategy,
@@ -54,12 +66,13 @@ std::string sweep_html(const SweepResults& r) {
                               r.tokens_per_sample > 0 ? "tokens/s" : "samples/s"),
                     format_percent(p.mfu),
                     format_bytes(p.peak_memory_bytes) + " / " + format_bytes(p.memory_capacity_bytes),
+                    peak_stage_parts(p),
                     format_duration(p.time_to_train_s), p.price_per_gpu_hour > 0 ? format_usd(p.cost_usd) : "no price",
                     p.price_per_gpu_hour > 0 ? format_usd(p.cost_per_million_tokens) : "no price"});
   }
   body += "<h2>All points</h2>\n" +
           html::table({"cluster", "GPUs", "best plan", "step time", "throughput", "MFU", "peak memory / capacity",
-                       "time to train", "cost", "per million tokens"},
+                       "its stage, part by part", "time to train", "cost", "per million tokens"},
                       rows, "sweep");
   body += "<p class=\"note\">Prices are the profiles' illustrative price per GPU-hour. Same numbers: results.csv, "
           "results.json, report.md.</p>\n";

@@ -71,6 +71,7 @@ struct SweepPoint {
   double cost_usd = 0;             // gpus x hours x price
   double cost_per_million_tokens = 0;
   std::vector<std::string> rejected;  // "strategy: reason" for the ones not chosen
+  std::vector<StageMemoryBreakdown> memory;  // the chosen plan's, per stage
 };
 
 struct SweepResults {

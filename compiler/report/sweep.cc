@@ -102,6 +102,7 @@ SweepPoint sweep_point(Graph& graph, const SweepOptions& options, const std::str
     p.tokens_per_s = e.samples_per_s * tokens_per_sample;
     p.mfu = e.mfu;
     p.peak_memory_bytes = e.peak_memory;
+    p.memory = memory_breakdown(graph, best->plan, best->analysis);
     if (p.tokens_per_s > 0) {
       p.time_to_train_s = options.tokens / p.tokens_per_s;
       p.cost_usd = gpus * p.time_to_train_s / 3600.0 * p.price_per_gpu_hour;
@@ -125,7 +126,8 @@ std::string point_text(const SweepPoint& p) {
                          {p.step_time_s, p.samples_per_s, p.tokens_per_s, p.mfu, p.peak_memory_bytes,
                           p.memory_capacity_bytes, p.price_per_gpu_hour, p.time_to_train_s, p.cost_usd,
                           p.cost_per_million_tokens}},
-                        {"rejected", p.rejected}}
+                        {"rejected", p.rejected},
+                        {"memory_breakdown", memory_breakdown_json(p.memory)}}
       .dump();
 }
 
@@ -144,6 +146,7 @@ SweepPoint point_from_text(const std::string& text) {
   const auto& values = j.at("numbers");
   for (std::size_t k = 0; k < std::size(numbers); ++k) *numbers[k] = values.at(k).get<double>();
   p.rejected = j.at("rejected").get<std::vector<std::string>>();
+  p.memory = memory_breakdown_from_json(j.at("memory_breakdown"));
   return p;
 }
 

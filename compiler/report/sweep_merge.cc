@@ -58,6 +58,7 @@ SweepResults sweep_from_json(const nlohmann::json& j, const std::string& source)
         p.time_to_train_s = number_or_zero(row, "time_to_train_s");
         p.cost_usd = number_or_zero(row, "cost_usd");
         p.cost_per_million_tokens = number_or_zero(row, "cost_per_million_tokens");
+        if (row.contains("memory_breakdown")) p.memory = memory_breakdown_from_json(row.at("memory_breakdown"));
       }
       r.points.push_back(std::move(p));
     }

@@ -39,6 +39,17 @@ void expect_same_point(const SweepPoint& a, const SweepPoint& b) {
   EXPECT_EQ(a.cost_usd, b.cost_usd);
   EXPECT_EQ(a.cost_per_million_tokens, b.cost_per_million_tokens);
   EXPECT_EQ(a.rejected, b.rejected);
+  ASSERT_EQ(a.memory.size(), b.memory.size());
+  for (std::size_t k = 0; k < a.memory.size(); ++k) {
+    EXPECT_EQ(a.memory[k].stage, b.memory[k].stage);
+    EXPECT_EQ(a.memory[k].parameters, b.memory[k].parameters);
+    EXPECT_EQ(a.memory[k].activations, b.memory[k].activations);
+    EXPECT_EQ(a.memory[k].activations_by_class, b.memory[k].activations_by_class);
+    EXPECT_EQ(a.memory[k].working_buffers_detail, b.memory[k].working_buffers_detail);
+    EXPECT_EQ(a.memory[k].transient, b.memory[k].transient);
+    EXPECT_EQ(a.memory[k].reserve, b.memory[k].reserve);
+    EXPECT_EQ(a.memory[k].peak, b.memory[k].peak);
+  }
 }
 
 TEST(Sweep, WorkersGiveTheSamePointsInTheSameOrder) {
@@ -72,6 +83,12 @@ TEST(Sweep, APointIsTheFastestStrategyAsEvaluatedAlone) {
     EXPECT_EQ(p.strategy, best.label);
     EXPECT_EQ(p.step_time_s, best.estimate.step_time_s);
     EXPECT_EQ(p.peak_memory_bytes, best.estimate.peak_memory);
+    // The point carries the chosen plan's memory part by part; its fullest stage is the peak.
+    const auto expected = memory_breakdown(graph, best.plan, best.analysis);
+    ASSERT_EQ(p.memory.size(), expected.size());
+    ASSERT_NE(fullest_stage(p.memory), nullptr);
+    EXPECT_DOUBLE_EQ(fullest_stage(p.memory)->peak, p.peak_memory_bytes);
+    for (std::size_t k = 0; k < expected.size(); ++k) EXPECT_DOUBLE_EQ(p.memory[k].peak, expected[k].peak);
     EXPECT_DOUBLE_EQ(p.tokens_per_s, best.estimate.samples_per_s * 32);
     EXPECT_DOUBLE_EQ(p.time_to_train_s, 1e12 / p.tokens_per_s);
     EXPECT_DOUBLE_EQ(p.cost_usd, p.gpus * p.time_to_train_s / 3600 * p.price_per_gpu_hour);

@@ -29,6 +29,16 @@ a, b = json.load(open(f"{w}/whole/results.json")), json.load(open(f"{w}/merged/r
 strip = lambda j: [{k: v for k, v in p.items()} for p in j["points"]]
 assert strip(a) == strip(b), (strip(a), strip(b))
 assert b["shard"] == {"index": 1, "count": 1}
+# Each point carries its plan's memory per stage; the parts sum to the stage's peak and the
+# fullest stage is the point's peak.
+for p in b["points"]:
+    stages = p["memory_breakdown"]
+    assert stages, p
+    for m in stages:
+        parts = m["parameters_bytes"] + m["gradients_bytes"] + m["optimizer_bytes"] + m["activations_bytes"] + \
+            m["transient_bytes"] + m["reserve_bytes"]
+        assert abs(parts - m["peak_bytes"]) <= 1e-9 * m["peak_bytes"], m
+    assert max(m["peak_bytes"] for m in stages) == p["peak_memory_bytes"], p
 PY
 for f in report.html report.md results.csv results.json; do [ -s "$work/merged/$f" ] || fail "merge: no $f"; done
 expect_error() {  # expect_error PATTERN ARGS...
