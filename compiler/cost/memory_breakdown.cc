@@ -50,8 +50,8 @@ std::vector<StageMemoryBreakdown> memory_breakdown(const Graph& graph, const Pla
     b.collective_buffers = m.collective_buffers;
     const int effective_zero = plan.distributed_optimizer ? std::max(zero, 1) : zero;
     b.collective_buffers_detail = !train || effective_zero < 2 ? "none (gradients reduced in their buffer)"
-                                  : effective_zero == 2       ? "largest gradient before its reduce-scatter"
-                                                              : "largest weight gathered + the next prefetched, and its gradient";
+                                  : effective_zero == 2       ? "largest layer's gradients before their reduce-scatter"
+                                                              : "largest layer's weights gathered + the next prefetched, and its gradients";
     b.transient = b.working_buffers + b.collective_buffers;
     b.reserve = m.reserve;
     b.peak = b.parameters + b.gradients + b.optimizer + b.activations + b.transient + b.reserve;

@@ -42,14 +42,6 @@ void add_working_buffers(StageMemory& m, const OpWork& w) {
   if (w.buffer_bytes > m.working_buffers) m.working_buffers = w.buffer_bytes, m.working_buffers_node = w.node;
 }
 
-// The staging buffers one parameter's collectives need (16-bit, its unsharded local
-// shard of `local_elements`): ZeRO-3 gathers it and prefetches the next; from ZeRO-2 its
-// gradient is whole until reduce-scattered.
-void add_collective_buffers(StageMemory& m, double local_elements, int zero) {
-  const double bytes = local_elements * 2;
-  m.collective_buffers = std::max(m.collective_buffers, (zero >= 3 ? 2 * bytes : 0) + (zero >= 2 ? bytes : 0));
-}
-
 void add_model_state(StageMemory& m, double local_elements, int zero, double ways) {
   const StateBytes b = model_state_bytes(zero, ways, true);
   m.parameters += local_elements * b.params;
@@ -125,14 +117,35 @@ struct PlanAnalyzer::State {
   struct ParameterSums {
     std::vector<double> grad_sync, gather, first_gather, regather;
     std::vector<StageMemory> memory;  // model states and collective buffers only
+    // Per gather unit (ParamWork::gather_unit): its stage (its first parameter's), gather
+    // seconds and 16-bit bytes of the gathered parameters.
+    std::vector<int> unit_stage;
+    std::vector<double> unit_gather, unit_bytes;
 
     explicit ParameterSums(int stages)
         : grad_sync(stages), gather(stages), first_gather(stages), regather(stages), memory(stages) {}
-    void add(int stage, double grad_sync_s, double gather_s, double regather_s) {
+    void add(int stage, int unit, double local_elements, bool gathered, double grad_sync_s, double gather_s,
+             double regather_s) {
       grad_sync[stage] += grad_sync_s;
       gather[stage] += gather_s;
-      first_gather[stage] = std::max(first_gather[stage], gather_s);
       regather[stage] += regather_s;
+      if (!gathered) return;
+      if (unit >= static_cast<int>(unit_stage.size())) unit_stage.resize(unit + 1, -1), unit_gather.resize(unit + 1), unit_bytes.resize(unit + 1);
+      if (unit_stage[unit] < 0) unit_stage[unit] = stage;
+      unit_gather[unit] += gather_s;
+      unit_bytes[unit] += local_elements * 2;
+    }
+    // The largest unit's gather (first_gather) and staging buffers: under ZeRO-3 the unit
+    // computing and the next one prefetched, from ZeRO-2 a unit's whole gradients until
+    // reduce-scattered.
+    void finish(int zero, std::vector<StageMemory>& stage_memory) {
+      for (std::size_t u = 0; u < unit_stage.size(); ++u) {
+        const int s = unit_stage[u];
+        if (s < 0) continue;
+        first_gather[s] = std::max(first_gather[s], unit_gather[u]);
+        StageMemory& m = stage_memory[s];
+        m.collective_buffers = std::max(m.collective_buffers, ((zero >= 3 ? 2 : 0) + (zero >= 2 ? 1 : 0)) * unit_bytes[u]);
+      }
     }
   };
 
@@ -161,7 +174,9 @@ struct PlanAnalyzer::State {
     hardware::GroupShape group;
     double ways = 1;
     double all_reduce_s = -1, reduce_scatter_s = -1, all_gather_s = -1;  // -1: not priced yet
+    int unit = 0;  // ParamWork::gather_unit
   };
+  std::vector<int> param_units;  // per ng_.parameters() entry: its gather unit
   std::vector<ParamGroup> param_groups;
   // Per-stage sums of ops_plan's operator work, made when a plan asks for them: per
   // recomputation policy, per ZeRO stage (as ZeRO-1 when the distributed optimizer is on)
@@ -273,10 +288,10 @@ class Analyzer {
       if (train) {
         for (PlanAnalyzer::State::ParamGroup& g : state_.param_groups) {
           const ParamPrices p = prices(g, zero);
-          params->add(g.stage, p.grad_sync, p.gather, p.regather);
+          params->add(g.stage, g.unit, g.local_elements, !g.axes.empty(), p.grad_sync, p.gather, p.regather);
           add_model_state(params->memory[g.stage], g.local_elements, zero, g.ways);
-          if (!g.axes.empty()) add_collective_buffers(params->memory[g.stage], g.local_elements, zero);
         }
+        params->finish(zero, params->memory);
       } else {
         inference_weights(params->memory);
       }
@@ -681,7 +696,20 @@ class Analyzer {
 
   // Each parameter: its layout at its first consumer, and the union of the axes over
   // which its gradient is partial (the data-parallel group of that parameter).
+  // Each parameter's gather unit (ParamWork::gather_unit), found once per graph.
+  void find_gather_units() {
+    if (!state_.param_units.empty() || ng_.parameters().empty()) return;
+    std::map<std::string, int> by_layer;
+    int units = 0;
+    for (const ParameterUses& uses : ng_.parameters()) {
+      const std::string layer = layer_of(graph_.node(uses.uses.front().first).name);
+      state_.param_units.push_back(layer.empty() ? units++ : by_layer.try_emplace(layer, units).first->second);
+      if (!layer.empty() && by_layer[layer] == units) ++units;
+    }
+  }
+
   void group_parameters() {
+    find_gather_units();
     auto& groups = state_.param_groups;
     groups.clear();
     groups.reserve(ng_.parameters().size());
@@ -692,6 +720,7 @@ class Analyzer {
         partial |= OperandLayout::input_gradient(ng_.node(c).space, plan_.node_cuts[c], i).partial_axes();
       PlanAnalyzer::State::ParamGroup& g = groups.emplace_back();
       g.tensor = uses.tensor;
+      g.unit = state_.param_units[groups.size() - 1];
       g.stage = plan_.stage_of_node[first];
       g.local_elements =
           local_elements(uses.tensor, OperandLayout::input(ng_.node(first).space, plan_.node_cuts[first], first_input));
@@ -747,12 +776,14 @@ class Analyzer {
   void add_parameters(PlanAnalysis& a) {
     const int zero = effective_zero_stage();
     a.params.resize(state_.param_groups.size());
+    PlanAnalyzer::State::ParameterSums units(static_cast<int>(a.stage_memory.size()));
     for (std::size_t k = 0; k < state_.param_groups.size(); ++k) {
       PlanAnalyzer::State::ParamGroup& g = state_.param_groups[k];
       ParamWork& p = a.params[k];
       p.tensor = g.tensor;
       p.stage = g.stage;
       p.local_elements = g.local_elements;
+      p.gather_unit = g.unit;
       using hardware::Collective;
       const ParamPrices seconds = prices(g, zero);
       set_param_comm(p.grad_sync, true, seconds.grad_sync, g,
@@ -760,8 +791,9 @@ class Analyzer {
       set_param_comm(p.regather, zero == 1 || zero == 2, seconds.regather, g, Collective::all_gather);
       set_param_comm(p.gather, zero >= 3, seconds.gather, g, Collective::all_gather);
       add_model_state(a.stage_memory[g.stage], p.local_elements, zero, g.ways);
-      if (!g.axes.empty()) add_collective_buffers(a.stage_memory[g.stage], p.local_elements, zero);
+      units.add(g.stage, g.unit, g.local_elements, !g.axes.empty(), 0, 0, 0);
     }
+    units.finish(zero, a.stage_memory);
   }
 
   // Inference keeps no activations; weights only (16-bit), in their first consumer's layout.
@@ -872,7 +904,11 @@ StageTotals stage_totals(const PlanAnalysis& a, const Plan& plan) {
   PlanAnalyzer::State::OperatorSums ops(stages);
   for (const OpWork& w : a.ops) ops.add(w, w.recomputed, train);
   PlanAnalyzer::State::ParameterSums params(stages);
-  for (const ParamWork& p : a.params) params.add(p.stage, sum_seconds(p.grad_sync), sum_seconds(p.gather), sum_seconds(p.regather));
+  for (const ParamWork& p : a.params)
+    params.add(p.stage, p.gather_unit, p.local_elements, !p.gather.empty(), sum_seconds(p.grad_sync), sum_seconds(p.gather),
+               sum_seconds(p.regather));
+  std::vector<StageMemory> unused(stages);
+  params.finish(3, unused);  // first_gather only: the analysis' memory has its buffers
   return assemble_totals(ops, params, a.p2p_bytes, a.stage_memory, a.optimizer_seconds_per_stage, plan, a.device_memory);
 }
 

@@ -61,6 +61,9 @@ struct ParamWork {
   std::vector<CommOp> grad_sync;  // during backward: all-reduce, or reduce-scatter under ZeRO-2/3
   std::vector<CommOp> regather;   // ZeRO-1/2, distributed optimizer: all-gather of the updated weights after the step
   std::vector<CommOp> gather;     // ZeRO-3: all-gather before use (forward and backward)
+  // The unit ZeRO-3 gathers it with: its first consumer's layer (layer_of), as FSDP wraps
+  // each layer; a parameter outside the layers is a unit of its own.
+  int gather_unit = 0;
 };
 
 struct StageMemory {
@@ -71,8 +74,8 @@ struct StageMemory {
   double micro_batches_in_flight = 1;
   // Transient buffers beside them at the peak: the largest operator's buffer_bytes (the LM
   // head's logits and their gradient on the last stage), and the collectives' staging
-  // buffers (ZeRO-3: the gathered weights of the largest parameter and its prefetched
-  // successor; ZeRO-2/3: the largest unsharded gradient before its reduce-scatter).
+  // buffers (ZeRO-3: the gathered weights of the largest unit and the next one prefetched;
+  // ZeRO-2/3: a unit's unsharded gradients before their reduce-scatter).
   double working_buffers = 0, collective_buffers = 0;
   NodeId working_buffers_node = kNone;  // whose buffers working_buffers are
   double reserve = 0;                   // the device's memory_reserve_bytes
@@ -95,7 +98,7 @@ struct StageTotals {
   // includes the recomputed forward.
   std::vector<double> fwd_compute, fwd_comm, bwd_compute, bwd_comm;
   // Seconds of the parameters' collectives: gradient synchronisation, ZeRO-3's gathers of
-  // one pass and the largest of them.
+  // one pass and the largest unit's (ParamWork::gather_unit).
   std::vector<double> grad_sync, gather, first_gather;
   std::vector<double> p2p_bytes;    // per stage boundary
   std::vector<double> peak_memory;  // bytes per device

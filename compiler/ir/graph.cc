@@ -1,5 +1,7 @@
 #include "compiler/ir/graph.h"
 
+#include <algorithm>
+
 #include <boost/graph/topological_sort.hpp>
 #include <stdexcept>
 
@@ -124,6 +126,18 @@ NodeId Graph::node_on_cycle() const {
     }
   }
   return static_cast<NodeId>(v);
+}
+
+std::string layer_of(const std::string& node_name) {
+  size_t start = 0;
+  while (start <= node_name.size()) {
+    size_t end = node_name.find('/', start);
+    if (end == std::string::npos) end = node_name.size();
+    if (std::any_of(node_name.begin() + start, node_name.begin() + end, [](char c) { return c >= '0' && c <= '9'; }))
+      return node_name.substr(0, end);
+    start = end + 1;
+  }
+  return "";
 }
 
 }  // namespace symtensor::compiler

@@ -157,18 +157,6 @@ class SegmentBuilder {
 
 }  // namespace
 
-std::string layer_of(const std::string& node_name) {
-  size_t start = 0;
-  while (start <= node_name.size()) {
-    size_t end = node_name.find('/', start);
-    if (end == std::string::npos) end = node_name.size();
-    if (std::any_of(node_name.begin() + start, node_name.begin() + end, [](char c) { return c >= '0' && c <= '9'; }))
-      return node_name.substr(0, end);
-    start = end + 1;
-  }
-  return "";
-}
-
 StageLayout build_stage_layout(const PlanAnalysis& a, const Plan& plan, const LoweringOptions& options) {
   const Placement place = place_ops(a, plan);
   StageLayout layout;
@@ -180,11 +168,6 @@ StageLayout build_stage_layout(const PlanAnalysis& a, const Plan& plan, const Lo
   std::vector<std::vector<int>> params_at(a.ops.size());  // params whose first use is op i
   for (size_t k = 0; k < a.params.size(); ++k)
     if (first_use[k] >= 0) params_at[first_use[k]].push_back(static_cast<int>(k));
-  auto gathers_at = [&](int i) {
-    std::vector<CommOp> g;
-    for (int k : params_at[i]) merge_comm(g, a.params[k].gather);
-    return g;
-  };
   auto label = [&](int i) {
     const Graph* g = options.graph;
     const NodeId node = a.ops[i].node;
@@ -199,10 +182,21 @@ StageLayout build_stage_layout(const PlanAnalysis& a, const Plan& plan, const Lo
       ChunkWork& w = layout.work[s][c];
       const auto& ops = ops_of[s][c];
       SegmentBuilder fwd(w.forward), rec(w.recompute), bwd(w.backward);
-      for (int i : ops) {
+      // ZeRO-3 gathers a unit at a time (FSDP wraps each layer): a run of operators of one
+      // layer, or an operator outside layers alone. A unit's gathers precede its first
+      // operator in the forward pass and its last in the backward.
+      std::vector<int> unit_of(ops.size());
+      std::vector<std::vector<CommOp>> unit_gathers;
+      for (std::size_t j = 0; j < ops.size(); ++j) {
+        const std::string l = label(ops[j]);
+        if (j == 0 || l.empty() || l != label(ops[j - 1])) unit_gathers.emplace_back();
+        unit_of[j] = static_cast<int>(unit_gathers.size()) - 1;
+        for (int k : params_at[ops[j]]) merge_comm(unit_gathers.back(), a.params[k].gather);
+      }
+      for (std::size_t j = 0; j < ops.size(); ++j) {
+        const int i = ops[j];
         const OpWork& op = a.ops[i];
-        const auto gathers = gathers_at(i);
-        fwd.add_comm(Segment::Kind::gather, gathers, label(i));
+        if (j == 0 || unit_of[j] != unit_of[j - 1]) fwd.add_comm(Segment::Kind::gather, unit_gathers[unit_of[j]], label(i));
         fwd.add_op(op.fwd_flops, op.fwd_bytes, op.fwd_seconds, op.fwd_comm, label(i));
         w.forward_flops += op.fwd_flops;
         w.backward_flops += op.bwd_flops;
@@ -225,10 +219,11 @@ StageLayout build_stage_layout(const PlanAnalysis& a, const Plan& plan, const Lo
         bucket = GradBucket{};
         bucket_bytes = 0;
       };
-      for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
-        const int i = *it;
+      for (std::size_t r = ops.size(); r-- > 0;) {
+        const int i = ops[r];
         const OpWork& op = a.ops[i];
-        bwd.add_comm(Segment::Kind::gather, gathers_at(i), label(i));
+        if (r + 1 == ops.size() || unit_of[r] != unit_of[r + 1])
+          bwd.add_comm(Segment::Kind::gather, unit_gathers[unit_of[r]], label(i));
         bwd.add_op(op.bwd_flops, op.bwd_bytes, op.bwd_seconds, op.bwd_comm, label(i));
         for (int k : params_at[i]) {
           merge_comm(bucket.syncs, a.params[k].grad_sync);

@@ -52,8 +52,5 @@ struct StageLayout {
 // chunks of equal forward FLOPs.
 StageLayout build_stage_layout(const PlanAnalysis& analysis, const Plan& plan, const LoweringOptions& options);
 
-// The layer a node belongs to from its name: the path up to the first component holding a
-// digit ("h.3/attn/MatMul" -> "h.3"); "" when none.
-std::string layer_of(const std::string& node_name);
 
 }  // namespace symtensor::compiler

@@ -84,6 +84,9 @@ class Lowerer {
   Deps emit_chain(sim::RankClass& rc, const std::vector<Segment>& segments, const std::string& prefix, Deps deps) {
     std::vector<std::string> computes;
     Deps beside;  // overlapped collectives running beside the next compute block
+    // ZeRO-3 gathers come a unit (a layer, FSDP's wrapping) at a time; computes before the
+    // current unit's gathers and before the previous unit's (-1: no unit yet).
+    int unit_start = -1, previous_unit_start = -1;
     for (size_t i = 0; i < segments.size(); ++i) {
       const Segment& seg = segments[i];
       std::string id = fmt::format("{}.{}", prefix, i);
@@ -110,9 +113,11 @@ class Lowerer {
           break;
         case Segment::Kind::gather: {
           if (trivial(seg.comm)) break;
-          // Prefetched one block ahead: may start once the block before the previous one ended.
+          // Two units' buffers (FSDP's prefetch of one unit): a unit's gather may start once
+          // the unit before the previous one has computed and freed its weights.
+          if (unit_start != static_cast<int>(computes.size())) previous_unit_start = unit_start, unit_start = static_cast<int>(computes.size());
           Deps after;
-          if (computes.size() >= 2) after.push_back(computes[computes.size() - 2]);
+          if (previous_unit_start >= 1) after.push_back(computes[previous_unit_start - 1]);
           rc.tasks.push_back(sim::collective_task(id, "comm_zero", seg.comm.kind, seg.comm.bytes, group_names(seg.comm), after));
           deps.push_back(id);
           break;

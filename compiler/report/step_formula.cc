@@ -103,7 +103,9 @@ class Builder {
     const int m = plan_.micro_batches;
     const bool train = plan_.mode == ExecutionMode::train;
     std::vector<Lin> fwdc(stages), fwdm(stages), bwdc(stages), bwdm(stages);
-    std::vector<double> dp(stages), gather(stages), first_gather(stages);
+    // The parameters' collectives per stage, summed as the estimate sums them.
+    const StageTotals totals = stage_totals(a_, plan_);
+    std::vector<double> dp = totals.grad_sync, gather = totals.gather;
     for (const OpWork& w : a_.ops) {
       if (w.stage < 0 || w.stage >= stages) throw std::runtime_error("step formula: operator stage out of range");
       const Lin f = op_time(w, w.fwd_flops, w.fwd_bytes, w.fwd_seconds);
@@ -113,15 +115,9 @@ class Builder {
       bwdc[w.stage] += op_time(w, w.bwd_flops, w.bwd_bytes, w.bwd_seconds) + (w.recomputed ? f : Lin{});
       bwdm[w.stage] += comm_sum(w.bwd_comm, false) + (w.recomputed ? comm_sum(w.fwd_comm, false) : Lin{});
     }
-    for (const ParamWork& p : a_.params) {
-      for (const auto& op : p.grad_sync) dp.at(p.stage) += op.seconds;
-      double g = 0;
-      for (const auto& op : p.gather) g += op.seconds;
-      gather.at(p.stage) += g;
-      first_gather.at(p.stage) = std::max(first_gather.at(p.stage), g);
-    }
     // Exposed ZeRO-3 gathers as the estimate prices them, at the bound batch (a constant).
-    for (int s = 0; s < stages; ++s) gather[s] = exposed_gather_seconds(gather[s], first_gather[s], (fwdc[s] + bwdc[s]).at(1));
+    for (int s = 0; s < stages; ++s)
+      gather[s] = exposed_gather_seconds(gather[s], totals.first_gather[s], (fwdc[s] + bwdc[s]).at(1));
     std::vector<Lin> t(stages), p2ps(stages);
     Lin fill;
     int slow = 0;
