@@ -1,5 +1,7 @@
 #include "compiler/cost/numeric_graph.h"
 
+#include <set>
+
 #include <sstream>
 #include <stdexcept>
 
@@ -71,18 +73,47 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
       }
     nodes_.push_back(std::move(n));
   }
+  order_ = graph.topological_order();
+  for (NodeId id : order_) {
+    const Node& node = graph.node(id);
+    bool from_weights = false, only_weights = true;
+    for (TensorId in : node.inputs) {
+      if (in == kNone) continue;
+      const TensorFacts& f = facts_[in];
+      from_weights = from_weights || f.parameter || f.weight_derived;
+      only_weights = only_weights && (f.parameter || f.constant || f.weight_derived);
+    }
+    if (from_weights && only_weights)
+      for (TensorId out : node.outputs)
+        if (out != kNone && facts_[out].floating && !facts_[out].constant) facts_[out].weight_derived = true;
+  }
+  auto slots_reading = [&](TensorId t, std::vector<std::pair<NodeId, int>>& slots) {
+    for (NodeId c : graph.tensor(t).consumers) {
+      const Node& node = graph.node(c);
+      for (std::size_t i = 0; i < node.inputs.size() && i < nodes_[c].space.input_dims.size(); ++i)
+        if (node.inputs[i] == t) slots.emplace_back(c, static_cast<int>(i));
+    }
+  };
   for (TensorId t = 0; t < static_cast<TensorId>(graph.tensors().size()); ++t) {
     const Tensor& tensor = graph.tensor(t);
     if (!tensor.is_parameter || tensor.consumers.empty()) continue;
-    ParameterUses p{t, {}};
-    for (NodeId c : tensor.consumers) {
-      const Node& node = graph.node(c);
-      for (std::size_t i = 0; i < node.inputs.size() && i < nodes_[c].space.input_dims.size(); ++i)
-        if (node.inputs[i] == t) p.uses.emplace_back(c, static_cast<int>(i));
+    ParameterUses p{t, {}, {}};
+    slots_reading(t, p.uses);
+    // The weight-derived tensors made from it, breadth first (each once).
+    std::vector<TensorId> derived;
+    std::set<TensorId> seen;
+    auto follow = [&](TensorId from) {
+      for (NodeId c : graph.tensor(from).consumers)
+        for (TensorId out : graph.node(c).outputs)
+          if (out != kNone && facts_[out].weight_derived && seen.insert(out).second) derived.push_back(out);
+    };
+    follow(t);
+    for (std::size_t k = 0; k < derived.size(); ++k) {
+      slots_reading(derived[k], p.derived_uses);
+      follow(derived[k]);
     }
     if (!p.uses.empty()) parameters_.push_back(std::move(p));
   }
-  order_ = graph.topological_order();
   saved_ = compiler::saved_tensors(*this);
   checkpoints_ = compiler::layer_checkpoints(*this);
 }

@@ -42,12 +42,19 @@ struct TensorFacts {
   int element_size = 0;  // bytes per element of its stored type
   bool floating = false, constant = false, parameter = false, graph_output = false;
   bool needs_gradient = false;  // a floating parameter or computed value (not a graph input)
+  // Computed from parameters (and constants) alone: a tied LM head's Transpose of the token
+  // embedding. Frameworks read such a tensor as a view of the weight, so it is no saved
+  // activation, and its gradient stays a partial sum until the parameter's own reduction.
+  bool weight_derived = false;
 };
 
 // A parameter and every operand slot (node, input index) that reads it, in consumer order.
 struct ParameterUses {
   TensorId tensor = kNone;
   std::vector<std::pair<NodeId, int>> uses;
+  // Operand slots reading a weight-derived tensor made from it (TensorFacts::weight_derived):
+  // where their gradients are partial sums, so is the parameter's.
+  std::vector<std::pair<NodeId, int>> derived_uses;
 };
 
 // A tensor the backward pass keeps (see saved_activations.h for which ones).

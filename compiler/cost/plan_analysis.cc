@@ -575,6 +575,11 @@ class Analyzer {
     s.partial_axes.clear();
     return s;
   }
+  // `s` split as it is, partial where `partial` is.
+  static TensorSharding with_partial(TensorSharding s, const TensorSharding& partial) {
+    s.partial_axes = partial.partial_axes;
+    return s;
+  }
 
   bool needs_gradient(TensorId t) const { return t != kNone && ng_.facts(t).needs_gradient; }
 
@@ -599,7 +604,8 @@ class Analyzer {
     const OperandLayout want = OperandLayout::input(nn.space, cut, static_cast<int>(i));
     const double bytes = local_elements(t, want) * element_bytes(t);
     local_bytes += bytes;
-    if (!ng_.facts(t).parameter && !ng_.facts(t).constant) w.buffer_bytes += bytes;
+    const TensorFacts& facts = ng_.facts(t);
+    if (!facts.parameter && !facts.constant && !facts.weight_derived) w.buffer_bytes += bytes;
     // A fused attention's mask (input 3) gets no gradient.
     const bool differentiable = train && needs_gradient(t) && !(nn.kind == OpKind::attention && i >= 3);
     if (differentiable) ++gradient_inputs;
@@ -622,10 +628,15 @@ class Analyzer {
       }
     // Gradients arriving in the same layout from several consumers are summed locally
     // first (Q, K and V share their input): one redistribution.
+    // A weight-derived tensor's gradient keeps its partial sums: the parameter's gradient
+    // reduction (once per step) sums them (ParameterUses::derived_uses).
     if (differentiable) {
       const OperandLayout grad = OperandLayout::input_gradient(nn.space, cut, static_cast<int>(i));
-      if (first_delivery(state_.delivered_gradients[t], grad) && !(grad.partial_axes() == 0 && grad.same_split(*have)))
-        for (auto& op : redistribute(t, grad.sharding(), without_partial(have->sharding()))) {
+      const bool keeps_partial = facts.weight_derived;
+      if (first_delivery(state_.delivered_gradients[t], grad) &&
+          !((keeps_partial || grad.partial_axes() == 0) && grad.same_split(*have)))
+        for (auto& op : redistribute(t, grad.sharding(),
+                                     keeps_partial ? with_partial(have->sharding(), grad.sharding()) : without_partial(have->sharding()))) {
           op.overlapped = ring;
           w.bwd_comm.push_back(std::move(op));
         }
@@ -717,6 +728,8 @@ class Analyzer {
       const auto [first, first_input] = uses.uses.front();
       std::uint64_t partial = 0;
       for (const auto& [c, i] : uses.uses)
+        partial |= OperandLayout::input_gradient(ng_.node(c).space, plan_.node_cuts[c], i).partial_axes();
+      for (const auto& [c, i] : uses.derived_uses)
         partial |= OperandLayout::input_gradient(ng_.node(c).space, plan_.node_cuts[c], i).partial_axes();
       PlanAnalyzer::State::ParamGroup& g = groups.emplace_back();
       g.tensor = uses.tensor;

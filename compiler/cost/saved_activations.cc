@@ -12,6 +12,11 @@ bool is_activation(const Graph& g, TensorId id) {
   return is_floating(t.dtype) && !t.is_parameter && !t.is_constant;
 }
 
+// What the backward keeps: weight-derived tensors are views of a weight, not copies.
+bool is_saved_activation(const NumericGraph& ng, TensorId id) {
+  return is_activation(ng.graph(), id) && !ng.facts(id).weight_derived;
+}
+
 // Element-wise ops whose backward needs no input: sums, negation, scaling by a constant,
 // casts. Everything else element-wise needs its input (or a mask, for dropout).
 bool linear_in_inputs(const Graph& g, const Node& n) {
@@ -57,7 +62,7 @@ std::vector<SavedTensor> saved_tensors(const NumericGraph& ng) {
   std::vector<SavedTensor> saved;
   std::set<TensorId> seen;
   auto keep = [&](TensorId t, NodeId by) {
-    if (!is_activation(g, t) || !seen.insert(t).second) return;
+    if (!is_saved_activation(ng, t) || !seen.insert(t).second) return;
     saved.push_back({t, by, false, ng.quadratic_in_sequence(t)});
   };
   for (NodeId id = 0; id < n; ++id) {

@@ -44,14 +44,12 @@ StepEstimate estimate_step(const StageTotals& a, const Plan& plan, const hardwar
   // Interleaved, a micro-batch leaves each device once per chunk: v sends instead of one.
   const double v = plan.schedule == Schedule::interleaved_1f1b ? std::max(plan.virtual_stages, 1) : 1;
   double slowest = 0, fill = 0, slowest_compute = 0, slowest_comm = 0;
-  int slowest_stage = 0;
   for (int s = 0; s < stages; ++s) {
     const double p2p = stages > 1 && (s + 1 < stages || v > 1) ? v * p2p_seconds(cluster, mesh, plan.pipeline_axis, a.p2p_bytes[std::min(s, stages - 2)]) : 0;
     const double t = fwd_compute[s] + fwd_comm[s] + bwd_compute[s] + bwd_comm[s] + 2 * gather[s] + (train ? 2 : 1) * p2p;
     fill += t;
     if (t > slowest) {
       slowest = t;
-      slowest_stage = s;
       slowest_compute = fwd_compute[s] + bwd_compute[s];
       slowest_comm = fwd_comm[s] + bwd_comm[s] + 2 * gather[s];
       e.p2p_s = (train ? 2 : 1) * p2p * m;
@@ -61,10 +59,12 @@ StepEstimate estimate_step(const StageTotals& a, const Plan& plan, const hardwar
   e.compute_s = m * slowest_compute;
   e.exposed_comm_s = m * slowest_comm;
   e.bubble_s = pipeline - m * slowest;
-  // Gradient synchronisation overlaps the last micro-batch's backward (DDP buckets).
-  e.dp_exposed_s = train ? std::max(0.0, dp[slowest_stage] - bwd_compute[slowest_stage]) : 0;
-  for (int s = 0; s < stages; ++s)
-    e.dp_exposed_s = std::max(e.dp_exposed_s, train ? std::max(0.0, dp[s] - bwd_compute[s]) : 0.0);
+  // Gradient synchronisation overlaps the last micro-batch's backward (DDP buckets). Under
+  // ZeRO-3 that backward's gathers share the data-parallel links with it: what both need
+  // beyond the backward's compute is exposed, less the gathers' part already counted.
+  e.dp_exposed_s = 0;
+  for (int s = 0; train && s < stages; ++s)
+    e.dp_exposed_s = std::max(e.dp_exposed_s, std::max(0.0, dp[s] + a.gather[s] - bwd_compute[s] - gather[s]));
   e.optimizer_s = a.after_step_s;
   e.step_time_s = pipeline + e.dp_exposed_s + e.optimizer_s;
 

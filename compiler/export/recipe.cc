@@ -42,6 +42,7 @@ MegatronKnobs ParallelRecipe::knobs() const {
   k.tp = tp, k.pp = pp, k.cp = cp, k.dp = dp, k.mb = micro_batch_size, k.vp = vp;
   k.sp = sp, k.recompute = recompute, k.distopt = distopt;
   k.ep = ep, k.etp = ep > 1 ? etp : 0;
+  k.fsdp = zero_stage >= 2 ? zero_stage : 0;
   return k;
 }
 

@@ -42,9 +42,6 @@ std::vector<int> context_parallel_sizes(const Graph& graph, const TransformerStr
   return sizes;
 }
 
-// Tensor-parallel layouts run best with small micro-batches (Narayanan et al. 2021: 1 or 2).
-constexpr int kSeedMicroBatchSize = 2;
-
 class MegatronSearch {
  public:
   MegatronSearch(PlanAnalyzer& analyzer, const StrategyOptions& options, MegatronSpace space)
@@ -95,7 +92,6 @@ class MegatronSearch {
               double best_of_vp = kInfinity;
               UpwardWalk sizes;
               for (int mb : divisors(B_ / dp)) {
-                if (seed && mb > kSeedMicroBatchSize) break;
                 const int m = static_cast<int>(B_ / dp / mb);
                 if (vp > 1 && m % pp != 0) continue;
                 bool any_fit = false;
@@ -143,38 +139,62 @@ class MegatronSearch {
     return out;
   }
 
-  // The (recompute, distopt) options of one configuration, set on `plan` in turn; returns
-  // the best step time among those that fit (infinity when none does).
+  // The memory options of one configuration, set on `plan` in turn: recomputation x how
+  // the model states are sharded (none, the distributed optimizer, Megatron-FSDP's
+  // optim_grads and optim_grads_params); returns the best step time among those that fit
+  // (infinity when none does).
   double price_memory_options(Plan& plan, const MegatronKnobs& base, int m, int mb, int vp, bool& any_fit) {
     double best = kInfinity;
-    std::vector<std::pair<int, int>> fitted;  // (recompute rank, distopt) that fit
-    const RecomputePolicy policies[] = {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
+    struct Sharding {
+      bool distopt;
+      int fsdp;
+    };
+    std::vector<Sharding> shardings;
     const bool seed = space_ == MegatronSpace::seed;
+    if (train_) {
+      if (!seed) shardings.push_back({false, 0});
+      shardings.push_back({true, 0});
+      // The seed takes FSDP's full sharding only, and without a pipeline (where each
+      // micro-batch gathers its stage's weights again, seldom worth it).
+      if (!seed) shardings.push_back({true, 2}), shardings.push_back({true, 3});
+      else if (base.pp == 1) shardings.push_back({true, 3});
+    } else {
+      shardings.push_back({false, 0});
+    }
+    // (recompute rank, sharding index) that fit. More recomputation only costs time, so a
+    // fitting option dominates its sharding's higher ones; less sharding dominates more
+    // up to the distributed optimizer (which only adds the weights' all-gather), but not
+    // FSDP, whose prefetched gathers can hide behind compute while the step's all-gather goes.
+    std::vector<std::pair<int, int>> fitted;
+    const RecomputePolicy policies[] = {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
     for (int r = 0; r < (train_ ? 3 : 1); ++r)
-      for (int d = seed && train_ ? 1 : 0; d < (train_ ? 2 : 1); ++d) {
+      for (int d = 0; d < static_cast<int>(shardings.size()); ++d) {
+        const Sharding sharding = shardings[d];
         ++best_.configurations;
         bool dominated = false;
-        for (auto [fr, fd] : fitted) dominated |= fr <= r && fd <= d;
+        for (auto [fr, fd] : fitted) dominated |= fr <= r && (fd == d || (fd < d && sharding.fsdp == 0));
         if (dominated) continue;
         plan.micro_batches = m;
         plan.virtual_stages = vp;
         plan.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
         plan.recompute = policies[r];
-        plan.distributed_optimizer = d == 1;
+        plan.distributed_optimizer = sharding.distopt;
+        plan.zero_stage = sharding.fsdp;
         const Evaluation e = evaluate_plan(analyzer_, plan);
         ++best_.evaluations;
         if (!e.valid) {
           last_error_ = e.error;
           continue;
         }
+        MegatronKnobs knobs = base;
+        knobs.mb = mb, knobs.vp = vp, knobs.recompute = policies[r];
+        knobs.distopt = sharding.distopt, knobs.fsdp = sharding.fsdp;
         if (e.estimate.fits) {
           fitted.emplace_back(r, d), any_fit = true;
           best = std::min(best, e.estimate.step_time_s);
           auto [it, added] = best_.best_by_ep.try_emplace(base.ep);
           if (added || e.estimate.step_time_s < it->second.step_time_s) {
-            it->second.knobs = base;
-            it->second.knobs.mb = mb, it->second.knobs.vp = vp, it->second.knobs.recompute = policies[r];
-            it->second.knobs.distopt = d == 1;
+            it->second.knobs = knobs;
             it->second.step_time_s = e.estimate.step_time_s;
           }
         }
@@ -182,10 +202,10 @@ class MegatronSearch {
           best_eval_ = e;
           best_.plan = plan;
           best_.estimate = e.estimate;
-          best_.knobs = base;
-          best_.knobs.mb = mb, best_.knobs.vp = vp, best_.knobs.recompute = policies[r], best_.knobs.distopt = d == 1;
+          best_.knobs = knobs;
         }
       }
+    plan.zero_stage = 0;
     return best;
   }
 

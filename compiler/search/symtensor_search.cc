@@ -279,27 +279,45 @@ class Search {
     dp.strategy = name;
     const long long per_device = static_cast<long long>(dp.global_batch) / cluster_.num_devices();
     UpwardWalk counts;
+    const std::vector<RecomputePolicy> recomputes =
+        train_ ? std::vector<RecomputePolicy>{RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full}
+               : std::vector<RecomputePolicy>{RecomputePolicy::none};
     for (int m : micro_batch_candidates(per_device, 1)) {
       double best_of_m = kInfinity;
-      for (int zero : {0, 1, 2, 3}) {
-        if (!train_ && zero > 0) break;
-        dp.micro_batches = m;
-        dp.zero_stage = zero;
-        const Evaluation e = evaluate_plan(analyzer_, dp);
-        ++evaluations_;
-        if (!e.valid) break;
-        if (e.better_than(best_)) {
-          best_ = e;
-          best_plan_ = dp;
-          best_knobs_ = {1, m, 1, dp.recompute, zero};
-          take_heavy_cuts(dp);
+      // Recomputation grows until some ZeRO stage fits (more only costs time), as FSDP
+      // runs are usually set up (activation checkpointing with a large micro-batch).
+      std::size_t needed = 0;  // the least recomputation with which some stage fits
+      for (; needed < recomputes.size(); ++needed) {
+        const RecomputePolicy recompute = recomputes[needed];
+        bool valid = true;
+        for (int zero : {0, 1, 2, 3}) {
+          if (!train_ && zero > 0) break;
+          dp.micro_batches = m;
+          dp.zero_stage = zero;
+          dp.recompute = recompute;
+          const Evaluation e = evaluate_plan(analyzer_, dp);
+          ++evaluations_;
+          if (!e.valid) {
+            valid = false;
+            break;
+          }
+          if (e.better_than(best_)) {
+            best_ = e;
+            best_plan_ = dp;
+            best_knobs_ = {1, m, 1, recompute, zero};
+            take_heavy_cuts(dp);
+          }
+          // Every stage that fits is priced: more sharding adds communication, but ZeRO-3's
+          // prefetched gathers can hide behind compute while its sharded optimizer step is
+          // cheaper (GPT-1.7B on 2x8 A100: ZeRO-3 943 ms against ZeRO-0 965 ms).
+          if (e.estimate.fits) best_of_m = std::min(best_of_m, e.estimate.step_time_s);
         }
-        // Every stage that fits is priced: more sharding adds communication, but ZeRO-3's
-        // prefetched gathers can hide behind compute while its sharded optimizer step is
-        // cheaper (GPT-1.7B on 2x8 A100: ZeRO-3 943 ms against ZeRO-0 965 ms).
-        if (e.estimate.fits) best_of_m = std::min(best_of_m, e.estimate.step_time_s);
+        if (!valid || best_of_m < kInfinity) break;
       }
-      if (counts.stop(best_of_m)) break;
+      // More micro-batches hold fewer activations: while some recomputation is needed, a
+      // slower count can precede one that needs none (LLaMA-2 70B on 16 MI300X: full
+      // recomputation at 1 and 2, none at 4).
+      if (counts.stop(best_of_m) && needed == 0) break;
     }
   }
 

@@ -267,7 +267,8 @@ Plan MegatronLayouts::make(const hardware::Cluster& cluster, const MegatronKnobs
   plan.virtual_stages = knobs.vp;
   plan.schedule = knobs.vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
   plan.recompute = knobs.recompute;
-  plan.distributed_optimizer = knobs.distopt;
+  plan.distributed_optimizer = knobs.distopt || knobs.fsdp > 0;
+  plan.zero_stage = knobs.fsdp;
   plan.sequence_parallel = knobs.sp && knobs.tp > 1;
   MegatronBuilder(graph, cluster, knobs, plan, *facts_->spaces, facts_->structure, facts_->order, facts_->propagation,
                   facts_->loops)

@@ -36,14 +36,17 @@ struct MegatronKnobs {
   bool distopt = false; // distributed optimizer
   int ep = 1;           // expert parallelism (MoE models)
   int etp = 0;          // expert tensor parallelism: 1 or tp; 0: the same as tp
+  // Megatron-FSDP (--use-megatron-fsdp): 0 off, 2 optim_grads, 3 optim_grads_params
+  // (the ZeRO stage it is; it implies the distributed optimizer).
+  int fsdp = 0;
 
   friend bool operator==(const MegatronKnobs&, const MegatronKnobs&) = default;
 };
 
-// "tp=8,pp=8,cp=2,mb=1,vp=3,sp=1,recompute=selective,distopt=1,ep=8,etp=1" (any subset, any
+// "tp=8,pp=8,cp=2,mb=1,vp=3,sp=1,recompute=selective,distopt=1,ep=8,etp=1,fsdp=3" (any subset, any
 // order; empty text gives the defaults). Throws "--megatron: ..." naming the bad item.
 MegatronKnobs parse_megatron_knobs(const std::string& text);
-std::string to_string(const MegatronKnobs& knobs);  // ep and etp only when set
+std::string to_string(const MegatronKnobs& knobs);  // ep, etp and fsdp only when set
 // The expert tensor-parallel size the knobs mean (etp, or tp when etp is 0).
 inline int expert_tp(const MegatronKnobs& k) { return k.etp > 0 ? k.etp : k.tp; }
 

@@ -48,6 +48,11 @@ MegatronKnobs parse_megatron_knobs(const std::string& text) {
     else if (key == "distopt") k.distopt = parse_flag(key, value);
     else if (key == "ep") k.ep = parse_positive(key, value);
     else if (key == "etp") k.etp = parse_positive(key, value);
+    else if (key == "fsdp") {
+      if (value != "0" && value != "2" && value != "3")
+        throw std::runtime_error("--megatron fsdp=" + value + ": expected 0, 2 (optim_grads) or 3 (optim_grads_params)");
+      k.fsdp = value[0] - '0';
+    }
     else if (key == "recompute") {
       try {
         k.recompute = parse_recompute(value);
@@ -55,7 +60,7 @@ MegatronKnobs parse_megatron_knobs(const std::string& text) {
         throw std::runtime_error("--megatron recompute=" + value + ": " + e.what());
       }
     } else {
-      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp)");
+      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp, fsdp)");
     }
   }
   return k;
@@ -68,6 +73,7 @@ std::string to_string(const MegatronKnobs& k) {
   s += ",mb=" + std::to_string(k.mb) + ",vp=" + std::to_string(k.vp) + ",sp=" + std::to_string(k.sp ? 1 : 0) +
        ",recompute=" + std::string(to_string(k.recompute)) + ",distopt=" + std::to_string(k.distopt ? 1 : 0);
   if (k.ep > 1 || k.etp > 0) s += ",ep=" + std::to_string(k.ep) + ",etp=" + std::to_string(expert_tp(k));
+  if (k.fsdp > 0) s += ",fsdp=" + std::to_string(k.fsdp);
   return s;
 }
 
