@@ -74,19 +74,9 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
     nodes_.push_back(std::move(n));
   }
   order_ = graph.topological_order();
-  for (NodeId id : order_) {
-    const Node& node = graph.node(id);
-    bool from_weights = false, only_weights = true;
-    for (TensorId in : node.inputs) {
-      if (in == kNone) continue;
-      const TensorFacts& f = facts_[in];
-      from_weights = from_weights || f.parameter || f.weight_derived;
-      only_weights = only_weights && (f.parameter || f.constant || f.weight_derived);
-    }
-    if (from_weights && only_weights)
-      for (TensorId out : node.outputs)
-        if (out != kNone && facts_[out].floating && !facts_[out].constant) facts_[out].weight_derived = true;
-  }
+  const std::vector<bool> derived_from_weights = weight_derived_tensors(graph, order_);
+  for (TensorId t = 0; t < static_cast<TensorId>(facts_.size()); ++t)
+    facts_[t].weight_derived = derived_from_weights[t] && !facts_[t].parameter && facts_[t].floating && !facts_[t].constant;
   auto slots_reading = [&](TensorId t, std::vector<std::pair<NodeId, int>>& slots) {
     for (NodeId c : graph.tensor(t).consumers) {
       const Node& node = graph.node(c);

@@ -140,4 +140,22 @@ std::string layer_of(const std::string& node_name) {
   return "";
 }
 
+std::vector<bool> weight_derived_tensors(const Graph& graph, const std::vector<NodeId>& order) {
+  std::vector<bool> derived(graph.tensors().size(), false);
+  for (TensorId t = 0; t < static_cast<TensorId>(graph.tensors().size()); ++t) derived[t] = graph.tensor(t).is_parameter;
+  for (NodeId n : order) {
+    const Node& node = graph.node(n);
+    bool any_weight = false, all_fixed = true;
+    for (TensorId t : node.inputs) {
+      if (t == kNone) continue;
+      any_weight = any_weight || derived[t];
+      all_fixed = all_fixed && (derived[t] || graph.tensor(t).is_constant);
+    }
+    if (any_weight && all_fixed)
+      for (TensorId t : node.outputs)
+        if (t != kNone) derived[t] = true;
+  }
+  return derived;
+}
+
 }  // namespace symtensor::compiler

@@ -131,4 +131,8 @@ class Graph {
 // per-block wrapping) and the simulator's timeline labels.
 std::string layer_of(const std::string& node_name);
 
+// Per tensor: a parameter, or computed from parameters and constants alone (a tied LM
+// head's Transpose of the token embedding), in `order` (a topological order).
+std::vector<bool> weight_derived_tensors(const Graph& graph, const std::vector<NodeId>& order);
+
 }  // namespace symtensor::compiler

@@ -32,21 +32,7 @@ class StructureFinder {
   OpKind kind(NodeId n) const { return spaces_[n].kind; }
 
   void mark_weights() {
-    s_.weight_derived.assign(g_.tensors().size(), false);
-    for (TensorId t = 0; t < static_cast<TensorId>(g_.tensors().size()); ++t)
-      if (g_.tensor(t).is_parameter) s_.weight_derived[t] = true;
-    for (NodeId n : order_) {
-      const Node& node = g_.node(n);
-      if (kind(n) != OpKind::data_movement) continue;
-      bool any_weight = false, all_fixed = true;
-      for (TensorId t : node.inputs) {
-        if (t == kNone) continue;
-        any_weight |= s_.weight_derived[t];
-        all_fixed &= s_.weight_derived[t] || g_.tensor(t).is_constant;
-      }
-      if (any_weight && all_fixed)
-        for (TensorId t : node.outputs) s_.weight_derived[t] = true;
-    }
+    s_.weight_derived = weight_derived_tensors(g_, order_);
     s_.weight_gemm.assign(g_.nodes().size(), false);
     for (NodeId n : order_) {
       if (kind(n) != OpKind::gemm) continue;

@@ -24,7 +24,7 @@
 namespace symtensor::compiler {
 
 struct TransformerStructure {
-  std::vector<bool> weight_derived;  // per tensor
+  std::vector<bool> weight_derived;  // per tensor: weight_derived_tensors
   std::vector<bool> weight_gemm;     // per node
   std::vector<int> norm_region;      // per node: region index, or -1
   std::vector<NodeId> norm_anchors;  // per region: its first node in topological order
