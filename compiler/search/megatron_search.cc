@@ -72,6 +72,7 @@ class MegatronSearch {
           const int dp = devices / (tp * pp * cp);
           if (B_ % dp != 0) continue;
           double best_of_pp = kInfinity;
+          int least_recompute = 3;  // of the options that fit at this depth (3: none fits)
           // Sequence parallelism has tensor parallelism's communication volume and less
           // memory; the seed takes it whenever tp > 1.
           const std::vector<int> sps = tp == 1 ? std::vector<int>{0} : seed ? std::vector<int>{1} : std::vector<int>{0, 1};
@@ -90,28 +91,32 @@ class MegatronSearch {
             for (int vp : divisors(std::max(layers / pp, 1))) {
               if (vp > 1 && pp == 1) continue;
               double best_of_vp = kInfinity;
+              int vp_recompute = 3;
               UpwardWalk sizes;
               for (int mb : divisors(B_ / dp)) {
                 const int m = static_cast<int>(B_ / dp / mb);
                 if (vp > 1 && m % pp != 0) continue;
                 bool any_fit = false;
-                const double t = price_memory_options(plan, base, m, mb, vp, any_fit);
+                const double t = price_memory_options(plan, base, m, mb, vp, any_fit, vp_recompute);
                 best_of_vp = std::min(best_of_vp, t);
                 if (!any_fit) break;
                 // The seed walks micro-batch sizes up only while the step time drops.
                 if (seed && sizes.stop(t)) break;
               }
               best_of_pp = std::min(best_of_pp, best_of_vp);
-              // ... and interleaving depths up until two in a row do not help: the warm-up's
-              // activations are not monotone in v (p = 4: 5.5 micro-batches in flight at
-              // v = 2, 4.75 at v = 4), so a depth that needs recomputation can precede
-              // one that does not.
-              if (seed && interleavings.stop(best_of_vp)) break;
+              least_recompute = std::min(least_recompute, vp_recompute);
+              // ... and interleaving depths up until two in a row do not help, past those
+              // that need recomputation: the warm-up's activations are not monotone in v
+              // (p = 4: 5.5 micro-batches in flight at v = 2, 4.75 at v = 4), so a depth
+              // that needs recomputation can precede one that does not.
+              if (seed && interleavings.stop(best_of_vp) && vp_recompute == 0) break;
             }
           }
-          // ... and pipeline depths up only while they help (once one fits).
+          // ... and pipeline depths up only while they help (once one fits), or while
+          // they need recomputation, which deeper pipelines may lift (GPT-3 on 768 H100 at
+          // tp=2: full recomputation at pp=2 and 3, none at 6).
           best_of_tp = std::min(best_of_tp, best_of_pp);
-          if (seed && depths.stop(best_of_pp)) break;
+          if (seed && depths.stop(best_of_pp) && least_recompute == 0) break;
         }
       }
       // ... and tensor-parallel widths up only while they help (once one fits): wider
@@ -143,7 +148,9 @@ class MegatronSearch {
   // the model states are sharded (none, the distributed optimizer, Megatron-FSDP's
   // optim_grads and optim_grads_params); returns the best step time among those that fit
   // (infinity when none does).
-  double price_memory_options(Plan& plan, const MegatronKnobs& base, int m, int mb, int vp, bool& any_fit) {
+  // `least_recompute` falls to the least recomputation rank that fits.
+  double price_memory_options(Plan& plan, const MegatronKnobs& base, int m, int mb, int vp, bool& any_fit,
+                              int& least_recompute) {
     double best = kInfinity;
     struct Sharding {
       bool distopt;
@@ -154,10 +161,11 @@ class MegatronSearch {
     if (train_) {
       if (!seed) shardings.push_back({false, 0});
       shardings.push_back({true, 0});
-      // The seed takes FSDP's full sharding only, and without a pipeline (where each
-      // micro-batch gathers its stage's weights again, seldom worth it).
-      if (!seed) shardings.push_back({true, 2}), shardings.push_back({true, 3});
-      else if (base.pp == 1) shardings.push_back({true, 3});
+      // The seed takes FSDP's full sharding only without a pipeline (with one, each
+      // micro-batch gathers its stage's weights again: seldom worth it); sharded gradients
+      // everywhere (a pipeline stage's whole gradients are what often does not fit).
+      shardings.push_back({true, 2});
+      if (!seed || base.pp == 1) shardings.push_back({true, 3});
     } else {
       shardings.push_back({false, 0});
     }
@@ -191,6 +199,7 @@ class MegatronSearch {
         knobs.distopt = sharding.distopt, knobs.fsdp = sharding.fsdp;
         if (e.estimate.fits) {
           fitted.emplace_back(r, d), any_fit = true;
+          least_recompute = std::min(least_recompute, r);
           best = std::min(best, e.estimate.step_time_s);
           auto [it, added] = best_.best_by_ep.try_emplace(base.ep);
           if (added || e.estimate.step_time_s < it->second.step_time_s) {
