@@ -1,5 +1,6 @@
 #include "compiler/cost/numeric_graph.h"
 
+#include <map>
 #include <set>
 
 #include <sstream>
@@ -74,6 +75,12 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
     nodes_.push_back(std::move(n));
   }
   order_ = graph.topological_order();
+  node_layers_.assign(graph.nodes().size(), -1);
+  std::map<std::string, int> layer_ids;
+  for (NodeId id : order_) {
+    const std::string layer = layer_of(graph.node(id).name);
+    if (!layer.empty()) node_layers_[id] = layer_ids.try_emplace(layer, num_layers_).second ? num_layers_++ : layer_ids[layer];
+  }
   const std::vector<bool> derived_from_weights = weight_derived_tensors(graph, order_);
   for (TensorId t = 0; t < static_cast<TensorId>(facts_.size()); ++t)
     facts_[t].weight_derived = derived_from_weights[t] && !facts_[t].parameter && facts_[t].floating && !facts_[t].constant;

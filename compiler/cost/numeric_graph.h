@@ -77,6 +77,10 @@ class NumericGraph {
   // Every node's iteration space, derived once per graph: what the strategies, propagation
   // and the level problems read (by node id).
   const std::vector<IterationSpace>& spaces() const { return spaces_; }
+  // Per node: its layer (layer_of its name) as an index in order of first appearance, or
+  // -1 outside layers; num_layers() of them.
+  const std::vector<int>& node_layers() const { return node_layers_; }
+  int num_layers() const { return num_layers_; }
   Affine tensor_elements(TensorId id) const { return facts_.at(id).elements; }
   const TensorFacts& facts(TensorId id) const { return facts_[id]; }
   const std::vector<ParameterUses>& parameters() const { return parameters_; }
@@ -102,6 +106,8 @@ class NumericGraph {
   bool has_batch_ = false;
   double batch_binding_ = 0;
   std::vector<IterationSpace> spaces_;
+  std::vector<int> node_layers_;
+  int num_layers_ = 0;
   std::vector<NumericNode> nodes_;
   std::vector<TensorFacts> facts_;
   std::vector<ParameterUses> parameters_;

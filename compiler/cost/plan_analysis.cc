@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -184,6 +185,9 @@ struct PlanAnalyzer::State {
   struct Sums {
     std::array<std::optional<OperatorSums>, 3> operators;
     std::array<std::optional<ParameterSums>, 4> parameters;
+    // Under Plan::recompute_layers: the counts of the last such plan, and its sums.
+    std::vector<int> layer_recompute;
+    std::optional<OperatorSums> layer_operators;
     std::optional<std::vector<double>> p2p_bytes;
   };
   Sums sums;
@@ -246,7 +250,9 @@ class Analyzer {
  public:
   Analyzer(Graph& graph, const hardware::Cluster& cluster, const Plan& plan, const NumericGraph& ng, PlanAnalyzer::State& state)
       : graph_(graph), cluster_(cluster), plan_(plan), mesh_(plan_mesh(plan, cluster)), ng_(ng),
-        state_(state), memo_(state.redistributions.for_mesh(mesh_)) {}
+        state_(state), memo_(state.redistributions.for_mesh(mesh_)) {
+    if (layer_recompute()) mark_recomputed_layers();
+  }
 
   // Fills state_.analysis (its ops are the kept operator work).
   const PlanAnalysis& run() {
@@ -275,7 +281,10 @@ class Analyzer {
     const int stages = plan_.pipeline_stages();
     PlanAnalyzer::State::Sums& sums = state_.sums;
     const int recompute = train ? static_cast<int>(plan_.recompute) : 0;
-    auto& ops = sums.operators.at(recompute);
+    const bool by_layers = train && layer_recompute();
+    if (by_layers && sums.layer_recompute != plan_.recompute_layers) sums.layer_operators.reset();
+    auto& ops = by_layers ? sums.layer_operators : sums.operators.at(recompute);
+    if (by_layers) sums.layer_recompute = plan_.recompute_layers;
     if (!ops) {
       ops.emplace(stages);
       for (const OpWork& w : state_.analysis.ops) ops->add(w, train && recomputed(w.node), train);
@@ -372,8 +381,23 @@ class Analyzer {
 
   // Whether the backward pass runs the operator's forward again.
   bool recomputed(NodeId id) const {
+    if (layer_recompute()) return in_recomputed_layer_[id];
     return plan_.recompute == RecomputePolicy::full ||
            (plan_.recompute == RecomputePolicy::selective && ng_.node(id).quadratic_output);
+  }
+
+  // Full recomputation of the first Plan::recompute_layers layers of each stage.
+  bool layer_recompute() const { return plan_.recompute == RecomputePolicy::full && !plan_.recompute_layers.empty(); }
+
+  void mark_recomputed_layers() {
+    const int stages = plan_.pipeline_stages();
+    if (static_cast<int>(plan_.recompute_layers.size()) != stages)
+      throw std::runtime_error("plan: recompute_layers has " + std::to_string(plan_.recompute_layers.size()) +
+                               " counts for " + std::to_string(stages) + " pipeline stages");
+    const std::vector<int> ordinals = stage_layer_ordinals(ng_, plan_);
+    in_recomputed_layer_.assign(graph_.nodes().size(), 0);
+    for (NodeId id = 0; id < static_cast<NodeId>(ordinals.size()); ++id)
+      in_recomputed_layer_[id] = ordinals[id] >= 0 && ordinals[id] < plan_.recompute_layers[plan_.stage_of_node[id]];
   }
 
   static double bytes_of(hardware::Precision p) {
@@ -710,12 +734,15 @@ class Analyzer {
   // Each parameter's gather unit (ParamWork::gather_unit), found once per graph.
   void find_gather_units() {
     if (!state_.param_units.empty() || ng_.parameters().empty()) return;
-    std::map<std::string, int> by_layer;
-    int units = 0;
+    // The layers' units first, then one per operator outside them (its parameters gathered
+    // together, as the lowering does).
+    int units = ng_.num_layers();
+    std::map<NodeId, int> outside;
     for (const ParameterUses& uses : ng_.parameters()) {
-      const std::string layer = layer_of(graph_.node(uses.uses.front().first).name);
-      state_.param_units.push_back(layer.empty() ? units++ : by_layer.try_emplace(layer, units).first->second);
-      if (!layer.empty() && by_layer[layer] == units) ++units;
+      const NodeId first = uses.uses.front().first;
+      const int layer = ng_.node_layers()[first];
+      state_.param_units.push_back(layer >= 0 ? layer : outside.try_emplace(first, units).first->second);
+      if (layer < 0 && outside[first] == units) ++units;
     }
   }
 
@@ -820,14 +847,31 @@ class Analyzer {
 
   // Activations kept for backward under the plan's recomputation policy, per stage and
   // (with `by_node`) on the operator holding each.
+  // Under layer_recompute() a recomputed layer keeps what it reads from outside itself (its
+  // input, the rotary tables) and the others what they would without recomputation.
   void saved_activations(std::vector<double>& per_stage, const std::vector<OpWork*>* by_node) const {
-    const std::vector<SavedTensor>& saved =
-        plan_.recompute == RecomputePolicy::full ? ng_.layer_checkpoints() : ng_.saved_tensors();
+    if (!layer_recompute()) {
+      add_saved(plan_.recompute == RecomputePolicy::full ? ng_.layer_checkpoints() : ng_.saved_tensors(), nullptr,
+                per_stage, by_node);
+      return;
+    }
+    auto kept = [&](const SavedTensor& s, NodeId holder) {
+      if (!in_recomputed_layer_[holder]) return true;
+      const NodeId producer = graph_.tensor(s.tensor).producer;
+      return producer == kNone || ng_.node_layers()[producer] != ng_.node_layers()[holder];
+    };
+    add_saved(ng_.saved_tensors(), kept, per_stage, by_node);
+  }
+
+  // `kept(saved tensor, holder)`: whether it counts (null: all).
+  void add_saved(const std::vector<SavedTensor>& saved, const std::function<bool(const SavedTensor&, NodeId)>& kept,
+                 std::vector<double>& per_stage, const std::vector<OpWork*>* by_node) const {
     for (const SavedTensor& s : saved) {
       if (plan_.recompute == RecomputePolicy::selective && s.quadratic_in_sequence) continue;
       const Tensor& t = graph_.tensor(s.tensor);
       NodeId holder = s.saved_by != kNone ? s.saved_by : (t.consumers.empty() ? kNone : t.consumers[0]);
       if (holder == kNone) continue;
+      if (kept && !kept(s, holder)) continue;
       const double elements = produced_sharding(s.tensor)
                                   ? state_.produced_elements[s.tensor]
                                   : ng_.tensor_elements(s.tensor).at(batch_) / cut_ways(plan_.node_cuts[holder], mesh_);
@@ -882,9 +926,25 @@ class Analyzer {
   PlanAnalyzer::State& state_;
   RedistributionMemo& memo_;  // state_'s memo for this plan's mesh
   std::vector<std::pair<int, int>> old_ends_;  // op_work's: the kept work's comm_ends of one operator
+  std::vector<char> in_recomputed_layer_;      // per node, under layer_recompute()
 };
 
 }  // namespace
+
+std::vector<int> stage_layer_ordinals(const NumericGraph& ng, const Plan& plan, std::vector<int>* counts) {
+  const int stages = plan.pipeline_stages();
+  std::vector<int> ordinals(ng.node_layers().size(), -1);
+  std::vector<int> stage_of_layer(ng.num_layers(), -1), ordinal(ng.num_layers(), 0), seen(stages, 0);
+  for (NodeId id : ng.topological_order()) {
+    const int l = ng.node_layers()[id];
+    if (l < 0) continue;
+    const int s = plan.stage_of_node.at(id);
+    if (stage_of_layer[l] != s) stage_of_layer[l] = s, ordinal[l] = seen.at(s)++;
+    ordinals[id] = ordinal[l];
+  }
+  if (counts) *counts = seen;
+  return ordinals;
+}
 
 double exposed_seconds(const std::vector<CommOp>& ops, double kernel_seconds) {
   double blocking = 0, overlapped = 0;

@@ -39,6 +39,11 @@ struct CommOp {
 // the blocking ones whole, the overlapped ones beyond the kernel's time.
 double exposed_seconds(const std::vector<CommOp>& ops, double kernel_seconds);
 
+// Per node: the ordinal of its layer (NumericGraph::node_layers) among the layers of its
+// pipeline stage, in order, or -1 outside layers; `counts` gets each stage's layer count.
+// Plan::recompute_layers counts these.
+std::vector<int> stage_layer_ordinals(const NumericGraph& ng, const Plan& plan, std::vector<int>* counts = nullptr);
+
 struct OpWork {
   NodeId node = kNone;
   int stage = 0;
@@ -62,7 +67,7 @@ struct ParamWork {
   std::vector<CommOp> regather;   // ZeRO-1/2, distributed optimizer: all-gather of the updated weights after the step
   std::vector<CommOp> gather;     // ZeRO-3: all-gather before use (forward and backward)
   // The unit ZeRO-3 gathers it with: its first consumer's layer (layer_of), as FSDP wraps
-  // each layer; a parameter outside the layers is a unit of its own.
+  // each layer; outside the layers, its first consumer's (one operator's parameters).
   int gather_unit = 0;
 };
 

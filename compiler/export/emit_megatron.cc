@@ -52,8 +52,9 @@ std::string emit_megatron(const ExportContext& c) {
   if (r.dp > 1) flag("overlap-grad-reduce");
   if (r.recompute == RecomputePolicy::full) {
     value("recompute-granularity", "full");
-    value("recompute-method", "uniform");
-    value("recompute-num-layers", 1);
+    // block: the first N layers of each stage's chunk; uniform 1: every layer.
+    value("recompute-method", r.recompute_layers.empty() ? "uniform" : "block");
+    value("recompute-num-layers", r.recompute_num_layers());
   } else if (r.recompute == RecomputePolicy::selective) {
     value("recompute-granularity", "selective");
   }

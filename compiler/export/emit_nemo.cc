@@ -28,7 +28,8 @@ std::string emit_nemo(const ExportContext& c) {
   s += "# activation recomputation lives on the model's TransformerConfig\n";
   s += "model_config_overrides = dict(\n";
   if (r.recompute == RecomputePolicy::full)
-    s += "    recompute_granularity=\"full\",\n    recompute_method=\"uniform\",\n    recompute_num_layers=1,\n";
+    s += fmt::format("    recompute_granularity=\"full\",\n    recompute_method=\"{}\",\n    recompute_num_layers={},\n",
+                     r.recompute_layers.empty() ? "uniform" : "block", r.recompute_num_layers());
   else if (r.recompute == RecomputePolicy::selective)
     s += "    recompute_granularity=\"selective\",\n";
   else

@@ -37,6 +37,12 @@ bool ParallelRecipe::uneven_stages() const {
          layers_per_stage.end();
 }
 
+int ParallelRecipe::recompute_num_layers() const {
+  if (recompute_layers.empty()) return 1;
+  const int most = *std::max_element(recompute_layers.begin(), recompute_layers.end());
+  return (most + std::max(vp, 1) - 1) / std::max(vp, 1);
+}
+
 MegatronKnobs ParallelRecipe::knobs() const {
   MegatronKnobs k;
   k.tp = tp, k.pp = pp, k.cp = cp, k.dp = dp, k.mb = micro_batch_size, k.vp = vp;
@@ -58,6 +64,7 @@ ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, co
   r.zero_stage = plan.zero_stage;
   r.distopt = plan.distributed_optimizer;
   r.recompute = plan.recompute;
+  r.recompute_layers = plan.recompute_layers;
   r.schedule = plan.schedule;
   r.precision = plan.precision;
   if (const auto seq = graph.symbols.bindings().find("seq"); seq != graph.symbols.bindings().end()) r.seq = seq->second;

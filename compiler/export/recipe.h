@@ -30,6 +30,10 @@ struct ParallelRecipe {
   bool sp = false, distopt = false;
   int zero_stage = 0;
   RecomputePolicy recompute = RecomputePolicy::none;
+  // With full recomputation: per pipeline stage, how many of its layers (Plan::
+  // recompute_layers); empty: every layer. recompute_num_layers() is Megatron's count.
+  std::vector<int> recompute_layers;
+  int recompute_num_layers() const;  // per model chunk (the largest stage's count / vp, rounded up); 1 when empty
   Schedule schedule = Schedule::one_f_one_b;
   hardware::Precision precision = hardware::Precision::bf16;
   std::vector<int> tp_axes, dp_axes, cp_axes;  // mesh axis ids of the plan's mesh, major to minor

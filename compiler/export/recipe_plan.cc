@@ -38,6 +38,8 @@ RecipePlan build_recipe_plan(Graph& graph, const hardware::Cluster& cluster, con
   try {
     Plan plan = MegatronLayouts(graph).make(cluster, knobs, options);
     plan.zero_stage = r.zero_stage;
+    if (plan.recompute == RecomputePolicy::full && static_cast<int>(r.recompute_layers.size()) == plan.pipeline_stages())
+      plan.recompute_layers = r.recompute_layers;
     plan.strategy = original.strategy;
     plan.model = original.model;
     out.plan = std::move(plan);

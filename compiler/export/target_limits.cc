@@ -1,5 +1,6 @@
 #include "compiler/export/target_limits.h"
 
+#include <algorithm>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -36,6 +37,27 @@ void no_pipeline(ParallelRecipe& r, std::vector<std::string>& items, std::string
   r.vp = 1, r.schedule = Schedule::one_f_one_b, r.layers_per_stage.assign(1, r.layers);
 }
 
+// Megatron's block method recomputes one count of layers in every stage (per chunk): the
+// per-stage counts become the largest.
+void one_recompute_count(ParallelRecipe& r, std::vector<std::string>& items) {
+  if (r.recompute_layers.empty()) return;
+  const int most = *std::max_element(r.recompute_layers.begin(), r.recompute_layers.end());
+  if (std::count(r.recompute_layers.begin(), r.recompute_layers.end(), most) != static_cast<long>(r.recompute_layers.size()))
+    items.push_back(fmt::format("recomputation of {} layers per stage: --recompute-num-layers takes one count; nearest: {} in every stage",
+                                fmt::join(r.recompute_layers, "/"), most));
+  r.recompute_layers.assign(r.recompute_layers.size(), most);
+  if (r.vp > 1 && most % r.vp != 0)
+    items.push_back(fmt::format("recomputation of {} layers per stage over {} chunks: nearest {} per chunk", most, r.vp,
+                                r.recompute_num_layers()));
+}
+
+// A target that checkpoints every layer or none.
+void every_layer_recomputed(ParallelRecipe& r, std::vector<std::string>& items, std::string_view why) {
+  if (r.recompute_layers.empty()) return;
+  items.push_back(fmt::format("recomputation of {} layers per stage: {}; nearest: every layer", fmt::join(r.recompute_layers, "/"), why));
+  r.recompute_layers.clear();
+}
+
 }  // namespace
 
 std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode mode, ParallelRecipe& r) {
@@ -45,6 +67,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
   switch (target) {
     case ExportTarget::megatron:
       if (r.zero_stage >= 1 && !r.distopt && r.zero_stage == 1) r.distopt = true;  // ZeRO-1 is the distributed optimizer
+      one_recompute_count(r, items);
       break;
     case ExportTarget::nemo:
       if (r.zero_stage >= 2) {
@@ -53,6 +76,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
       }
       if (r.zero_stage == 1) r.zero_stage = 0, r.distopt = true;
       even_stages(r, items, "MegatronStrategy splits the layers evenly");
+      one_recompute_count(r, items);
       break;
     case ExportTarget::torchtitan:
       if (r.tp > 1 && !r.sp) {
@@ -66,6 +90,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
         r.zero_stage = 3, r.distopt = false;
       }
       even_stages(r, items, "written as even layers per stage");
+      every_layer_recomputed(r, items, "activation_checkpoint mode full wraps every block");
       if (r.ep > 1 && r.etp != 1) {
         // [parallelism] states expert_parallel_degree only: experts are not tensor-parallel.
         items.push_back(fmt::format("expert tensor parallelism etp={}: torchtitan's [parallelism] states expert_parallel_degree "
@@ -103,6 +128,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
         r.recompute = RecomputePolicy::full;
       }
       even_stages(r, items, "PipelineModule partitions uniformly");
+      every_layer_recomputed(r, items, "the config checkpoints at one interval");
       break;
     case ExportTarget::dtensor:
       no_pipeline(r, items, "the script builds no pipeline");
@@ -119,6 +145,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
         items.push_back("selective recomputation: the script wraps whole layers in checkpoint_wrapper; nearest: full");
         r.recompute = RecomputePolicy::full;
       }
+      every_layer_recomputed(r, items, "the script wraps every layer");
       break;
     case ExportTarget::jax:
       no_pipeline(r, items, "PartitionSpecs shard within one program");
@@ -127,6 +154,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
         items.push_back("ZeRO-1/2 or the distributed optimizer: parameters are either replicated or sharded over the batch axes; nearest: sharded (ZeRO-3)");
         r.zero_stage = 3, r.distopt = false;
       }
+      every_layer_recomputed(r, items, "one jax.checkpoint policy for every layer");
       break;
   }
   return items;

@@ -129,10 +129,11 @@ NodeId Graph::node_on_cycle() const {
 }
 
 std::string layer_of(const std::string& node_name) {
+  // Scopes only: the last component is the operator's own name ("/model/Mul_5").
   size_t start = 0;
   while (start <= node_name.size()) {
-    size_t end = node_name.find('/', start);
-    if (end == std::string::npos) end = node_name.size();
+    const size_t end = node_name.find('/', start);
+    if (end == std::string::npos) break;
     if (std::any_of(node_name.begin() + start, node_name.begin() + end, [](char c) { return c >= '0' && c <= '9'; }))
       return node_name.substr(0, end);
     start = end + 1;

@@ -126,8 +126,9 @@ class Graph {
   BoostGraph bg_;
 };
 
-// The layer a node belongs to from its name: the path up to the first component holding a
-// digit ("h.3/attn/MatMul" -> "h.3"); "" when none. The unit ZeRO-3 gathers (FSDP's
+// The layer a node belongs to from its name: the path up to the first scope component
+// holding a digit ("h.3/attn/MatMul" -> "h.3"); "" when none (the operator's own name,
+// "/model/Mul_5", is no scope). The unit ZeRO-3 gathers (FSDP's
 // per-block wrapping) and the simulator's timeline labels.
 std::string layer_of(const std::string& node_name);
 

@@ -104,6 +104,7 @@ nlohmann::json report_to_json(const SimulationReport& r, const Plan& plan) {
             {"schedule", std::string(to_string(plan.schedule))},
             {"virtual_stages", plan.virtual_stages},
             {"recompute", std::string(to_string(plan.recompute))},
+            {"recompute_layers", plan.recompute_layers},
             {"zero_stage", plan.zero_stage},
             {"global_batch", plan.global_batch}}}};
 }
@@ -112,7 +113,7 @@ std::string report_text(const SimulationReport& r, const Plan& plan) {
   std::ostringstream o;
   o << fmt::format("plan: {} on {} devices, {} stage(s), {} micro-batch(es), {} (virtual stages {}), recompute {}, ZeRO {}\n",
                    plan.strategy, r.devices, plan.pipeline_stages(), plan.micro_batches, to_string(plan.schedule),
-                   plan.virtual_stages, to_string(plan.recompute), plan.zero_stage);
+                   plan.virtual_stages, describe_recompute(plan), plan.zero_stage);
   o << fmt::format("mode: {}\n", r.full_mode ? "full (every rank simulated)" : "symmetric (one rank per stage)");
   o << "step time: " << format_seconds(r.step_time_s) << "\n";
   o << fmt::format("throughput: {:.4g} samples/s", r.samples_per_s);

@@ -48,6 +48,14 @@ hardware::DeviceMesh plan_mesh(const Plan& plan, const hardware::Cluster& cluste
   return hardware::DeviceMesh::factored(cluster, plan.mesh_factors);
 }
 
+std::string describe_recompute(const Plan& plan) {
+  std::string s(to_string(plan.recompute));
+  if (plan.recompute_layers.empty()) return s;
+  s += " (layers ";
+  for (std::size_t i = 0; i < plan.recompute_layers.size(); ++i) s += (i ? "/" : "") + std::to_string(plan.recompute_layers[i]);
+  return s + ")";
+}
+
 int Plan::pipeline_stages() const {
   if (pipeline_axis < 0) return 1;
   int axis = 0;

@@ -58,6 +58,10 @@ struct Plan {
   Schedule schedule = Schedule::one_f_one_b;
   int virtual_stages = 1;       // model chunks per device (interleaved 1F1B)
   RecomputePolicy recompute = RecomputePolicy::none;
+  // With recompute == full: per pipeline stage, how many of its transformer layers (the
+  // first ones, in order) are recomputed whole; the others keep every activation
+  // (Megatron's --recompute-method block, per stage). Empty: every layer, and the rest.
+  std::vector<int> recompute_layers;
   int zero_stage = 0;           // 0..3
   bool distributed_optimizer = false;  // Megatron's: optimizer state sharded over data parallel
   bool sequence_parallel = false;      // recorded for Megatron plans; the cuts say what it means
@@ -65,6 +69,9 @@ struct Plan {
 
   int pipeline_stages() const;  // size of the pipeline axis, or 1
 };
+
+// "none", "selective", "full", or "full (layers 3/1)" under Plan::recompute_layers.
+std::string describe_recompute(const Plan& plan);
 
 // The plan's device mesh (the cluster's mesh factored as the plan says).
 hardware::DeviceMesh plan_mesh(const Plan& plan, const hardware::Cluster& cluster);

@@ -26,7 +26,9 @@ constexpr const char* kHeader =
     "#   when a level is split); mesh.axes is derived, for the reader. pipeline_axis: an axis\n"
     "#   name or none; its coordinate is the pipeline stage.\n"
     "# batch.global: samples per step; batch.micro_batches: per step, per pipeline.\n"
-    "# schedule: gpipe|1f1b|interleaved-1f1b; recompute: none|selective|full; zero_stage: 0..3.\n"
+    "# schedule: gpipe|1f1b|interleaved-1f1b; recompute: none|selective|full; recompute_layers (with\n"
+    "#   full, optional): per stage, how many of its first layers are recomputed (absent: all);\n"
+    "#   zero_stage: 0..3.\n"
     "# nodes: every operator by name, in topological order: its pipeline stage and its cut,\n"
     "#   loop name (of its iteration space; name#index when a name repeats) -> mesh axes,\n"
     "#   major to minor. Loops not listed are not cut.\n"
@@ -88,6 +90,8 @@ std::string plan_to_yaml(const Plan& plan, Graph& graph, const hardware::Cluster
   out << YAML::Key << "schedule" << YAML::Value << std::string(to_string(plan.schedule));
   out << YAML::Key << "virtual_stages" << YAML::Value << plan.virtual_stages;
   out << YAML::Key << "recompute" << YAML::Value << std::string(to_string(plan.recompute));
+  if (!plan.recompute_layers.empty())
+    out << YAML::Key << "recompute_layers" << YAML::Value << YAML::Flow << plan.recompute_layers;
   out << YAML::Key << "zero_stage" << YAML::Value << plan.zero_stage;
   out << YAML::Key << "distributed_optimizer" << YAML::Value << plan.distributed_optimizer;
   out << YAML::Key << "sequence_parallel" << YAML::Value << plan.sequence_parallel;

@@ -169,7 +169,7 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
     throw std::runtime_error(fmt::format("{}:{}: {}", source, e.mark.line + 1, e.msg));
   }
   r.only_keys(root, "", {"format", "strategy", "model", "cluster", "mode", "precision", "mesh", "batch", "schedule",
-                         "virtual_stages", "recompute", "zero_stage", "distributed_optimizer", "sequence_parallel",
+                         "virtual_stages", "recompute", "recompute_layers", "zero_stage", "distributed_optimizer", "sequence_parallel",
                          "context_parallel_comm", "nodes",
                          "tensors", "predicted"});
   const std::string format = r.get<std::string>(root, "format", "format");
@@ -195,6 +195,19 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   plan.virtual_stages = r.get<int>(root, "virtual_stages", "virtual_stages");
   if (plan.virtual_stages < 1) r.fail(root["virtual_stages"], "virtual_stages", "must be at least 1");
   plan.recompute = r.parse(root, "recompute", "recompute", [](const std::string& s) { return parse_recompute(s); });
+  if (const YAML::Node layers = root["recompute_layers"]; layers.IsDefined()) {
+    r.sequence(layers, "recompute_layers");
+    if (plan.recompute != RecomputePolicy::full) r.fail(layers, "recompute_layers", "needs recompute: full");
+    for (const YAML::Node& n : layers) {
+      int v = -1;
+      try {
+        v = n.as<int>();
+      } catch (const YAML::Exception&) {
+      }
+      if (v < 0) r.fail(n, "recompute_layers", "expected a count of layers (0 or more)");
+      plan.recompute_layers.push_back(v);
+    }
+  }
   plan.zero_stage = r.get<int>(root, "zero_stage", "zero_stage");
   if (plan.zero_stage < 0 || plan.zero_stage > 3) r.fail(root["zero_stage"], "zero_stage", "must be 0..3");
   plan.distributed_optimizer = r.get<bool>(root, "distributed_optimizer", "distributed_optimizer");
@@ -202,6 +215,9 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   if (root["context_parallel_comm"].IsDefined())  // plans written before it existed: ring
     plan.context_parallel_comm = r.parse(root, "context_parallel_comm", "context_parallel_comm",
                                          [](const std::string& s) { return parse_context_parallel_comm(s); });
+  if (!plan.recompute_layers.empty() && static_cast<int>(plan.recompute_layers.size()) != plan.pipeline_stages())
+    r.fail(root["recompute_layers"], "recompute_layers",
+           fmt::format("{} counts for {} pipeline stages", plan.recompute_layers.size(), plan.pipeline_stages()));
   read_nodes(r, root, graph, plan_mesh(plan, cluster), plan);
   return plan;
 }

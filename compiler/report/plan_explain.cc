@@ -97,7 +97,7 @@ PlanExplanation explain_plan(const NumericGraph& ng, const PlanAnalysis& a, cons
               std::string(to_string(plan.schedule)) +
               (plan.virtual_stages > 1 ? " x" + std::to_string(plan.virtual_stages) + " virtual" : "") + ", " +
               std::to_string(plan.micro_batches) + " micro-batch(es) of the global batch " +
-              format_count(plan.global_batch) + "; recompute " + std::string(to_string(plan.recompute)) +
+              format_count(plan.global_batch) + "; recompute " + describe_recompute(plan) +
               "; ZeRO stage " + std::to_string(plan.zero_stage) +
               (plan.distributed_optimizer ? "; distributed optimizer" : "") +
               (plan.sequence_parallel ? "; sequence parallel" : "");

@@ -45,11 +45,15 @@ struct Knobs {
   int pp = 1, m = 1, vp = 1;
   RecomputePolicy recompute = RecomputePolicy::none;
   int zero = 0;
+  std::vector<int> recompute_layers;  // Plan::recompute_layers
 };
 
 std::string describe(const Knobs& k) {
+  std::string layers;
+  for (int n : k.recompute_layers) layers += (layers.empty() ? "" : "/") + std::to_string(n);
   return "pp=" + std::to_string(k.pp) + ",m=" + std::to_string(k.m) + ",vp=" + std::to_string(k.vp) +
-         ",recompute=" + std::string(to_string(k.recompute)) + ",zero=" + std::to_string(k.zero);
+         ",recompute=" + std::string(to_string(k.recompute)) + (layers.empty() ? "" : "(layers " + layers + ")") +
+         ",zero=" + std::to_string(k.zero);
 }
 
 // A move is kept when it saves more than the estimate's resolution: below half a percent
@@ -250,13 +254,25 @@ class Search {
           if (e.better_than(best_)) {
             best_ = e;
             best_plan_ = plan;
-            best_knobs_ = {pp, m, vp, recompute, zero};
+            best_knobs_ = {pp, m, vp, recompute, zero, {}};
             best_levels_ = levels.heavy_cuts;
             best_objective_ = levels.objective;
           }
           if (!e.estimate.fits) break;  // less sharding needs more memory still
           best_of_vp = std::min(best_of_vp, e.estimate.step_time_s);
           zero_limit = zero - 1;
+          if (recompute == RecomputePolicy::full) {
+            const Evaluation partial = recompute_fewest_layers(plan);
+            if (partial.better_than(best_)) {
+              best_ = partial;
+              best_plan_ = plan;
+              best_knobs_ = {pp, m, vp, recompute, zero, plan.recompute_layers};
+              best_levels_ = levels.heavy_cuts;
+              best_objective_ = levels.objective;
+            }
+            if (partial.valid && partial.estimate.fits) best_of_vp = std::min(best_of_vp, partial.estimate.step_time_s);
+            plan.recompute_layers.clear();
+          }
         }
         if (zero_limit < 0) break;  // ZeRO-0 fits: more recomputation only costs time
       }
@@ -266,6 +282,41 @@ class Search {
       if (interleavings.stop(best_of_vp)) break;
     }
     return interleavings.best();
+  }
+
+  // Full recomputation of only as many layers as memory needs (Plan::recompute_layers):
+  // per stage, the fewest first layers whose recomputation makes it fit, found by bisection
+  // for every stage at once (a stage's memory depends on its own count alone). Mist
+  // (EuroSys'25) and Aceso (EuroSys'24) tune recomputation per stage; Megatron's block
+  // method takes one count for all. Leaves the counts on `plan`; invalid when some stage
+  // does not fit even with all its layers recomputed.
+  Evaluation recompute_fewest_layers(Plan& plan) {
+    std::vector<int> counts;
+    stage_layer_ordinals(ng_, plan, &counts);
+    std::vector<int> low(counts.size(), 0), high = counts;
+    plan.recompute = RecomputePolicy::full;
+    auto fitting = [&](const Evaluation& e, std::size_t s) {
+      return e.estimate.stage_peak_memory.at(s) <= e.estimate.memory_capacity;
+    };
+    plan.recompute_layers = high;
+    Evaluation e = evaluate_plan(analyzer_, plan);
+    ++evaluations_;
+    if (!e.valid || !e.estimate.fits) return Evaluation{};
+    while (low != high) {
+      for (std::size_t s = 0; s < counts.size(); ++s) plan.recompute_layers[s] = (low[s] + high[s]) / 2;
+      e = evaluate_plan(analyzer_, plan);
+      ++evaluations_;
+      if (!e.valid) return Evaluation{};
+      for (std::size_t s = 0; s < counts.size(); ++s) {
+        if (low[s] == high[s]) continue;
+        if (fitting(e, s)) high[s] = plan.recompute_layers[s];
+        else low[s] = plan.recompute_layers[s] + 1;
+      }
+    }
+    plan.recompute_layers = high;
+    e = evaluate_plan(analyzer_, plan);
+    ++evaluations_;
+    return e;
   }
 
   // Pure data parallelism (at every ZeRO stage, at each micro-batch count
@@ -309,13 +360,24 @@ class Search {
           if (e.better_than(best_)) {
             best_ = e;
             best_plan_ = dp;
-            best_knobs_ = {1, m, 1, recompute, zero};
+            best_knobs_ = {1, m, 1, recompute, zero, {}};
             take_heavy_cuts(dp);
           }
           // Every stage that fits is priced: more sharding adds communication, but ZeRO-3's
           // prefetched gathers can hide behind compute while its sharded optimizer step is
           // cheaper (GPT-1.7B on 2x8 A100: ZeRO-3 943 ms against ZeRO-0 965 ms).
           if (e.estimate.fits) best_of_m = std::min(best_of_m, e.estimate.step_time_s);
+          if (recompute == RecomputePolicy::full && e.estimate.fits) {
+            const Evaluation partial = recompute_fewest_layers(dp);
+            if (partial.better_than(best_)) {
+              best_ = partial;
+              best_plan_ = dp;
+              best_knobs_ = {1, m, 1, recompute, zero, dp.recompute_layers};
+              take_heavy_cuts(dp);
+            }
+            if (partial.valid && partial.estimate.fits) best_of_m = std::min(best_of_m, partial.estimate.step_time_s);
+            dp.recompute_layers.clear();
+          }
         }
         if (!valid || best_of_m < kInfinity) break;
       }
@@ -348,7 +410,7 @@ class Search {
     best_ = e;
     best_plan_ = r.plan;
     best_plan_.strategy = name;
-    best_knobs_ = {r.knobs.pp, r.plan.micro_batches, r.knobs.vp, r.plan.recompute, r.plan.zero_stage};
+    best_knobs_ = {r.knobs.pp, r.plan.micro_batches, r.knobs.vp, r.plan.recompute, r.plan.zero_stage, {}};
     take_heavy_cuts(best_plan_);
     best_seed_ = to_string(r.knobs);
   }

@@ -42,20 +42,20 @@ TEST_F(Zero3, StagingHoldsTwoLayersWeightsAndOneLayersGradients) {
 
 TEST_F(Zero3, OneGatherPerUnitAndPassPrefetchedOneUnitAhead) {
   // Units, counted from the graph: the layers of the parameters' first consumers, and each
-  // parameter read first outside a layer.
+  // operator outside the layers that reads a parameter first.
   std::set<std::string> layers;
-  int alone = 0;
+  std::set<NodeId> outside;
   for (const Tensor& t : graph.tensors()) {
     if (!t.is_parameter || t.consumers.empty()) continue;
     NodeId first = t.consumers.front();
     for (NodeId c : t.consumers) first = std::min(first, c);
     const std::string layer = layer_of(graph.node(first).name);
-    if (layer.empty()) ++alone;
+    if (layer.empty()) outside.insert(first);
     else layers.insert(layer);
   }
   // h.0 and h.1, and the embedding's, position table's and final norm's operators (named
   // "/transformer/Gather_0" and so on: a unit each).
-  const int units = static_cast<int>(layers.size()) + alone;
+  const int units = static_cast<int>(layers.size() + outside.size());
   ASSERT_EQ(units, 5);
   const PlanAnalysis a = analyze_plan(graph, cluster, plan);
   LoweringOptions options;
