@@ -7,6 +7,7 @@
 // with the reason. Throughput is the simulation's (the referee) when it ran, else the
 // analytic estimate's; the ratio is to Megatron-LM's best configuration's throughput.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -37,7 +38,19 @@ struct Row {
   bool ok = false, fits = false;
   double samples_per_s = 0, tokens_per_s = 0, step_s = 0, mfu = 0, peak_gb = 0, search_s = 0;
   double ratio = 0;  // throughput / megatron-best throughput; 0 when either is missing
+  // The analytic estimate's step and its ratio to Megatron-best's estimate (0 when either
+  // is missing or does not fit): the second evaluator, whose ranking should agree.
+  double estimate_s = 0, estimate_ratio = 0;
 };
+
+// Within the estimate's resolution two plans tie (the refinement's threshold).
+constexpr double kTie = 0.005;
+
+// Whether the estimate puts SymTensor on the same side of Megatron-best as the simulation.
+bool rankings_agree(const Row& r) {
+  const double sim = r.ratio - 1, est = r.estimate_ratio - 1;
+  return std::abs(sim) < kTie || std::abs(est) < kTie || (sim > 0) == (est > 0);
+}
 
 std::vector<Row> run_workload(const quality::Workload& w, const std::vector<std::string>& strategies, bool simulate,
                               const fs::path& scratch) {
@@ -57,7 +70,7 @@ std::vector<Row> run_workload(const quality::Workload& w, const std::vector<std:
   fs::remove(model);
 
   std::vector<Row> rows;
-  double megatron = 0;
+  double megatron = 0, megatron_estimate = 0;
   for (const auto& s : results.strategies) {
     Row r;
     r.workload = &w;
@@ -76,12 +89,16 @@ std::vector<Row> run_workload(const quality::Workload& w, const std::vector<std:
       r.mfu = s.mfu();
       r.peak_gb = s.peak_memory_bytes() / 1e9;
       r.search_s = s.search_time_s;
+      if (s.estimate.fits) r.estimate_s = s.estimate.step_time_s;
       if (s.strategy == "megatron" && r.fits) megatron = r.samples_per_s;
+      if (s.strategy == "megatron") megatron_estimate = r.estimate_s;
     }
     rows.push_back(std::move(r));
   }
-  for (Row& r : rows)
+  for (Row& r : rows) {
     if (r.ok && r.fits && megatron > 0) r.ratio = r.samples_per_s / megatron;
+    if (r.estimate_s > 0 && megatron_estimate > 0) r.estimate_ratio = megatron_estimate / r.estimate_s;
+  }
   return rows;
 }
 
@@ -101,7 +118,8 @@ std::string md_cell(std::string s) {
 std::string csv(const std::vector<Row>& rows) {
   std::ostringstream out;
   out << "workload,model,cluster,devices,device_memory_gb,bind,strategy,plan,status,evaluator,step_time_s,"
-         "samples_per_s,tokens_per_s,mfu,ratio_to_megatron_best,peak_memory_gb,fits,search_time_s,error\n";
+         "samples_per_s,tokens_per_s,mfu,ratio_to_megatron_best,peak_memory_gb,fits,search_time_s,"
+         "estimate_step_time_s,estimate_ratio_to_megatron_best,error\n";
   for (const Row& r : rows) {
     const auto& w = *r.workload;
     const std::string status = !r.ok ? "no plan" : r.fits ? "ok" : "out of memory";
@@ -111,9 +129,11 @@ std::string csv(const std::vector<Row>& rows) {
     if (r.ok)
       out << fmt::format("{:.6g},{:.6g},{:.6g},{:.4f},{},{:.2f},{},{:.3f}", r.step_s, r.samples_per_s, r.tokens_per_s,
                          r.mfu, r.ratio > 0 ? fmt::format("{:.3f}", r.ratio) : "", r.peak_gb, r.fits ? "yes" : "no",
-                         r.search_s);
+                         r.search_s)
+          << ',' << (r.estimate_s > 0 ? fmt::format("{:.6g}", r.estimate_s) : "") << ','
+          << (r.estimate_ratio > 0 ? fmt::format("{:.3f}", r.estimate_ratio) : "");
     else
-      out << ",,,,,,,";
+      out << ",,,,,,,,,";
     out << ',' << csv_field(r.error) << '\n';
   }
   return out.str();
@@ -128,8 +148,8 @@ std::string throughput(const Row& r) {
 
 std::string markdown(const std::vector<Row>& rows, const std::vector<std::string>& strategies, double elapsed) {
   std::ostringstream out;
-  out << "| workload | model, cluster | strategy | plan | throughput | vs megatron-best | MFU | peak memory | search |\n"
-      << "|---|---|---|---|---:|---:|---:|---:|---:|\n";
+  out << "| workload | model, cluster | strategy | plan | throughput | vs megatron-best | estimated | MFU | peak memory | search |\n"
+      << "|---|---|---|---|---:|---:|---:|---:|---:|---:|\n";
   for (const Row& r : rows) {
     const auto& w = *r.workload;
     out << "| " << md_cell(w.name) << " | "
@@ -137,7 +157,7 @@ std::string markdown(const std::vector<Row>& rows, const std::vector<std::string
                                r.memory_gb))
         << " | " << r.strategy << " | ";
     if (!r.ok) {
-      out << md_cell("no plan: " + r.error) << " | | | | | |\n";
+      out << md_cell("no plan: " + r.error) << " | | | | | | |\n";
       continue;
     }
     std::string label = r.label;
@@ -145,14 +165,28 @@ std::string markdown(const std::vector<Row>& rows, const std::vector<std::string
     if (label.empty() || label == " ") label = "-";
     out << md_cell(label) << " | " << (r.fits ? throughput(r) : "does not fit") << " | "
         << (r.ratio > 0 ? fmt::format("{:.2f}x", r.ratio) : "-") << " | "
+        << (r.estimate_ratio > 0 ? fmt::format("{:.2f}x", r.estimate_ratio) : "-") << " | "
         << (r.fits ? fmt::format("{:.1f}%", 100 * r.mfu) : "-") << " | " << fmt::format("{:.1f} GB", r.peak_gb)
         << " | " << fmt::format("{:.2f} s", r.search_s) << " |\n";
   }
+  int compared = 0, agreeing = 0;
+  std::string disagree;
+  for (const Row& r : rows) {
+    if (r.strategy != "symtensor" || r.ratio <= 0 || r.estimate_ratio <= 0) continue;
+    ++compared;
+    if (rankings_agree(r)) ++agreeing;
+    else disagree += fmt::format("{}{} ({:.3f}x simulated, {:.3f}x estimated)", disagree.empty() ? "" : ", ",
+                                 r.workload->name, r.ratio, r.estimate_ratio);
+  }
+  out << fmt::format("\nThe two evaluators rank SymTensor against Megatron-best alike on {} of {} workloads "
+                     "(within {:.1f}% is a tie){}.\n",
+                     agreeing, compared, 100 * kTie, disagree.empty() ? "" : "; not on " + disagree);
   std::string strategy_list;
   for (const auto& s : strategies) strategy_list += (strategy_list.empty() ? "" : ", ") + s;
   out << "\nStrategies: " << strategy_list << ". Throughput from the discrete-event simulation "
       << "when it ran (else the analytic estimate); `vs megatron-best` is throughput over that of Megatron-LM's best "
-      << "configuration; peak memory per device; search is the wall time to make the plan. Total "
+      << "configuration, `estimated` the same ratio by the analytic estimate; peak memory per device; search is the "
+      << "wall time to make the plan. Total "
       << fmt::format("{:.0f} s", elapsed) << ".\n";
   return out.str();
 }

@@ -136,17 +136,23 @@ struct PlanAnalyzer::State {
       unit_gather[unit] += gather_s;
       unit_bytes[unit] += local_elements * 2;
     }
-    // The largest unit's gather (first_gather) and staging buffers: under ZeRO-3 the unit
-    // computing and the next one prefetched, from ZeRO-2 a unit's whole gradients until
-    // reduce-scattered.
-    void finish(int zero, std::vector<StageMemory>& stage_memory) {
+    // The largest unit's gather, per stage (first_gather).
+    void find_first_gathers() {
+      for (std::size_t u = 0; u < unit_stage.size(); ++u)
+        if (unit_stage[u] >= 0) first_gather[unit_stage[u]] = std::max(first_gather[unit_stage[u]], unit_gather[u]);
+    }
+    // The staging buffers: under ZeRO-3 the unit computing and the next one prefetched, from
+    // ZeRO-2 a unit's whole gradients until reduce-scattered.
+    void add_staging_buffers(int zero, std::vector<StageMemory>& stage_memory) const {
       for (std::size_t u = 0; u < unit_stage.size(); ++u) {
-        const int s = unit_stage[u];
-        if (s < 0) continue;
-        first_gather[s] = std::max(first_gather[s], unit_gather[u]);
-        StageMemory& m = stage_memory[s];
+        if (unit_stage[u] < 0) continue;
+        StageMemory& m = stage_memory[unit_stage[u]];
         m.collective_buffers = std::max(m.collective_buffers, ((zero >= 3 ? 2 : 0) + (zero >= 2 ? 1 : 0)) * unit_bytes[u]);
       }
+    }
+    void finish(int zero, std::vector<StageMemory>& stage_memory) {
+      find_first_gathers();
+      add_staging_buffers(zero, stage_memory);
     }
   };
 
@@ -952,12 +958,6 @@ double exposed_seconds(const std::vector<CommOp>& ops, double kernel_seconds) {
   return blocking + std::max(0.0, overlapped - kernel_seconds);
 }
 
-double after_step_seconds(const PlanAnalysis& analysis) {
-  std::vector<double> regather(analysis.stage_memory.size(), 0.0);
-  for (const ParamWork& p : analysis.params) regather.at(p.stage) += sum_seconds(p.regather);
-  return analysis.optimizer_seconds_per_stage + (regather.empty() ? 0.0 : *std::max_element(regather.begin(), regather.end()));
-}
-
 PlanAnalyzer::PlanAnalyzer(Graph& graph, const hardware::Cluster& cluster, const NumericGraph& ng)
     : graph_(graph), cluster_(cluster), ng_(ng), state_(std::make_unique<State>()) {}
 
@@ -980,8 +980,7 @@ StageTotals stage_totals(const PlanAnalysis& a, const Plan& plan) {
   for (const ParamWork& p : a.params)
     params.add(p.stage, p.gather_unit, p.local_elements, !p.gather.empty(), sum_seconds(p.grad_sync), sum_seconds(p.gather),
                sum_seconds(p.regather));
-  std::vector<StageMemory> unused(stages);
-  params.finish(3, unused);  // first_gather only: the analysis' memory has its buffers
+  params.find_first_gathers();  // the analysis' memory has the staging buffers
   return assemble_totals(ops, params, a.p2p_bytes, a.stage_memory, a.optimizer_seconds_per_stage, plan, a.device_memory);
 }
 

@@ -108,16 +108,14 @@ struct StageTotals {
   std::vector<double> p2p_bytes;    // per stage boundary
   std::vector<double> peak_memory;  // bytes per device
   double model_flops = 0, hardware_flops = 0;  // all devices; hardware adds the recompute
-  double after_step_s = 0;                     // after_step_seconds
+  // The optimizer step and, under ZeRO-1/2 or the distributed optimizer, the all-gather of
+  // the updated weights after it (ParamWork::regather), on the slowest stage: nothing is
+  // left to hide either behind.
+  double after_step_s = 0;
   double device_memory = 0;
 };
 
 StageTotals stage_totals(const PlanAnalysis& analysis, const Plan& plan);
-
-// The optimizer step and, under ZeRO-1/2 or the distributed optimizer, the all-gather of
-// the updated weights after it (ParamWork::regather), on the slowest stage: nothing is
-// left to hide either behind.
-double after_step_seconds(const PlanAnalysis& analysis);
 
 // Prices plans of one graph on one cluster. Keeps what the plans share between calls:
 // every redistribution priced once per mesh, layout and shape (repeated layers and

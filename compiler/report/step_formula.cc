@@ -116,8 +116,11 @@ class Builder {
       bwdm[w.stage] += comm_sum(w.bwd_comm, false) + (w.recomputed ? comm_sum(w.fwd_comm, false) : Lin{});
     }
     // Exposed ZeRO-3 gathers as the estimate prices them, at the bound batch (a constant).
-    for (int s = 0; s < stages; ++s)
+    for (int s = 0; s < stages; ++s) {
       gather[s] = exposed_gather_seconds(gather[s], totals.first_gather[s], (fwdc[s] + bwdc[s]).at(1));
+      // The last backward's gathers share the links with the gradients (estimate_step).
+      dp[s] += totals.gather[s] - gather[s];
+    }
     std::vector<Lin> t(stages), p2ps(stages);
     Lin fill;
     int slow = 0;
@@ -166,7 +169,7 @@ class Builder {
     f.p2p = mm * ex(p2ps[slow]);
     f.bubble = bubble_factor * ex(other);
     f.dp_exposed = ex(exposed);
-    f.optimizer = GiNaC::ex(after_step_seconds(a_));
+    f.optimizer = GiNaC::ex(totals.after_step_s);
     f.step_time = (f.compute + f.comm + f.p2p + f.bubble + f.dp_exposed + f.optimizer).expand();
     const GiNaC::ex c0 = GiNaC::evalf(f.step_time.subs(B == 0));
     const GiNaC::ex c1 = GiNaC::evalf(f.step_time.coeff(B, 1));
