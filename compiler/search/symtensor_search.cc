@@ -291,7 +291,8 @@ class Search {
   // recomputed, then is checked (and raised where a stage still does not fit): a few
   // evaluations whatever the depth. Mist (EuroSys'25) and Aceso (EuroSys'24) tune
   // recomputation per stage; Megatron's block method takes one count for all. Leaves the
-  // counts on `plan`; invalid when some stage does not fit with all its layers recomputed.
+  // counts on `plan`; invalid when some stage does not fit with all its layers recomputed,
+  // or when not even no recomputation would beat the best plan so far.
   Evaluation recompute_fewest_layers(Plan& plan) {
     std::vector<int> counts;
     stage_layer_ordinals(ng_, plan, &counts);
@@ -301,10 +302,12 @@ class Search {
       ++evaluations_;
       return evaluate_plan(analyzer_, plan);
     };
+    // No recomputation bounds the step from below: no better than the best, no more work.
+    const Evaluation none = evaluate(std::vector<int>(counts.size(), 0));
+    if (!none.valid || (best_.valid && best_.estimate.fits && none.estimate.step_time_s >= best_.estimate.step_time_s))
+      return Evaluation{};
     const Evaluation all = evaluate(counts);
     if (!all.valid || !all.estimate.fits) return Evaluation{};
-    const Evaluation none = evaluate(std::vector<int>(counts.size(), 0));
-    if (!none.valid) return Evaluation{};
     const double capacity = all.estimate.memory_capacity;
     std::vector<int> layers(counts.size(), 0);
     for (std::size_t s = 0; s < counts.size(); ++s) {
