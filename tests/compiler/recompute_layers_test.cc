@@ -9,6 +9,7 @@
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
 #include "compiler/export/export.h"
+#include "compiler/lowering/simulate_plan.h"
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/symtensor_search.h"
@@ -73,6 +74,31 @@ TEST(RecomputeLayers, NoneOfThemIsNoRecomputationAndEachLayerSavesTheSame) {
   EXPECT_GE(by_n[4].activations, full.activations);
   EXPECT_LE(by_n[4].hardware_flops, full.hardware_flops);
   EXPECT_GT(by_n[4].hardware_flops - none.hardware_flops, 0.9 * (full.hardware_flops - none.hardware_flops));
+}
+
+// The simulator runs what the analysis marks: recomputing 2 of 4 layers lands between no
+// recomputation and recomputing all four, and the estimate follows it.
+TEST(RecomputeLayers, TheSimulationRecomputesTheMarkedLayersOnly) {
+  FourLayerLlama m;
+  auto simulated = [&](std::vector<int> layers) {
+    Plan plan = m.plan;
+    plan.recompute = RecomputePolicy::full;
+    plan.recompute_layers = std::move(layers);
+    sim::SimOptions options;
+    options.record_trace = false;
+    const PlanSimulation s = simulate_plan(m.graph, plan, m.cluster, {}, options);
+    const StepEstimate e = estimate_step(analyze_plan(m.graph, m.cluster, plan), plan, m.cluster);
+    EXPECT_NEAR(s.report.step_time_s / e.step_time_s, 1.0, 0.15);
+    return s.report;
+  };
+  const SimulationReport none = simulated({0}), half = simulated({2}), all = simulated({4});
+  EXPECT_LT(none.hardware_flops, half.hardware_flops);
+  EXPECT_LT(half.hardware_flops, all.hardware_flops);
+  EXPECT_NEAR(half.hardware_flops - none.hardware_flops, all.hardware_flops - half.hardware_flops,
+              1e-9 * all.hardware_flops);
+  EXPECT_DOUBLE_EQ(none.model_flops, all.model_flops);
+  EXPECT_LE(none.step_time_s, half.step_time_s);
+  EXPECT_LE(half.step_time_s, all.step_time_s);
 }
 
 TEST(RecomputeLayers, PlanYamlKeepsThemAndRejectsBadOnes) {
