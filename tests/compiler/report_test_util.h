@@ -10,18 +10,27 @@
 
 namespace symtensor::testing {
 
-// A 2-layer GPT (hidden 64) without weights, saved once per test binary.
-inline std::string tiny_gpt_path() {
-  static const std::string path = [] {
-    const auto dir = std::filesystem::temp_directory_path() / ("symtensor_report_test_" + std::to_string(::getpid()));
+// A 2-layer GPT (hidden 64) without weights, saved once per test process in a folder of
+// its own that is removed when the process exits (ctest runs each test in a process).
+struct TinyGptFile {
+  std::filesystem::path dir;
+  std::string path;
+  TinyGptFile() : dir(std::filesystem::temp_directory_path() / ("symtensor_report_test_" + std::to_string(::getpid()))) {
     std::filesystem::create_directories(dir);
     models::ModelConfig config = models::preset_config("gpt-1.7b-tiny");
     config.weights = models::Weights::none;
-    const std::string p = (dir / "gpt_tiny.onnx").string();
-    models::save_model(models::build_model(config), p);
-    return p;
-  }();
-  return path;
+    path = (dir / "gpt_tiny.onnx").string();
+    models::save_model(models::build_model(config), path);
+  }
+  ~TinyGptFile() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
+inline std::string tiny_gpt_path() {
+  static const TinyGptFile file;
+  return file.path;
 }
 
 inline std::string read_text(const std::string& path) {
