@@ -72,5 +72,18 @@ TEST(MegatronFsdp, SymtensorSearchMatchesMegatronFsdpWhenFewerMicroBatchesNeedRe
   EXPECT_EQ(s.plan.recompute, RecomputePolicy::none) << s.summary;
 }
 
+// Qwen2 7B at 8k tokens, batch 32 on 64 H100: half a sample per GPU, so data parallelism
+// alone cannot use them; Megatron-best splits each sequence over two ranks (cp=2) under
+// FSDP. The seed prices context parallelism from 8k tokens as Megatron-best does (it had
+// started at 16k and SymTensor fell to 0.95x with tp=2).
+TEST(MegatronFsdp, SeedPricesContextParallelismFrom8kTokens) {
+  Graph g = symtensor::testing::zoo_graph("qwen2-7b", {}, 32, 8192);
+  const hardware::Cluster c = symtensor::testing::cluster_of("dgx-h100", 8, 8);
+  const MegatronSearchResult best = megatron_search(g, c, StrategyOptions{});
+  EXPECT_EQ(best.knobs.cp, 2) << to_string(best.knobs);
+  const SearchResult s = symtensor_search(g, c, StrategyOptions{});
+  EXPECT_LE(s.estimate.step_time_s, best.estimate.step_time_s * (1 + 1e-9)) << s.summary << " vs " << to_string(best.knobs);
+}
+
 }  // namespace
 }  // namespace symtensor::compiler
