@@ -1,5 +1,7 @@
 #include "compiler/onnx_import/import.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -123,6 +125,29 @@ void check_declared_shapes(const onnx::GraphProto& graph, const std::string& sou
   for (const auto& vi : graph.value_info()) check(vi, false);
 }
 
+// Tensors stored inline whose raw bytes do not hold their dims' elements: ONNX's shape
+// inference reads them unchecked (libonnx 1.14 writes past its buffer on a 7-byte int64).
+void check_tensor_payloads(const onnx::GraphProto& graph, const std::string& source) {
+  auto check = [&](const onnx::TensorProto& t, const std::string& what) {
+    if (!t.has_raw_data() || t.data_location() == onnx::TensorProto::EXTERNAL) return;
+    const std::size_t size = element_size(static_cast<ElementType>(t.data_type()));
+    if (size == 0) return;
+    const std::uint64_t have = t.raw_data().size();
+    std::uint64_t need = size;  // stops growing once above what is there (no overflow)
+    for (const auto d : t.dims()) need = d <= 0 ? 0 : need > have ? need : need * static_cast<std::uint64_t>(d);
+    if (need != have)
+      throw std::runtime_error(source + ": " + what + " '" + t.name() + "' holds " + std::to_string(have) +
+                               " bytes of raw data, which its dims and type do not match");
+  };
+  for (const auto& t : graph.initializer()) check(t, "initializer");
+  for (const auto& node : graph.node())
+    for (const auto& a : node.attribute()) {
+      if (a.has_t()) check(a.t(), "tensor attribute of node '" + node.name() + "'");
+      if (a.has_g()) check_tensor_payloads(a.g(), source);
+      for (const auto& g : a.graphs()) check_tensor_payloads(g, source);
+    }
+}
+
 // An opset of a standard domain newer than this build's ONNX knows: its operators' meaning
 // is not known here.
 void check_opsets(const onnx::ModelProto& model, const std::string& source) {
@@ -146,6 +171,7 @@ void check_and_infer(onnx::ModelProto& model, const std::string& source, const s
                              " is above what this build reads (" + std::to_string(onnx::IR_VERSION) + ")");
   check_opsets(model, source);
   check_declared_shapes(model.graph(), source);
+  check_tensor_payloads(model.graph(), source);
   try {
     if (path.empty()) onnx::checker::check_model(model);
     else onnx::checker::check_model(path);

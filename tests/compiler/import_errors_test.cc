@@ -184,6 +184,26 @@ TEST_F(ImportErrors, ZeroStrideIsRefusedBeforeInferenceDividesByIt) {
   EXPECT_NE(msg.find("node 'conv0' (Conv): 'strides' holds 0, expected values >= 1"), std::string::npos) << msg;
 }
 
+// libonnx's shape inference writes past its buffer reading an int64 tensor whose raw data
+// is not a whole number of elements (a fuzzer find: Unsqueeze's axes of 7 bytes).
+TEST_F(ImportErrors, InitializerWhoseRawDataDoesNotMatchItsDims) {
+  auto m = make_model();
+  add_input(m, "x", {std::string("batch"), std::int64_t{8}});
+  onnx::TensorProto axes;
+  axes.set_name("axes0");
+  axes.set_data_type(onnx::TensorProto::INT64);
+  axes.add_dims(1);
+  axes.set_raw_data(std::string(7, '\0'));
+  add_initializer(m, axes);
+  add_node(m, "Unsqueeze", {"x", "axes0"}, {"y"}, "unsqueeze0");
+  add_output(m, "y", {std::int64_t{1}, std::string("batch"), std::int64_t{8}});
+  const std::string msg = error_of(write("raw7.onnx", m.SerializeAsString()));
+  EXPECT_NE(msg.find("initializer 'axes0' holds 7 bytes of raw data"), std::string::npos) << msg;
+  // Whole elements import.
+  m.mutable_graph()->mutable_initializer(0)->set_raw_data(std::string(8, '\0'));
+  EXPECT_NO_THROW(import_onnx_file(write("raw8.onnx", m.SerializeAsString())));
+}
+
 TEST_F(ImportErrors, ValueDeclaredWithTwoRanks) {
   // A graph output reusing the input's name with another rank (a fuzzer find: inference
   // merged the two and the Conv reading it crashed ONNX).
