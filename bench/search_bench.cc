@@ -51,6 +51,8 @@ void BM_SymTensorSearchGpt3_175B_1024Gpus(benchmark::State& state) {
   state.counters["evaluations"] = r.evaluations;
   state.counters["step_s"] = r.estimate.step_time_s;
   state.counters["mfu"] = r.estimate.mfu;
+  state.counters["refine_moves"] = r.refine_moves;
+  state.counters["refine_kept"] = r.refine_kept;
   state.SetLabel(r.summary);
 }
 BENCHMARK(BM_SymTensorSearchGpt3_175B_1024Gpus)->Unit(benchmark::kSecond)->Iterations(1);

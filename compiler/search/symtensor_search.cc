@@ -6,6 +6,8 @@
 #include <map>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "compiler/search/ilp_solver.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/pipeline_stages.h"
@@ -107,15 +109,21 @@ class Search {
     consider_data_parallel_seed(name);
     consider_megatron_seed(name);
     if (!best_.valid) throw std::runtime_error(name + ": no plan found: " + last_error);
+    const double before_refinement = best_.estimate.step_time_s;
     if (search_.refine) refine();
     SearchResult r;
+    r.refine_moves = refine_moves_, r.refine_kept = refine_kept_;
+    if (best_.estimate.fits && before_refinement > 0) r.refine_gain = 1 - best_.estimate.step_time_s / before_refinement;
     r.plan = best_plan_;
     r.analysis = analyzer_.analyze(r.plan);
     r.estimate = best_.estimate;
     r.evaluations = evaluations_;
     r.level_objective = best_objective_;
     r.summary = describe(best_knobs_) + (best_seed_.empty() ? "" : " (from the Megatron-layout seed " + best_seed_ + ")") +
-                (best_.estimate.fits ? "" : " (does not fit memory)");
+                (best_.estimate.fits ? "" : " (does not fit memory)") +
+                (refine_kept_ > 0 ? fmt::format(", refined: {} of {} moves kept, {:.1f}% faster", refine_kept_, refine_moves_,
+                                                100 * r.refine_gain)
+                                  : "");
     return r;
   }
 
@@ -470,8 +478,10 @@ class Search {
         complete_plan(p, levels, mesh, best_knobs_.pp, &best_plan_.node_cuts);
         const Evaluation e = evaluate_plan(analyzer_, p);
         ++evaluations_;
+        ++refine_moves_;
         --budget;
         if (e.valid && e.estimate.fits && e.estimate.step_time_s < best_.estimate.step_time_s * (1 - kRefineMinGain)) {
+          ++refine_kept_;
           best_ = e;
           std::swap(best_plan_, p);
           best_levels_ = levels;
@@ -560,6 +570,7 @@ class Search {
   double best_objective_ = 0;
   std::string best_seed_;  // the Megatron knobs of the seed the best plan came from, if it did
   int evaluations_ = 0;
+  int refine_moves_ = 0, refine_kept_ = 0;
 };
 
 }  // namespace

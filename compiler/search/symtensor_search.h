@@ -60,6 +60,9 @@ struct SearchResult {
   PlanAnalysis analysis;      // of the plan (the search's analyzer has most of it at hand)
   StepEstimate estimate;
   int evaluations = 0;        // analyze_plan + estimate_step calls
+  // The refinement: moves priced, moves kept, and the fraction of the step they saved.
+  int refine_moves = 0, refine_kept = 0;
+  double refine_gain = 0;
   double level_objective = 0; // of the chosen plan's level search
   std::string summary;        // one line: the chosen knobs
 };
