@@ -418,11 +418,18 @@ class Search {
     Evaluation e;
     e.valid = true;
     e.estimate = r.estimate;
+    // Megatron's layouts recompute every layer or none; the seed's may recompute fewer,
+    // and per stage (1F1B's first stage holds the most micro-batches).
+    if (train_ && r.plan.recompute == RecomputePolicy::full) {
+      Plan fewer = r.plan;
+      const Evaluation partial = recompute_fewest_layers(fewer);
+      if (partial.better_than(e)) e = partial, r.plan = std::move(fewer);
+    }
     if (!e.better_than(best_)) return;
     best_ = e;
     best_plan_ = r.plan;
     best_plan_.strategy = name;
-    best_knobs_ = {r.knobs.pp, r.plan.micro_batches, r.knobs.vp, r.plan.recompute, r.plan.zero_stage, {}};
+    best_knobs_ = {r.knobs.pp, r.plan.micro_batches, r.knobs.vp, r.plan.recompute, r.plan.zero_stage, r.plan.recompute_layers};
     take_heavy_cuts(best_plan_);
     best_seed_ = to_string(r.knobs);
   }
