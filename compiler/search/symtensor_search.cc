@@ -259,28 +259,12 @@ class Search {
           const Evaluation e = evaluate_plan(analyzer_, plan);
           ++evaluations_;
           if (!e.valid) throw std::runtime_error(e.error);
-          if (e.better_than(best_)) {
-            best_ = e;
-            best_plan_ = plan;
-            best_knobs_ = {pp, m, vp, recompute, zero, {}};
-            best_levels_ = levels.heavy_cuts;
-            best_objective_ = levels.objective;
-          }
+          const Knobs knobs{pp, m, vp, recompute, zero, {}};
+          keep_if_better(e, plan, knobs, &levels);
           if (!e.estimate.fits) break;  // less sharding needs more memory still
           best_of_vp = std::min(best_of_vp, e.estimate.step_time_s);
           zero_limit = zero - 1;
-          if (recompute == RecomputePolicy::full) {
-            const Evaluation partial = recompute_fewest_layers(plan);
-            if (partial.better_than(best_)) {
-              best_ = partial;
-              best_plan_ = plan;
-              best_knobs_ = {pp, m, vp, recompute, zero, plan.recompute_layers};
-              best_levels_ = levels.heavy_cuts;
-              best_objective_ = levels.objective;
-            }
-            if (partial.valid && partial.estimate.fits) best_of_vp = std::min(best_of_vp, partial.estimate.step_time_s);
-            plan.recompute_layers.clear();
-          }
+          if (recompute == RecomputePolicy::full) best_of_vp = std::min(best_of_vp, consider_fewer_layers(plan, knobs, &levels));
         }
         if (zero_limit < 0) break;  // ZeRO-0 fits: more recomputation only costs time
       }
@@ -290,6 +274,27 @@ class Search {
       if (interleavings.stop(best_of_vp)) break;
     }
     return interleavings.best();
+  }
+
+  // Takes `e` (of `plan`, with `knobs`) as the best when it is better; `levels`: the level
+  // search it came from, else (a seed) the plan's own heavy cuts.
+  void keep_if_better(const Evaluation& e, const Plan& plan, const Knobs& knobs, const LevelSearchResult* levels) {
+    if (!e.better_than(best_)) return;
+    best_ = e;
+    best_plan_ = plan;
+    best_knobs_ = knobs;
+    if (levels) best_levels_ = levels->heavy_cuts, best_objective_ = levels->objective;
+    else take_heavy_cuts(plan);
+  }
+
+  // `plan` (full recomputation fits) with recompute_fewest_layers, kept when better; its
+  // step when it fits, else infinity. Leaves `plan` as it found it but for the policy.
+  double consider_fewer_layers(Plan& plan, Knobs knobs, const LevelSearchResult* levels) {
+    const Evaluation partial = recompute_fewest_layers(plan);
+    knobs.recompute_layers = plan.recompute_layers;
+    keep_if_better(partial, plan, knobs, levels);
+    plan.recompute_layers.clear();
+    return partial.valid && partial.estimate.fits ? partial.estimate.step_time_s : kInfinity;
   }
 
   // Full recomputation of only as many layers as memory needs (Plan::recompute_layers):
@@ -369,27 +374,14 @@ class Search {
             valid = false;
             break;
           }
-          if (e.better_than(best_)) {
-            best_ = e;
-            best_plan_ = dp;
-            best_knobs_ = {1, m, 1, recompute, zero, {}};
-            take_heavy_cuts(dp);
-          }
+          const Knobs knobs{1, m, 1, recompute, zero, {}};
+          keep_if_better(e, dp, knobs, nullptr);
           // Every stage that fits is priced: more sharding adds communication, but ZeRO-3's
           // prefetched gathers can hide behind compute while its sharded optimizer step is
           // cheaper (GPT-1.7B on 2x8 A100: ZeRO-3 943 ms against ZeRO-0 965 ms).
           if (e.estimate.fits) best_of_m = std::min(best_of_m, e.estimate.step_time_s);
-          if (recompute == RecomputePolicy::full && e.estimate.fits) {
-            const Evaluation partial = recompute_fewest_layers(dp);
-            if (partial.better_than(best_)) {
-              best_ = partial;
-              best_plan_ = dp;
-              best_knobs_ = {1, m, 1, recompute, zero, dp.recompute_layers};
-              take_heavy_cuts(dp);
-            }
-            if (partial.valid && partial.estimate.fits) best_of_m = std::min(best_of_m, partial.estimate.step_time_s);
-            dp.recompute_layers.clear();
-          }
+          if (recompute == RecomputePolicy::full && e.estimate.fits)
+            best_of_m = std::min(best_of_m, consider_fewer_layers(dp, knobs, nullptr));
         }
         if (!valid || best_of_m < kInfinity) break;
       }
