@@ -79,7 +79,10 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
   std::map<std::string, int> layer_ids;
   for (NodeId id : order_) {
     const std::string layer = layer_of(graph.node(id).name);
-    if (!layer.empty()) node_layers_[id] = layer_ids.try_emplace(layer, num_layers_).second ? num_layers_++ : layer_ids[layer];
+    if (layer.empty()) continue;
+    const auto [it, added] = layer_ids.try_emplace(layer, num_layers_);
+    if (added) ++num_layers_;
+    node_layers_[id] = it->second;
   }
   const std::vector<bool> derived_from_weights = weight_derived_tensors(graph, order_);
   for (TensorId t = 0; t < static_cast<TensorId>(facts_.size()); ++t)

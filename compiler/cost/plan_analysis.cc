@@ -735,8 +735,6 @@ class Analyzer {
     w.bwd_seconds = device.attention_seconds(plan_.precision, w.bwd_flops, w.bwd_bytes, head_dim, seq, true);
   }
 
-  // Each parameter: its layout at its first consumer, and the union of the axes over
-  // which its gradient is partial (the data-parallel group of that parameter).
   // Each parameter's gather unit (ParamWork::gather_unit), found once per graph.
   void find_gather_units() {
     if (!state_.param_units.empty() || ng_.parameters().empty()) return;
@@ -747,11 +745,18 @@ class Analyzer {
     for (const ParameterUses& uses : ng_.parameters()) {
       const NodeId first = uses.uses.front().first;
       const int layer = ng_.node_layers()[first];
-      state_.param_units.push_back(layer >= 0 ? layer : outside.try_emplace(first, units).first->second);
-      if (layer < 0 && outside[first] == units) ++units;
+      if (layer >= 0) {
+        state_.param_units.push_back(layer);
+        continue;
+      }
+      const auto [it, added] = outside.try_emplace(first, units);
+      if (added) ++units;
+      state_.param_units.push_back(it->second);
     }
   }
 
+  // Each parameter: its layout at its first consumer, and the union of the axes over
+  // which its gradient is partial (the data-parallel group of that parameter).
   void group_parameters() {
     find_gather_units();
     auto& groups = state_.param_groups;
@@ -760,10 +765,9 @@ class Analyzer {
     for (const ParameterUses& uses : ng_.parameters()) {
       const auto [first, first_input] = uses.uses.front();
       std::uint64_t partial = 0;
-      for (const auto& [c, i] : uses.uses)
-        partial |= OperandLayout::input_gradient(ng_.node(c).space, plan_.node_cuts[c], i).partial_axes();
-      for (const auto& [c, i] : uses.derived_uses)
-        partial |= OperandLayout::input_gradient(ng_.node(c).space, plan_.node_cuts[c], i).partial_axes();
+      for (const auto* slots : {&uses.uses, &uses.derived_uses})
+        for (const auto& [c, i] : *slots)
+          partial |= OperandLayout::input_gradient(ng_.node(c).space, plan_.node_cuts[c], i).partial_axes();
       PlanAnalyzer::State::ParamGroup& g = groups.emplace_back();
       g.tensor = uses.tensor;
       g.unit = state_.param_units[groups.size() - 1];
