@@ -133,8 +133,8 @@ void check_tensor_payloads(const onnx::GraphProto& graph, const std::string& sou
     const std::size_t size = element_size(static_cast<ElementType>(t.data_type()));
     if (size == 0) return;
     const std::uint64_t have = t.raw_data().size();
-    std::uint64_t need = size;  // stops growing once above what is there (no overflow)
-    for (const auto d : t.dims()) need = d <= 0 ? 0 : need > have ? need : need * static_cast<std::uint64_t>(d);
+    // A negative dim (no elements) is the checker's to report.
+    const std::uint64_t need = element_count(t, have / size).value_or(0) * size;
     if (need != have)
       throw std::runtime_error(source + ": " + what + " '" + t.name() + "' holds " + std::to_string(have) +
                                " bytes of raw data, which its dims and type do not match");

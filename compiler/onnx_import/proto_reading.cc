@@ -70,15 +70,26 @@ std::vector<std::int64_t> from_raw(const std::string& raw) {
 
 }  // namespace
 
+std::optional<std::uint64_t> element_count(const onnx::TensorProto& t, std::uint64_t limit) {
+  for (auto d : t.dims()) {
+    if (d < 0) return std::nullopt;
+    if (d == 0) return 0;
+  }
+  std::uint64_t count = 1;
+  for (auto d : t.dims()) {
+    const auto n = static_cast<std::uint64_t>(d);
+    if (count > limit / n) return limit + 1;
+    count *= n;
+  }
+  return count <= limit ? count : limit + 1;
+}
+
 std::optional<std::vector<std::int64_t>> read_integer_elements(const onnx::TensorProto& t,
                                                                std::size_t max_elements) {
   if (t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
-  std::size_t count = 1;
-  for (auto d : t.dims()) {
-    if (d < 0) return std::nullopt;
-    count *= static_cast<std::size_t>(d);
-    if (count > max_elements) return std::nullopt;
-  }
+  const std::optional<std::uint64_t> elements = element_count(t, max_elements);
+  if (!elements || *elements > max_elements) return std::nullopt;
+  const std::size_t count = *elements;
   const auto type = static_cast<onnx::TensorProto::DataType>(t.data_type());
   std::vector<std::int64_t> v;
   const bool raw = t.has_raw_data();

@@ -19,6 +19,10 @@ onnx::ModelProto read_model_file(const std::string& path);
 // planning locate external data and never read it. Throws naming the tensor and the file.
 void inline_external_data(onnx::ModelProto& model, const std::string& model_path);
 
+// The elements `t`'s dims hold, or `limit` + 1 when more (counted without overflow);
+// nullopt when a dim is negative.
+std::optional<std::uint64_t> element_count(const onnx::TensorProto& t, std::uint64_t limit);
+
 // Integer elements of a tensor proto held inline (int64/int32/int8/uint8/bool/...), or
 // nullopt for external data, floating types or tensors over `max_elements`.
 std::optional<std::vector<std::int64_t>> read_integer_elements(const onnx::TensorProto& t,
