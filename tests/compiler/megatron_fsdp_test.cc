@@ -14,6 +14,24 @@
 namespace symtensor::compiler {
 namespace {
 
+// Megatron-best's and SymTensor's plans of one zoo model on one cluster; SymTensor's must
+// be priced no slower (its seeds contain Megatron's layouts).
+struct BothSearches {
+  MegatronSearchResult megatron;
+  SearchResult symtensor;
+  BothSearches(const std::string& preset, double batch, double seq, const std::string& profile, int nodes) {
+    Graph g = symtensor::testing::zoo_graph(preset, {}, batch, seq);
+    const hardware::Cluster c = symtensor::testing::cluster_of(profile, nodes, 8);
+    megatron = megatron_search(g, c, StrategyOptions{});
+    symtensor = symtensor_search(g, c, StrategyOptions{});
+  }
+  void expect_symtensor_no_slower() const {
+    ASSERT_TRUE(symtensor.estimate.fits) << symtensor.summary;
+    EXPECT_LE(symtensor.estimate.step_time_s, megatron.estimate.step_time_s * (1 + 1e-9))
+        << symtensor.summary << " vs " << to_string(megatron.knobs);
+  }
+};
+
 TEST(MegatronFsdp, KnobParsesAndMakesAZeroThreePlan) {
   const MegatronKnobs k = parse_megatron_knobs("tp=2,fsdp=3");
   EXPECT_EQ(k.fsdp, 3);
@@ -62,14 +80,10 @@ TEST(MegatronFsdp, LastBackwardSharesTheLinksBetweenGathersAndGradients) {
 // (tp=1, mb=1: four micro-batches, no recomputation). SymTensor's data-parallel seed must
 // walk past the micro-batch counts that need full recomputation (1 and 2) to reach it.
 TEST(MegatronFsdp, SymtensorSearchMatchesMegatronFsdpWhenFewerMicroBatchesNeedRecomputation) {
-  Graph g = symtensor::testing::zoo_graph("llama2-70b", {}, 64, 4096);
-  const hardware::Cluster c = symtensor::testing::cluster_of("mi300x", 2, 8);
-  const MegatronSearchResult best = megatron_search(g, c, StrategyOptions{});
-  EXPECT_EQ(best.knobs.fsdp, 3) << to_string(best.knobs);
-  const SearchResult s = symtensor_search(g, c, StrategyOptions{});
-  ASSERT_TRUE(s.estimate.fits);
-  EXPECT_LE(s.estimate.step_time_s, best.estimate.step_time_s * (1 + 1e-9)) << s.summary << " vs " << to_string(best.knobs);
-  EXPECT_EQ(s.plan.recompute, RecomputePolicy::none) << s.summary;
+  const BothSearches b("llama2-70b", 64, 4096, "mi300x", 2);
+  EXPECT_EQ(b.megatron.knobs.fsdp, 3) << to_string(b.megatron.knobs);
+  b.expect_symtensor_no_slower();
+  EXPECT_EQ(b.symtensor.plan.recompute, RecomputePolicy::none) << b.symtensor.summary;
 }
 
 // Qwen2 7B at 8k tokens, batch 32 on 64 H100: half a sample per GPU, so data parallelism
@@ -77,12 +91,9 @@ TEST(MegatronFsdp, SymtensorSearchMatchesMegatronFsdpWhenFewerMicroBatchesNeedRe
 // FSDP. The seed prices context parallelism from 8k tokens as Megatron-best does (it had
 // started at 16k and SymTensor fell to 0.95x with tp=2).
 TEST(MegatronFsdp, SeedPricesContextParallelismFrom8kTokens) {
-  Graph g = symtensor::testing::zoo_graph("qwen2-7b", {}, 32, 8192);
-  const hardware::Cluster c = symtensor::testing::cluster_of("dgx-h100", 8, 8);
-  const MegatronSearchResult best = megatron_search(g, c, StrategyOptions{});
-  EXPECT_EQ(best.knobs.cp, 2) << to_string(best.knobs);
-  const SearchResult s = symtensor_search(g, c, StrategyOptions{});
-  EXPECT_LE(s.estimate.step_time_s, best.estimate.step_time_s * (1 + 1e-9)) << s.summary << " vs " << to_string(best.knobs);
+  const BothSearches b("qwen2-7b", 32, 8192, "dgx-h100", 8);
+  EXPECT_EQ(b.megatron.knobs.cp, 2) << to_string(b.megatron.knobs);
+  b.expect_symtensor_no_slower();
 }
 
 // LLaMA-2 70B on eight PCIe nodes of L4 (24 GB): only full sharding under a pipeline fits
@@ -90,15 +101,12 @@ TEST(MegatronFsdp, SeedPricesContextParallelismFrom8kTokens) {
 // under a pipeline when nothing fits without recomputation (it had fallen to 0.74x), and
 // recomputes the layers only, not the embedding and the head.
 TEST(MegatronFsdp, SeedTakesFsdpUnderAPipelineWhereNothingElseFits) {
-  Graph g = symtensor::testing::zoo_graph("llama2-70b", {}, 64, 2048);
-  const hardware::Cluster c = symtensor::testing::cluster_of("pcie-l4", 8, 8);
-  const MegatronSearchResult best = megatron_search(g, c, StrategyOptions{});
-  EXPECT_GT(best.knobs.pp, 1) << to_string(best.knobs);
-  EXPECT_EQ(best.knobs.fsdp, 3) << to_string(best.knobs);
-  const SearchResult s = symtensor_search(g, c, StrategyOptions{});
-  ASSERT_TRUE(s.estimate.fits);
-  EXPECT_LE(s.estimate.step_time_s, best.estimate.step_time_s * (1 + 1e-9)) << s.summary << " vs " << to_string(best.knobs);
-  EXPECT_EQ(s.plan.recompute_layers.size(), static_cast<std::size_t>(s.plan.pipeline_stages())) << s.summary;
+  const BothSearches b("llama2-70b", 64, 2048, "pcie-l4", 8);
+  EXPECT_GT(b.megatron.knobs.pp, 1) << to_string(b.megatron.knobs);
+  EXPECT_EQ(b.megatron.knobs.fsdp, 3) << to_string(b.megatron.knobs);
+  b.expect_symtensor_no_slower();
+  EXPECT_EQ(b.symtensor.plan.recompute_layers.size(), static_cast<std::size_t>(b.symtensor.plan.pipeline_stages()))
+      << b.symtensor.summary;
 }
 
 }  // namespace
