@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 namespace symtensor::compiler {
 namespace {
 
@@ -48,13 +50,12 @@ hardware::DeviceMesh plan_mesh(const Plan& plan, const hardware::Cluster& cluste
   return hardware::DeviceMesh::factored(cluster, plan.mesh_factors);
 }
 
-std::string describe_recompute(const Plan& plan) {
-  std::string s(to_string(plan.recompute));
-  if (plan.recompute_layers.empty()) return s;
-  s += " (layers ";
-  for (std::size_t i = 0; i < plan.recompute_layers.size(); ++i) s += (i ? "/" : "") + std::to_string(plan.recompute_layers[i]);
-  return s + ")";
+std::string describe_recompute(RecomputePolicy policy, const std::vector<int>& layers) {
+  if (layers.empty()) return std::string(to_string(policy));
+  return fmt::format("{} (layers {})", to_string(policy), fmt::join(layers, "/"));
 }
+
+std::string describe_recompute(const Plan& plan) { return describe_recompute(plan.recompute, plan.recompute_layers); }
 
 int Plan::pipeline_stages() const {
   if (pipeline_axis < 0) return 1;

@@ -71,6 +71,7 @@ struct Plan {
 };
 
 // "none", "selective", "full", or "full (layers 3/1)" under Plan::recompute_layers.
+std::string describe_recompute(RecomputePolicy policy, const std::vector<int>& layers);
 std::string describe_recompute(const Plan& plan);
 
 // The plan's device mesh (the cluster's mesh factored as the plan says).

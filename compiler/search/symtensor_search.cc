@@ -51,11 +51,8 @@ struct Knobs {
 };
 
 std::string describe(const Knobs& k) {
-  std::string layers;
-  for (int n : k.recompute_layers) layers += (layers.empty() ? "" : "/") + std::to_string(n);
   return "pp=" + std::to_string(k.pp) + ",m=" + std::to_string(k.m) + ",vp=" + std::to_string(k.vp) +
-         ",recompute=" + std::string(to_string(k.recompute)) + (layers.empty() ? "" : "(layers " + layers + ")") +
-         ",zero=" + std::to_string(k.zero);
+         ",recompute=" + describe_recompute(k.recompute, k.recompute_layers) + ",zero=" + std::to_string(k.zero);
 }
 
 // A move is kept when it saves more than the estimate's resolution: below half a percent
