@@ -5,7 +5,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 packages=(g++ cmake ninja-build pkg-config libonnx-dev libprotobuf-dev protobuf-compiler
   libboost-graph-dev libginac-dev libyaml-cpp-dev libbenchmark-dev libgtest-dev libgmock-dev
-  libcli11-dev nlohmann-json3-dev libfmt-dev coinor-libcbc-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev coinor-libcbc-dev libjemalloc-dev
   python3-onnx python3-numpy python3-torch python3-torchvision time  # exporters and external-data tests
   chromium clang libclang-rt-14-dev)  # report browser test; libFuzzer targets
 missing=()
