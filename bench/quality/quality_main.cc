@@ -41,6 +41,7 @@ struct Row {
   // The analytic estimate's step and its ratio to Megatron-best's estimate (0 when either
   // is missing or does not fit): the second evaluator, whose ranking should agree.
   double estimate_s = 0, estimate_ratio = 0;
+  double bound_s = 0;  // the workload's step_time_lower_bound, 0 when unknown
 };
 
 // Within the estimate's resolution two plans tie (the refinement's threshold).
@@ -78,6 +79,7 @@ std::vector<Row> run_workload(const quality::Workload& w, const std::vector<std:
     r.memory_gb = results.device_memory_bytes / 1e9;
     r.strategy = s.strategy;
     r.label = s.label;
+    r.bound_s = results.step_lower_bound_s;
     r.ok = s.ok;
     r.error = s.ok ? s.simulation_error : s.error;
     if (s.ok) {
@@ -119,7 +121,7 @@ std::string csv(const std::vector<Row>& rows) {
   std::ostringstream out;
   out << "workload,model,cluster,devices,device_memory_gb,bind,strategy,plan,status,evaluator,step_time_s,"
          "samples_per_s,tokens_per_s,mfu,ratio_to_megatron_best,peak_memory_gb,fits,search_time_s,"
-         "estimate_step_time_s,estimate_ratio_to_megatron_best,error\n";
+         "estimate_step_time_s,estimate_ratio_to_megatron_best,step_lower_bound_s,error\n";
   for (const Row& r : rows) {
     const auto& w = *r.workload;
     const std::string status = !r.ok ? "no plan" : r.fits ? "ok" : "out of memory";
@@ -134,6 +136,7 @@ std::string csv(const std::vector<Row>& rows) {
           << (r.estimate_ratio > 0 ? fmt::format("{:.3f}", r.estimate_ratio) : "");
     else
       out << ",,,,,,,,,";
+    out << ',' << (r.bound_s > 0 ? fmt::format("{:.6g}", r.bound_s) : "");
     out << ',' << csv_field(r.error) << '\n';
   }
   return out.str();
@@ -148,8 +151,8 @@ std::string throughput(const Row& r) {
 
 std::string markdown(const std::vector<Row>& rows, const std::vector<std::string>& strategies, double elapsed) {
   std::ostringstream out;
-  out << "| workload | model, cluster | strategy | plan | throughput | vs megatron-best | estimated | MFU | peak memory | search |\n"
-      << "|---|---|---|---|---:|---:|---:|---:|---:|---:|\n";
+  out << "| workload | model, cluster | strategy | plan | throughput | vs megatron-best | estimated | MFU | of bound | peak memory | search |\n"
+      << "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const Row& r : rows) {
     const auto& w = *r.workload;
     out << "| " << md_cell(w.name) << " | "
@@ -157,7 +160,7 @@ std::string markdown(const std::vector<Row>& rows, const std::vector<std::string
                                r.memory_gb))
         << " | " << r.strategy << " | ";
     if (!r.ok) {
-      out << md_cell("no plan: " + r.error) << " | | | | | | |\n";
+      out << md_cell("no plan: " + r.error) << " | | | | | | | |\n";
       continue;
     }
     std::string label = r.label;
@@ -166,7 +169,9 @@ std::string markdown(const std::vector<Row>& rows, const std::vector<std::string
     out << md_cell(label) << " | " << (r.fits ? throughput(r) : "does not fit") << " | "
         << (r.ratio > 0 ? fmt::format("{:.2f}x", r.ratio) : "-") << " | "
         << (r.estimate_ratio > 0 ? fmt::format("{:.2f}x", r.estimate_ratio) : "-") << " | "
-        << (r.fits ? fmt::format("{:.1f}%", 100 * r.mfu) : "-") << " | " << fmt::format("{:.1f} GB", r.peak_gb)
+        << (r.fits ? fmt::format("{:.1f}%", 100 * r.mfu) : "-") << " | "
+        << (r.fits && r.bound_s > 0 ? fmt::format("{:.0f}%", 100 * r.bound_s / r.step_s) : "-") << " | "
+        << fmt::format("{:.1f} GB", r.peak_gb)
         << " | " << fmt::format("{:.2f} s", r.search_s) << " |\n";
   }
   int compared = 0, agreeing = 0;
@@ -181,6 +186,22 @@ std::string markdown(const std::vector<Row>& rows, const std::vector<std::string
   out << fmt::format("\nThe two evaluators rank SymTensor against Megatron-best alike on {} of {} workloads "
                      "(within {:.1f}% is a tie){}.\n",
                      agreeing, compared, 100 * kTie, disagree.empty() ? "" : "; not on " + disagree);
+  // Headroom: Megatron-best's step over the bound, the most any plan could gain on it.
+  double most = 0;
+  std::string most_at;
+  int above_13 = 0, above_2 = 0, bounded = 0;
+  for (const Row& r : rows) {
+    if (r.strategy != "megatron" || !r.fits || r.bound_s <= 0 || r.step_s <= 0) continue;
+    const double headroom = r.step_s / r.bound_s;
+    ++bounded;
+    above_13 += headroom >= 1.3, above_2 += headroom >= 2;
+    if (headroom > most) most = headroom, most_at = r.workload->name;
+  }
+  if (bounded > 0)
+    out << fmt::format("\nHeadroom: no plan this cost model prices can be more than {:.2f}x faster than Megatron-best on "
+                       "any of the {} workloads ({}); 1.3x would be possible at most on {}, 2x on {} (`of bound`: the "
+                       "step's lower bound over the plan's step, see compiler/cost/step_bound.h).\n",
+                       most, bounded, most_at, above_13, above_2);
   std::string strategy_list;
   for (const auto& s : strategies) strategy_list += (strategy_list.empty() ? "" : ", ") + s;
   out << "\nStrategies: " << strategy_list << ". Throughput from the discrete-event simulation "

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "compiler/cost/numeric_graph.h"
+#include "compiler/cost/step_bound.h"
 #include "compiler/lowering/lower_plan.h"
 #include "compiler/onnx_import/import.h"
 #include "compiler/report/evaluate.h"
@@ -32,6 +33,12 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
   r.device_memory_bytes = cluster.device.memory_bytes;
   r.bindings = graph.symbols.bindings();
   if (auto seq = r.bindings.find("seq"); seq != r.bindings.end()) r.tokens_per_sample = seq->second;
+
+  try {
+    r.step_lower_bound_s = step_time_lower_bound(graph, cluster, StrategyOptions{});
+  } catch (const std::exception&) {
+    r.step_lower_bound_s = 0;  // no batch to spread: the table goes without the bound
+  }
 
   std::vector<Timeline> timelines;
   for (const std::string& name : options.strategies) {

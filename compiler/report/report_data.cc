@@ -109,6 +109,7 @@ nlohmann::json compare_json(const CompareResults& r) {
   nlohmann::json j{{"model", r.model}, {"cluster", r.cluster}, {"devices", r.devices},
                    {"device_memory_bytes", num(r.device_memory_bytes)}, {"bindings", r.bindings},
                    {"tokens_per_sample", num(r.tokens_per_sample)}};
+  j["step_lower_bound_s"] = r.step_lower_bound_s > 0 ? num(r.step_lower_bound_s) : nlohmann::json(nullptr);
   j["chosen"] = r.chosen >= 0 ? nlohmann::json(r.strategies[r.chosen].label) : nlohmann::json(nullptr);
   j["strategies"] = nlohmann::json::array();
   for (const auto& s : r.strategies) {

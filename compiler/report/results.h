@@ -51,6 +51,9 @@ struct CompareResults {
   double tokens_per_sample = 0;  // the bound `seq`, 0 when unknown
   std::vector<StrategyResult> strategies;
   int chosen = -1;  // index of the fastest plan that fits, -1 when none
+  // step_time_lower_bound (compiler/cost/step_bound.h): no plan steps faster; 0 when the
+  // graph has no bound batch.
+  double step_lower_bound_s = 0;
   std::vector<BreakEven> break_evens;
   Timeline timeline;  // the chosen plan's simulated step (empty when not simulated)
 
