@@ -33,7 +33,7 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
   // Dims the exporter named and inference derived (aliases), in the other dims' values.
   const GiNaC::exmap bound = others_;
   for (const auto& [name, value] : graph.symbols.aliases()) others_[graph.symbols.all().at(name)] = value.subs(bound);
-  const auto seq = graph.symbols.all().find("seq");
+  const auto seq = graph.symbols.all().find(graph.sequence_dim);
   facts_.reserve(graph.tensors().size());
   tensor_shapes_.reserve(graph.tensors().size());
   quadratic_.reserve(graph.tensors().size());

@@ -53,6 +53,7 @@ void run_fit(const FitOptions& o) {
   q.bind = o.input.bind;
   q.fusion.attention = compiler::parse_attention_mode(o.input.attention.empty() ? "fused" : o.input.attention);
   q.batch_dim = o.input.batch_dim;
+  q.sequence_dim = o.input.sequence_dim;
   q.strategy = o.strategy;
   q.options = strategy_options(o.mode, o.precision, "", "");
   q.seq_step = o.seq_step;

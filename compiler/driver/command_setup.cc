@@ -30,6 +30,7 @@ void add_model_options(CLI::App* cmd, ModelChoice& choice, const std::string& bi
   add_attention_option(cmd, choice.attention);
   cmd->add_option("--batch-dim", choice.batch_dim,
                   "the input dim that is the batch (default: `batch`, else the inputs' leading symbolic dim)");
+  cmd->add_option("--seq-dim", choice.sequence_dim, "the dim that is the sequence, tokens per sample (default: `seq`)");
 }
 
 compiler::Graph import_model(const ModelChoice& choice, bool warn_opaque) {
@@ -38,6 +39,7 @@ compiler::Graph import_model(const ModelChoice& choice, bool warn_opaque) {
   options.warn_opaque = warn_opaque;
   options.fusion.attention = compiler::parse_attention_mode(choice.attention.empty() ? "fused" : choice.attention);
   options.batch_dim = choice.batch_dim;
+  options.sequence_dim = choice.sequence_dim;
   return compiler::import_onnx_file(choice.path, options);
 }
 

@@ -27,7 +27,7 @@ void add_attention_option(CLI::App* cmd, std::string& attention);
 
 // How the model is read: --bind, --attention, --batch-dim.
 struct ModelChoice {
-  std::string path, bind, attention, batch_dim;
+  std::string path, bind, attention, batch_dim, sequence_dim;
 };
 void add_model_options(CLI::App* cmd, ModelChoice& choice, const std::string& bind_help);
 compiler::Graph import_model(const ModelChoice& choice, bool warn_opaque);

@@ -26,7 +26,7 @@ std::vector<int> loop_axes(const Plan& plan, NodeId n, int loop) {
 
 int sequence_loop_of(const Graph& graph, const IterationSpace& space) {
   const int b = loop_with_symbol(graph, space, graph.batch_dim);
-  const int s = loop_with_symbol(graph, space, "seq");
+  const int s = loop_with_symbol(graph, space, graph.sequence_dim);
   return s == b ? -1 : s;
 }
 
@@ -67,7 +67,7 @@ ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, co
   r.recompute_layers = plan.recompute_layers;
   r.schedule = plan.schedule;
   r.precision = plan.precision;
-  if (const auto seq = graph.symbols.bindings().find("seq"); seq != graph.symbols.bindings().end()) r.seq = seq->second;
+  if (const double seq = bound_sequence_length(graph); seq > 0) r.seq = seq;
 
   const std::vector<IterationSpace> spaces = node_iteration_spaces(graph);
   const TransformerStructure s = find_transformer_structure(graph, spaces);

@@ -26,7 +26,7 @@ struct ParallelRecipe {
   int micro_batch_size = 1;  // samples per micro-batch per data-parallel rank
   int micro_batches = 1;     // gradient accumulation steps
   double global_batch = 0;
-  double seq = 0;            // the value bound to `seq` (0 when unbound)
+  double seq = 0;            // the value bound to the sequence dim (0 when unbound)
   bool sp = false, distopt = false;
   int zero_stage = 0;
   RecomputePolicy recompute = RecomputePolicy::none;

@@ -57,6 +57,7 @@ Graph splice_matches(const Graph& graph, const std::vector<FusionMatch>& matches
   out.metadata = graph.metadata;
   out.symbols = graph.symbols;
   out.batch_dim = graph.batch_dim;
+  out.sequence_dim = graph.sequence_dim;
   out.unfused = graph.unfused ? graph.unfused : std::make_shared<Graph>(graph);
   std::vector<TensorId> renumbered(graph.tensors().size(), kNone);
   auto tensor = [&](TensorId old) {

@@ -159,4 +159,10 @@ std::vector<bool> weight_derived_tensors(const Graph& graph, const std::vector<N
   return derived;
 }
 
+double bound_sequence_length(const Graph& graph) {
+  const auto& bindings = graph.symbols.bindings();
+  const auto seq = bindings.find(graph.sequence_dim);
+  return seq == bindings.end() ? 0.0 : seq->second;
+}
+
 }  // namespace symtensor::compiler

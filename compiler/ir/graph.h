@@ -20,6 +20,8 @@ namespace symtensor::compiler {
 using TensorId = int;
 using NodeId = int;
 inline constexpr int kNone = -1;
+// The sequence dim of a model imported without --seq-dim.
+inline constexpr const char* kDefaultSequenceDim = "seq";
 
 using Shape = std::vector<GiNaC::ex>;
 
@@ -110,6 +112,10 @@ class Graph {
   // The dim that is the batch (a symbol of the data inputs: "batch", or the exporter's own
   // name); empty for a model whose batch is not a dim of its inputs.
   std::string batch_dim;
+  // The dim that is the sequence (tokens per sample): "seq" unless the import was told
+  // otherwise (--seq-dim). Context parallelism, the quadratic activations of attention,
+  // tokens/s and the exported recipes' sequence length read it.
+  std::string sequence_dim = kDefaultSequenceDim;
 
   // Set by the fusion pass (compiler/fusion): the graph as imported, and for each node the
   // nodes of `unfused` it stands for (just itself when no pattern matched it). Both empty
@@ -125,6 +131,9 @@ class Graph {
   std::map<std::string, TensorId> by_name_;
   BoostGraph bg_;
 };
+
+// The value bound to the graph's sequence dim; 0 when it is not bound (or not a dim).
+double bound_sequence_length(const Graph& graph);
 
 // The layer a node belongs to from its name: the path up to the first scope component
 // holding a digit ("h.3/attn/MatMul" -> "h.3"); "" when none (the operator's own name,

@@ -259,6 +259,11 @@ class Importer {
       graph_.symbols.bind(name, value);
     }
     graph_.batch_dim = find_batch_dim(options.batch_dim);
+    if (!options.sequence_dim.empty()) {
+      if (!graph_.symbols.contains(options.sequence_dim))
+        throw std::runtime_error(source_ + ": --seq-dim " + options.sequence_dim + ": " + unknown_dim_message(options.sequence_dim));
+      graph_.sequence_dim = options.sequence_dim;
+    }
     try {
       run_fusion_pass(graph_, options.fusion);
     } catch (const std::exception& e) {

@@ -34,6 +34,7 @@ struct ImportOptions {
   bool warn_opaque = true;                 // one warning per opaque op type on stderr
   FusionOptions fusion;                    // the fusion pass run on the imported graph
   std::string batch_dim;                   // --batch-dim: which input dim is the batch (default: found)
+  std::string sequence_dim;                // --seq-dim: which dim is the sequence (default: `seq`)
 };
 
 // Throws std::runtime_error with a one-line message naming the file and the problem.

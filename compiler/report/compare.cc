@@ -32,7 +32,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
   r.devices = cluster.num_devices();
   r.device_memory_bytes = cluster.device.memory_bytes;
   r.bindings = graph.symbols.bindings();
-  if (auto seq = r.bindings.find("seq"); seq != r.bindings.end()) r.tokens_per_sample = seq->second;
+  r.tokens_per_sample = bound_sequence_length(graph);
 
   try {
     r.step_lower_bound_s = step_time_lower_bound(graph, cluster, StrategyOptions{});

@@ -179,7 +179,7 @@ SweepResults run_sweep(const SweepOptions& options) {
   SweepResults r;
   r.model = options.model;
   r.bindings = graph.symbols.bindings();
-  if (auto seq = r.bindings.find("seq"); seq != r.bindings.end()) r.tokens_per_sample = seq->second;
+  r.tokens_per_sample = bound_sequence_length(graph);
   r.tokens = options.tokens;
   r.clusters = options.clusters;
   r.gpus = options.gpus;

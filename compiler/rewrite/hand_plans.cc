@@ -98,7 +98,7 @@ Plan make_hand_plan(Graph& graph, const hardware::Cluster& cluster, const HandPl
         try_cut(k, tensor_axis, spec.tensor);
       }
     } else if (spec.sequence_parallel && tensor_axis >= 0 && space.kind != OpKind::gemm) {
-      try_cut(loop_named_by(graph, space, "seq"), tensor_axis, spec.tensor);
+      try_cut(loop_named_by(graph, space, graph.sequence_dim), tensor_axis, spec.tensor);
     }
     for (const auto& axes : cut.loop_axes) {
       data_cuts += std::count(axes.begin(), axes.end(), data_axis);

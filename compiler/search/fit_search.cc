@@ -25,6 +25,7 @@ Graph import_with(const FitQuery& q, const std::map<std::string, double>& overri
   for (const auto& [k, v] : overrides) io.bindings[k] = v;
   io.fusion = q.fusion;
   io.batch_dim = q.batch_dim;
+  io.sequence_dim = q.sequence_dim;
   io.warn_opaque = false;
   return import_onnx_file(q.model, io);
 }
@@ -142,20 +143,21 @@ FitPlan fit_strategy(const FitQuery& q, const hardware::Cluster& cluster, const 
 }
 
 FitAnswer longest_sequence(const FitQuery& q, const hardware::Cluster& cluster) {
+  const std::string name = q.sequence_dim.empty() ? kDefaultSequenceDim : q.sequence_dim;
   const auto bound = parse_bindings(q.bind);
-  const auto seq = bound.find("seq");
+  const auto seq = bound.find(name);
   const double start = seq != bound.end() ? std::max<double>(q.seq_step, std::floor(seq->second / q.seq_step) * q.seq_step) : q.seq_step;
   int evaluations = 0;
   FitAnswer a = bisect_largest(start, q.seq_step, 1 << 24, [&](double s) {
     ++evaluations;
-    FitPlan p = fit_strategy(q, cluster, {{"seq", s}});
+    FitPlan p = fit_strategy(q, cluster, {{name, s}});
     if (q.progress) q.progress(fmt::format("fit: sequence {}: {}", s, p.fits ? "fits" : "does not fit"));
     return p;
   });
   if (!a.found && start > q.seq_step) {  // the bound sequence does not fit: walk down from it
     a = bisect_largest(q.seq_step, q.seq_step, start, [&](double s) {
       ++evaluations;
-      return fit_strategy(q, cluster, {{"seq", s}});
+      return fit_strategy(q, cluster, {{name, s}});
     });
   }
   a.evaluations = evaluations;

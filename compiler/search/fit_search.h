@@ -44,6 +44,7 @@ struct FitQuery {
   std::string bind;           // --bind text (batch and seq for the sequence and device queries)
   FusionOptions fusion;
   std::string batch_dim;      // --batch-dim (empty: found from the graph)
+  std::string sequence_dim;   // --seq-dim (empty: `seq`)
   std::string strategy = "symtensor";
   StrategyOptions options;
   int seq_step = 64;

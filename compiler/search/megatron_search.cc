@@ -35,10 +35,10 @@ std::vector<int> context_parallel_sizes(const Graph& graph, const TransformerStr
   std::vector<int> sizes{1};
   bool fused = false;
   for (NodeId id : s.attention) fused = fused || spaces[id].kind == OpKind::attention;
-  const auto seq = graph.symbols.bindings().find("seq");
-  if (!fused || seq == graph.symbols.bindings().end() || seq->second < 8192) return sizes;
-  for (int cp = 2; cp <= 32 && cp <= devices && seq->second / cp >= 2048; cp *= 2)
-    if (devices % cp == 0 && std::fmod(seq->second, 2.0 * cp) == 0) sizes.push_back(cp);
+  const double seq = bound_sequence_length(graph);
+  if (!fused || seq < 8192) return sizes;
+  for (int cp = 2; cp <= 32 && cp <= devices && seq / cp >= 2048; cp *= 2)
+    if (devices % cp == 0 && std::fmod(seq, 2.0 * cp) == 0) sizes.push_back(cp);
   return sizes;
 }
 

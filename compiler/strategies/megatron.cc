@@ -108,7 +108,7 @@ class MegatronBuilder {
     l.known = true;
     l.batch = loop_with_symbol(g_, spaces_[n], g_.batch_dim);
     // The first loop over the sequence (an attention's queries), other than the batch's.
-    const int s = loop_with_symbol(g_, spaces_[n], "seq");
+    const int s = loop_with_symbol(g_, spaces_[n], g_.sequence_dim);
     l.sequence = s == l.batch ? -1 : s;
     for (const LoopDim& loop : spaces_[n].loops) l.extents.push_back(numeric_extent(g_, loop.extent));
     return l;
@@ -256,12 +256,12 @@ Plan MegatronLayouts::make(const hardware::Cluster& cluster, const MegatronKnobs
   if (knobs.cp > 1) {
     // Megatron-Core splits each sequence into 2·cp chunks so that causal attention's work is
     // balanced (rank r takes chunks r and 2·cp-1-r).
-    const auto seq = graph.symbols.bindings().find("seq");
-    if (seq == graph.symbols.bindings().end())
-      throw std::runtime_error("megatron: cp=" + std::to_string(knobs.cp) + " needs a bound sequence dim 'seq'");
-    if (std::fmod(seq->second, 2.0 * knobs.cp) != 0)
+    const double seq = bound_sequence_length(graph);
+    if (seq <= 0)
+      throw std::runtime_error("megatron: cp=" + std::to_string(knobs.cp) + " needs a bound sequence dim '" + graph.sequence_dim + "'");
+    if (std::fmod(seq, 2.0 * knobs.cp) != 0)
       throw std::runtime_error("megatron: cp=" + std::to_string(knobs.cp) + " needs the sequence (" +
-                               std::to_string(static_cast<long long>(seq->second)) + ") divisible by 2·cp = " +
+                               std::to_string(static_cast<long long>(seq)) + ") divisible by 2·cp = " +
                                std::to_string(2 * knobs.cp));
   }
   plan.virtual_stages = knobs.vp;

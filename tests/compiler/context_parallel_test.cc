@@ -123,5 +123,43 @@ TEST(ContextParallel, MegatronConstraints) {
   EXPECT_TRUE(m.dp_axes.empty());
 }
 
+// A model whose exporter named the sequence dim otherwise: with --seq-dim (ImportOptions::
+// sequence_dim) it is the sequence to context parallelism, tokens/s and the quadratic
+// activations, and prices as the same model with `seq`; without, cp has no sequence.
+onnx::ModelProto with_dim_renamed(onnx::ModelProto m, const std::string& from, const std::string& to) {
+  auto rename = [&](google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* values) {
+    for (auto& v : *values)
+      for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
+        if (d.dim_param() == from) d.set_dim_param(to);
+  };
+  rename(m.mutable_graph()->mutable_input());
+  rename(m.mutable_graph()->mutable_output());
+  rename(m.mutable_graph()->mutable_value_info());
+  return m;
+}
+
+TEST(ContextParallel, FollowsTheSequenceDimTheImportNames) {
+  const onnx::ModelProto model = with_dim_renamed(models::build_model(models::preset_config("llama2-7b-tiny")), "seq", "tokens");
+  ImportOptions o;
+  o.bindings = {{"batch", kBatch}, {"tokens", kSeq}};
+  o.warn_opaque = false;
+  Graph unnamed = import_onnx_model(model, "renamed", o);
+  EXPECT_EQ(bound_sequence_length(unnamed), 0);
+  const hardware::Cluster cluster = testing::dgx(1, 4);
+  EXPECT_THROW(make_megatron_plan(unnamed, cluster, parse_megatron_knobs("tp=2,cp=2,mb=2"), StrategyOptions{}),
+               std::runtime_error);
+  o.sequence_dim = "tokens";
+  Graph named = import_onnx_model(model, "renamed", o);
+  EXPECT_EQ(named.sequence_dim, "tokens");
+  EXPECT_EQ(bound_sequence_length(named), kSeq);
+  const Plan plan = make_megatron_plan(named, cluster, parse_megatron_knobs("tp=2,cp=2,mb=2"), StrategyOptions{});
+  CpFixture f;
+  const Plan reference = f.plan("tp=2,cp=2,mb=2");
+  EXPECT_DOUBLE_EQ(estimate_step(analyze_plan(named, cluster, plan), plan, cluster).step_time_s,
+                   estimate_step(analyze_plan(f.graph, f.cluster, reference), reference, f.cluster).step_time_s);
+  o.sequence_dim = "sequence";
+  EXPECT_THROW(import_onnx_model(model, "renamed", o), std::runtime_error);
+}
+
 }  // namespace
 }  // namespace symtensor::compiler
