@@ -61,6 +61,7 @@ void add_compare_command(CLI::App& app) {
   add_cluster_options(cmd, cli->cluster);
   cmd->add_option("--bind", cli->options.bind, "dim values, e.g. batch=8,seq=2048");
   add_attention_option(cmd, cli->attention);
+  add_dim_options(cmd, cli->options.batch_dim, cli->options.sequence_dim);
   cmd->add_option("--strategies", cli->strategies, "comma-separated: symtensor,megatron,dp,zero3");
   cmd->add_option("--megatron", cli->options.megatron,
                   "fixed Megatron knobs (tp=8,pp=2,...); default: the best of a small grid");

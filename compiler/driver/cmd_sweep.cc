@@ -59,6 +59,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--gpus", cli->gpus, "GPU counts: 8,16,64 or 8..1024 (powers of two)");
   cmd->add_option("--bind", cli->options.bind, "dim values, e.g. batch=1024,seq=4096");
   add_attention_option(cmd, cli->attention);
+  add_dim_options(cmd, cli->options.batch_dim, cli->options.sequence_dim);
   cmd->add_option("--tokens", cli->options.tokens, "tokens to train (default 1e12)");
   cmd->add_option("--strategies", cli->strategies,
                   "comma-separated: symtensor,megatron,dp,zero3 (default symtensor, whose search starts from "

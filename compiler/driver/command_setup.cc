@@ -28,9 +28,13 @@ void add_attention_option(CLI::App* cmd, std::string& attention) {
 void add_model_options(CLI::App* cmd, ModelChoice& choice, const std::string& bind_help) {
   cmd->add_option("--bind", choice.bind, bind_help);
   add_attention_option(cmd, choice.attention);
-  cmd->add_option("--batch-dim", choice.batch_dim,
+  add_dim_options(cmd, choice.batch_dim, choice.sequence_dim);
+}
+
+void add_dim_options(CLI::App* cmd, std::string& batch_dim, std::string& sequence_dim) {
+  cmd->add_option("--batch-dim", batch_dim,
                   "the input dim that is the batch (default: `batch`, else the inputs' leading symbolic dim)");
-  cmd->add_option("--seq-dim", choice.sequence_dim, "the dim that is the sequence, tokens per sample (default: `seq`)");
+  cmd->add_option("--seq-dim", sequence_dim, "the dim that is the sequence, tokens per sample (default: `seq`)");
 }
 
 compiler::Graph import_model(const ModelChoice& choice, bool warn_opaque) {

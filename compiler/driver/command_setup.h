@@ -24,6 +24,8 @@ hardware::Cluster load_cluster(const ClusterChoice& choice);
 
 // --attention fused|materialized (default fused): the fusion pass's attention mode.
 void add_attention_option(CLI::App* cmd, std::string& attention);
+// --batch-dim and --seq-dim: which of the model's dims are the batch and the sequence.
+void add_dim_options(CLI::App* cmd, std::string& batch_dim, std::string& sequence_dim);
 
 // How the model is read: --bind, --attention, --batch-dim.
 struct ModelChoice {

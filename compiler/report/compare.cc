@@ -23,6 +23,8 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
   ImportOptions io;
   io.bindings = parse_bindings(options.bind);
   io.fusion = options.fusion;
+  io.batch_dim = options.batch_dim;
+  io.sequence_dim = options.sequence_dim;
   Graph graph = import_onnx_file(options.model, io);
   const NumericGraph numeric(graph);
 

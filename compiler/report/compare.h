@@ -17,6 +17,7 @@ struct CompareOptions {
   std::string model;
   FusionOptions fusion;    // the fusion pass on import (--attention)       // ONNX file
   std::string bind;        // "batch=8,seq=2048"
+  std::string batch_dim, sequence_dim;  // --batch-dim, --seq-dim (empty: found, `seq`)
   std::vector<std::string> strategies{"symtensor", "megatron", "dp", "zero3"};
   std::string megatron;    // fixed knobs; empty: the best of a small grid
   bool simulate = true;

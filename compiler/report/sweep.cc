@@ -173,6 +173,8 @@ SweepResults run_sweep(const SweepOptions& options) {
   ImportOptions io;
   io.bindings = parse_bindings(options.bind);
   io.fusion = options.fusion;
+  io.batch_dim = options.batch_dim;
+  io.sequence_dim = options.sequence_dim;
   io.warn_opaque = false;
   Graph graph = import_onnx_file(options.model, io);
 

@@ -16,6 +16,7 @@ struct SweepOptions {
   std::string model;
   FusionOptions fusion;    // the fusion pass on import (--attention)
   std::string bind;
+  std::string batch_dim, sequence_dim;  // --batch-dim, --seq-dim (empty: found, `seq`)
   std::vector<std::string> clusters;  // profile names (or paths)
   std::vector<int> gpus{8, 16, 32, 64, 128, 256};
   // The SymTensor search alone by default: it prices Megatron-LM's and data-parallel

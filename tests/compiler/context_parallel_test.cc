@@ -9,6 +9,7 @@
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/strategies/megatron.h"
 #include "onnx_models/presets.h"
+#include "tests/compiler/onnx_test_util.h"
 #include "tests/compiler/strategies_test_util.h"
 
 namespace symtensor::compiler {
@@ -126,20 +127,8 @@ TEST(ContextParallel, MegatronConstraints) {
 // A model whose exporter named the sequence dim otherwise: with --seq-dim (ImportOptions::
 // sequence_dim) it is the sequence to context parallelism, tokens/s and the quadratic
 // activations, and prices as the same model with `seq`; without, cp has no sequence.
-onnx::ModelProto with_dim_renamed(onnx::ModelProto m, const std::string& from, const std::string& to) {
-  auto rename = [&](google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* values) {
-    for (auto& v : *values)
-      for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
-        if (d.dim_param() == from) d.set_dim_param(to);
-  };
-  rename(m.mutable_graph()->mutable_input());
-  rename(m.mutable_graph()->mutable_output());
-  rename(m.mutable_graph()->mutable_value_info());
-  return m;
-}
-
 TEST(ContextParallel, FollowsTheSequenceDimTheImportNames) {
-  const onnx::ModelProto model = with_dim_renamed(models::build_model(models::preset_config("llama2-7b-tiny")), "seq", "tokens");
+  const onnx::ModelProto model = symtensor::testing::with_dim_renamed(models::build_model(models::preset_config("llama2-7b-tiny")), "seq", "tokens");
   ImportOptions o;
   o.bindings = {{"batch", kBatch}, {"tokens", kSeq}};
   o.warn_opaque = false;

@@ -105,4 +105,15 @@ inline void add_constant(onnx::ModelProto& m, const onnx::TensorProto& t) {
   a->mutable_t()->clear_name();
 }
 
+// The model with the symbolic dim `from` renamed `to` in its inputs, outputs and value
+// infos: another exporter's naming of the same model.
+inline onnx::ModelProto with_dim_renamed(onnx::ModelProto m, const std::string& from, const std::string& to) {
+  for (auto* values : {m.mutable_graph()->mutable_input(), m.mutable_graph()->mutable_output(),
+                       m.mutable_graph()->mutable_value_info()})
+    for (auto& v : *values)
+      for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
+        if (d.dim_param() == from) d.set_dim_param(to);
+  return m;
+}
+
 }  // namespace symtensor::testing
