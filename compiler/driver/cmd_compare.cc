@@ -45,9 +45,7 @@ void run(CompareCli& cli) {
               << ", peak " << compiler::format_bytes(s.peak_memory_bytes()) << (s.fits() ? "" : " (does not fit)")
               << " [" << s.evaluator() << "]\n";
   }
-  if (r.step_lower_bound_s > 0)
-    std::cout << "bound: no plan steps faster than " << compiler::format_seconds(r.step_lower_bound_s)
-              << " (all compute at the whole batch's kernel efficiency, spread over the devices, no communication)\n";
+  if (r.step_lower_bound_s > 0) std::cout << "bound: " << compiler::describe_step_lower_bound(r) << "\n";
   std::cout << (r.chosen >= 0 ? "chosen: " + r.strategies[r.chosen].label : std::string("no plan fits")) << "\n"
             << "report: " << cli.out << "/report.html (and report.md, results.csv, results.json)\n";
 }

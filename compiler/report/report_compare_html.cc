@@ -112,6 +112,7 @@ std::string compare_html(const CompareResults& r) {
   } else {
     body += "<p class=\"bad\"><b>No strategy gave a plan that fits in device memory.</b></p>\n";
   }
+  if (r.step_lower_bound_s > 0) body += "<p class=\"note\">Bound: " + html::esc(describe_step_lower_bound(r)) + ".</p>\n";
   body += "<h2>Strategies</h2>\n" + strategy_table(r);
 
   std::vector<StackedBar> bars;

@@ -66,6 +66,13 @@ std::string csv_field(const std::string& text) {
   return out + "\"";
 }
 
+std::string describe_step_lower_bound(const CompareResults& r) {
+  if (r.step_lower_bound_s <= 0) return "";
+  return "no plan steps faster than " + format_seconds(r.step_lower_bound_s) +
+         " (the step's compute at the whole batch's kernel efficiency, spread over the devices, with no "
+         "communication, bubble or recomputation)";
+}
+
 std::vector<std::string> breakdown_components() {
   return {"compute", "exposed communication", "pipeline bubble / idle", "exposed gradient sync", "pipeline sends",
           "optimizer"};

@@ -13,6 +13,8 @@ namespace symtensor::compiler {
 // The step-time components drawn in the breakdown chart, in order.
 std::vector<std::string> breakdown_components();
 std::vector<double> breakdown_values(const StrategyResult& r);
+// "no plan steps faster than 1.2 s (...)": CompareResults::step_lower_bound_s in words; "" when unknown.
+std::string describe_step_lower_bound(const CompareResults& r);
 
 std::string compare_csv(const CompareResults& r);
 nlohmann::json compare_json(const CompareResults& r);

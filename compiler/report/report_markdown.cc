@@ -23,10 +23,7 @@ std::string compare_markdown(const CompareResults& r) {
   out += "\n\n";
   if (r.chosen >= 0) out += "**Chosen: " + md(r.strategies[r.chosen].label) + "**\n\n";
   else out += "**No strategy gave a plan that fits.**\n\n";
-  if (r.step_lower_bound_s > 0)
-    out += "Bound: no plan steps faster than " + format_seconds(r.step_lower_bound_s) +
-           " (the step's compute at the whole batch's kernel efficiency, spread over the devices, with no "
-           "communication, bubble or recomputation).\n\n";
+  if (r.step_lower_bound_s > 0) out += "Bound: " + describe_step_lower_bound(r) + ".\n\n";
   out += "| strategy | step time | samples/s | tokens/s | MFU | peak memory / device | fits | search time | evaluator |\n"
          "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& s : r.strategies) {

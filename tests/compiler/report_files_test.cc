@@ -8,6 +8,7 @@
 
 #include "compiler/report/compare.h"
 #include "compiler/report/report_files.h"
+#include "compiler/report/units.h"
 #include "hardware/cluster.h"
 #include "tests/compiler/report_test_util.h"
 
@@ -116,6 +117,20 @@ TEST_F(CompareReportTest, JsonEqualsTheResults) {
   if (results_->chosen >= 0) {
     EXPECT_EQ(j["chosen"], results_->strategies[results_->chosen].label);
   }
+  ASSERT_GT(results_->step_lower_bound_s, 0);
+  EXPECT_EQ(j["step_lower_bound_s"].get<double>(), results_->step_lower_bound_s);
+}
+
+// The lower bound is below every plan's step (estimated and simulated), and every report says it.
+TEST_F(CompareReportTest, BoundIsBelowEveryPlanAndReported) {
+  for (const auto& s : results_->strategies)
+    if (s.ok) {
+      EXPECT_LT(results_->step_lower_bound_s, s.estimate.step_time_s) << s.label;
+      EXPECT_LT(results_->step_lower_bound_s, s.step_time_s()) << s.label;
+    }
+  const std::string bound = format_seconds(results_->step_lower_bound_s);
+  for (const char* file : {"/report.md", "/report.html"})
+    EXPECT_NE(symtensor::testing::read_text(*dir_ + file).find("no plan steps faster than " + bound), std::string::npos) << file;
 }
 
 TEST_F(CompareReportTest, ChosenIsTheFastestPlanThatFits) {
