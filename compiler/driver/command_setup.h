@@ -27,7 +27,7 @@ void add_attention_option(CLI::App* cmd, std::string& attention);
 // --batch-dim and --seq-dim: which of the model's dims are the batch and the sequence.
 void add_dim_options(CLI::App* cmd, std::string& batch_dim, std::string& sequence_dim);
 
-// How the model is read: --bind, --attention, --batch-dim.
+// How the model is read: --bind, --attention, --batch-dim, --seq-dim.
 struct ModelChoice {
   std::string path, bind, attention, batch_dim, sequence_dim;
 };

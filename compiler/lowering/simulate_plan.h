@@ -16,7 +16,7 @@ struct PlanSimulation {
   SimulationReport report;
 };
 
-// Tokens per sample come from the graph's `seq` binding when it has one.
+// Tokens per sample come from the graph's sequence dim (bound_sequence_length) when it is bound.
 PlanSimulation simulate_plan(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
                              const LoweringOptions& lowering = {}, const sim::SimOptions& options = {});
 

@@ -48,7 +48,7 @@ struct CompareResults {
   int devices = 0;
   double device_memory_bytes = 0;
   std::map<std::string, double> bindings;
-  double tokens_per_sample = 0;  // the bound `seq`, 0 when unknown
+  double tokens_per_sample = 0;  // bound_sequence_length: the bound sequence dim, 0 when unknown
   std::vector<StrategyResult> strategies;
   int chosen = -1;  // index of the fastest plan that fits, -1 when none
   // step_time_lower_bound (compiler/cost/step_bound.h): no plan steps faster; 0 when the

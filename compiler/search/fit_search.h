@@ -57,7 +57,7 @@ struct FitQuery {
 FitPlan fit_micro_batch(const FitQuery& q, const hardware::Cluster& cluster, int b, int* evaluations = nullptr);
 FitAnswer largest_micro_batch(const FitQuery& q, const hardware::Cluster& cluster);
 
-// The strategy's plan with the model bound as q.bind plus `overrides` ("seq" -> S).
+// The strategy's plan with the model bound as q.bind plus `overrides` (the sequence dim -> S).
 FitPlan fit_strategy(const FitQuery& q, const hardware::Cluster& cluster, const std::map<std::string, double>& overrides);
 FitAnswer longest_sequence(const FitQuery& q, const hardware::Cluster& cluster);
 // `profile`: the cluster profile (name or path) scaled as the search walks.
