@@ -14,12 +14,13 @@ std::string_view to_string(Precision p) {
     case Precision::fp16: return "fp16";
     case Precision::bf16: return "bf16";
     case Precision::fp8: return "fp8";
+    case Precision::fp4: return "fp4";
   }
   return "?";
 }
 
 std::optional<Precision> parse_precision(std::string_view text) {
-  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16, Precision::fp8}) {
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16, Precision::fp8, Precision::fp4}) {
     if (text == to_string(p)) return p;
   }
   return std::nullopt;
@@ -30,9 +31,20 @@ std::string_view to_string(LinkKind k) {
     case LinkKind::switch_fabric: return "switch";
     case LinkKind::ring: return "ring";
     case LinkKind::fat_tree: return "fat_tree";
+    case LinkKind::mesh: return "mesh";
   }
   return "?";
 }
+
+int TopologyLevel::mesh_links() const { return kind == LinkKind::mesh && size > 1 ? size - 1 : 0; }
+
+double TopologyLevel::group_bandwidth(int ranks) const {
+  const int links = mesh_links();
+  if (links == 0) return bandwidth;
+  return bandwidth * std::clamp(ranks - 1, 1, links) / links;
+}
+
+double TopologyLevel::peer_bandwidth() const { return group_bandwidth(2); }
 
 double Device::peak(Precision p) const {
   auto it = peak_flops.find(p);
@@ -92,6 +104,21 @@ int Cluster::num_devices() const {
 
 int Cluster::devices_per_node() const { return levels.empty() ? 1 : levels.front().size; }
 
+namespace {
+
+// A mesh level resized keeps the speed of its links (one per pair of GPUs), so a GPU's egress
+// toward the other members scales with their count. A mesh of one keeps one link's
+// bandwidth, so that it can grow back.
+void resize_level(TopologyLevel& level, int size) {
+  if (level.kind == LinkKind::mesh) {
+    const double link = level.size > 1 ? level.bandwidth / (level.size - 1) : level.bandwidth;
+    level.bandwidth = size > 1 ? link * (size - 1) : link;
+  }
+  level.size = size;
+}
+
+}  // namespace
+
 Cluster scale_cluster(Cluster cluster, std::optional<int> nodes, std::optional<int> gpus) {
   if (cluster.levels.empty()) throw std::runtime_error(fmt::format("cluster '{}' has no topology levels", cluster.name));
   if (nodes) {
@@ -100,7 +127,7 @@ Cluster scale_cluster(Cluster cluster, std::optional<int> nodes, std::optional<i
       throw std::runtime_error(fmt::format("--nodes: cluster '{}' has a single topology level (no inter-node level)",
                                            cluster.name));
     }
-    cluster.levels.back().size = *nodes;
+    resize_level(cluster.levels.back(), *nodes);
   }
   if (gpus) {
     int per_node = cluster.levels.front().size;
@@ -108,9 +135,9 @@ Cluster scale_cluster(Cluster cluster, std::optional<int> nodes, std::optional<i
       throw std::runtime_error(fmt::format("--gpus {}: must be between 1 and the {} GPUs of a '{}' node", *gpus,
                                            per_node, cluster.name));
     }
-    cluster.levels.front().size = *gpus;
+    resize_level(cluster.levels.front(), *gpus);
     if (!nodes) {
-      for (std::size_t l = 1; l < cluster.levels.size(); ++l) cluster.levels[l].size = 1;
+      for (std::size_t l = 1; l < cluster.levels.size(); ++l) resize_level(cluster.levels[l], 1);
     }
   }
   return cluster;

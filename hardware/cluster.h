@@ -8,7 +8,7 @@
 
 namespace symtensor::hardware {
 
-enum class Precision { fp32, tf32, fp16, bf16, fp8 };
+enum class Precision { fp32, tf32, fp16, bf16, fp8, fp4 };
 std::string_view to_string(Precision p);
 std::optional<Precision> parse_precision(std::string_view text);
 
@@ -59,7 +59,9 @@ struct Device {
   double roofline_seconds(Precision p, double flops, double bytes, double efficiency) const;
 };
 
-enum class LinkKind { switch_fabric, ring, fat_tree };
+// mesh: point-to-point links, one per pair of peers (AMD Infinity Fabric inside a node);
+// the others give every GPU its whole bandwidth whichever peers it talks to.
+enum class LinkKind { switch_fabric, ring, fat_tree, mesh };
 std::string_view to_string(LinkKind k);
 
 // One level of the interconnect, innermost first (NVSwitch inside a node, then the
@@ -68,10 +70,22 @@ std::string_view to_string(LinkKind k);
 struct TopologyLevel {
   std::string name;
   int size = 1;
-  double bandwidth = 0;  // bytes/s per GPU per direction
+  // bytes/s per GPU per direction; on a mesh the GPU's total egress over its size - 1 links
+  double bandwidth = 0;
   double latency_s = 0;
   LinkKind kind = LinkKind::switch_fabric;
   std::string link;  // human description of the hardware, e.g. "NVLink 3 via NVSwitch"
+
+  // Point-to-point links per GPU on a mesh level (size - 1); 0 on any other kind or a
+  // mesh of one.
+  int mesh_links() const;
+  // Bandwidth per direction a GPU has toward the other members of a group with `ranks` GPUs
+  // at this level: `bandwidth`, except on a mesh, where the group uses ranks - 1 of the
+  // size - 1 links: bandwidth * (ranks - 1) / (size - 1). Only a group of the whole mesh
+  // reaches the full egress.
+  double group_bandwidth(int ranks) const;
+  // Bandwidth to one peer at a time (a tree step, a send): group_bandwidth(2).
+  double peer_bandwidth() const;
 };
 
 struct Cluster {
@@ -100,6 +114,9 @@ std::string profile_directory();
 
 // `nodes` sets the outermost level's size; `gpus` sets level 0's size (part of a node, any
 // count up to the node's size) and, when `nodes` is not given, makes it a single node.
+// A resized mesh level keeps its links' speed: its bandwidth (the egress toward the level's
+// other members) becomes bandwidth / (old size - 1) * (new size - 1); a mesh of one holds
+// one link's bandwidth.
 Cluster scale_cluster(Cluster cluster, std::optional<int> nodes, std::optional<int> gpus);
 
 }  // namespace symtensor::hardware

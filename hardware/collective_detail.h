@@ -9,8 +9,11 @@ struct FlatLinks {
   int ranks = 1;
   int spanned_levels = 0;
   double alpha = 0;
+  // B_l below is the level's bandwidth for the group's r_l ranks there (group_bandwidth: on a
+  // mesh, r_l - 1 of its size - 1 links).
   double bandwidth_rails = 0;   // min over spanned levels of B_l x ranks inside level l
   double bandwidth_single = 0;  // min over spanned levels of B_l
+  double bandwidth_peer = 0;    // min over spanned levels of one peer's bandwidth (one mesh link)
 };
 
 FlatLinks flat_links(const Cluster& cluster, const GroupShape& group);

@@ -45,19 +45,33 @@ GiNaC::ex min_all(const std::vector<GiNaC::ex>& values) {
   return result;
 }
 
+// TopologyLevel::group_bandwidth: on a mesh the group's ranks - 1 of the level's links.
+GiNaC::ex group_bandwidth(const LevelSymbols& level) {
+  if (level.mesh_links.is_zero()) return level.bandwidth;
+  return level.bandwidth * (level.ranks - 1) / level.mesh_links;
+}
+// TopologyLevel::peer_bandwidth: one link of a mesh.
+GiNaC::ex peer_bandwidth(const LevelSymbols& level) {
+  if (level.mesh_links.is_zero()) return level.bandwidth;
+  return level.bandwidth / level.mesh_links;
+}
+
 GiNaC::ex flat_expr(Collective kind, CollectiveAlgorithm algorithm, const std::vector<LevelSymbols>& levels,
                     const GiNaC::ex& n) {
   GiNaC::ex p = 1;
   GiNaC::ex alpha = levels.front().latency;
-  std::vector<GiNaC::ex> rails, singles;
+  std::vector<GiNaC::ex> rails, singles, peers;
   for (const LevelSymbols& level : levels) {
-    rails.push_back(level.bandwidth * p);
-    singles.push_back(level.bandwidth);
+    const GiNaC::ex single = group_bandwidth(level);
+    rails.push_back(single * p);
+    singles.push_back(single);
+    peers.push_back(peer_bandwidth(level));
     p *= level.ranks;
     if (&level != &levels.front()) alpha = max_of(alpha, level.latency);
   }
   const GiNaC::ex br = min_all(rails);
   const GiNaC::ex bs = min_all(singles);
+  const GiNaC::ex bp = min_all(peers);
   const GiNaC::ex f = (p - 1) / p;
   const GiNaC::ex k = ceil_log2(p);
   if (kind == Collective::send_recv) return alpha + n / bs;
@@ -71,11 +85,11 @@ GiNaC::ex flat_expr(Collective kind, CollectiveAlgorithm algorithm, const std::v
     }
   }
   switch (kind) {  // tree: one partner per step, on its own link (collectives.cc)
-    case Collective::all_reduce: return 2 * k * alpha + 2 * n / bs;
+    case Collective::all_reduce: return 2 * k * alpha + 2 * n / bp;
     case Collective::all_gather:
-    case Collective::reduce_scatter: return k * alpha + f * n / bs;
-    case Collective::all_to_all: return k * alpha + k * n / (2 * bs);
-    default: return k * alpha + n / bs;
+    case Collective::reduce_scatter: return k * alpha + f * n / bp;
+    case Collective::all_to_all: return k * alpha + k * n / (2 * bp);
+    default: return k * alpha + n / bp;
   }
 }
 
@@ -86,12 +100,13 @@ GiNaC::ex hierarchical_expr(Collective kind, const std::vector<LevelSymbols>& le
   for (const LevelSymbols& level : levels) {
     const GiNaC::ex& r = level.ranks;
     const GiNaC::ex latency = (r - 1) * level.latency;
+    const GiNaC::ex b = group_bandwidth(level);
     switch (kind) {
-      case Collective::all_reduce: total += 2 * (latency + (r - 1) / r * (n / inner) / level.bandwidth); break;
+      case Collective::all_reduce: total += 2 * (latency + (r - 1) / r * (n / inner) / b); break;
       case Collective::all_gather:
-      case Collective::reduce_scatter: total += latency + (r - 1) / r * (n / inner) / level.bandwidth; break;
-      case Collective::all_to_all: total += latency + (r - 1) / r * n / level.bandwidth; break;
-      default: total += latency + n / level.bandwidth; break;
+      case Collective::reduce_scatter: total += latency + (r - 1) / r * (n / inner) / b; break;
+      case Collective::all_to_all: total += latency + (r - 1) / r * n / b; break;
+      default: total += latency + n / b; break;
     }
     inner *= r;
   }
@@ -131,7 +146,7 @@ std::vector<LevelSymbols> make_level_symbols(const Cluster& cluster) {
   for (const TopologyLevel& level : cluster.levels) {
     std::string name = identifier(level.name);
     result.push_back({GiNaC::symbol("p_" + name), GiNaC::symbol("B_" + name, "B_{" + name + "}"),
-                      GiNaC::symbol("alpha_" + name, "\\alpha_{" + name + "}")});
+                      GiNaC::symbol("alpha_" + name, "\\alpha_{" + name + "}"), level.mesh_links()});
   }
   return result;
 }

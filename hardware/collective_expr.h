@@ -2,16 +2,18 @@
 // Collective costs as GiNaC expressions, for formulas in mesh sizes and hardware constants.
 // They are the same model as collective_time() (collectives.cc), term for term:
 //
-// Flat view of a group over levels l (innermost first) with r_l ranks, B_l, alpha_l:
+// Flat view of a group over levels l (innermost first) with r_l ranks, B_l, alpha_l, where
+// on a mesh level of m_l = size - 1 links B_l is the group's share B * (r_l - 1)/m_l of the
+// GPU's egress B and a single peer gets one link, P_l = B/m_l (P_l = B_l elsewhere):
 //   p = prod r_l,  a = max alpha_l,  Bs = min B_l,  Br = min_l B_l * prod_{j<l} r_j,
-//   f = (p-1)/p,   k = ceil_log2(p)
+//   Bp = min P_l,  f = (p-1)/p,   k = ceil_log2(p)
 //                   ring                        tree
-//   all_reduce      2(p-1)a + 2f N/Br           2k a + 2N/Br
+//   all_reduce      2(p-1)a + 2f N/Br           2k a + 2N/Bp
 //   all_gather,
-//   reduce_scatter  (p-1)a + f N/Br             k a + f N/Br
-//   all_to_all      (p-1)a + f N/Bs             k a + k N/(2 Bs)
+//   reduce_scatter  (p-1)a + f N/Br             k a + f N/Bp
+//   all_to_all      (p-1)a + f N/Bs             k a + k N/(2 Bp)
 //   broadcast,
-//   reduce          (p-1)a + N/Br               k a + N/Br
+//   reduce          (p-1)a + N/Br               k a + N/Bp
 //   send_recv       a + N/Bs (every algorithm)
 // Hierarchical, with N_l = N / prod_{j<l} r_j:
 //   all_gather, reduce_scatter: sum_l (r_l-1)alpha_l + (r_l-1)/r_l N_l/B_l
@@ -34,10 +36,13 @@ DECLARE_FUNCTION_1P(ceil_log2)
 
 // One topology level the group spans: its ranks in the group, per-GPU bandwidth per
 // direction (bytes/s) and latency (s). Any of them may be a symbol or a number.
+// `mesh_links`: on a mesh level, the GPU's point-to-point links there (TopologyLevel::
+// mesh_links(), size - 1) and `bandwidth` their total egress; 0 elsewhere.
 struct LevelSymbols {
   GiNaC::ex ranks;
   GiNaC::ex bandwidth;
   GiNaC::ex latency;
+  GiNaC::ex mesh_links = 0;
 };
 
 // `levels`: the levels the group spans, innermost first (levels where the group has one

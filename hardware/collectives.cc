@@ -12,6 +12,10 @@
 // level l), because NCCL runs one ring per NIC rail so the ranks below share the traffic
 // that crosses level l. All-to-all and send/recv move every rank's own bytes over its own
 // link, so they use the smallest B_l.
+// On a mesh level (point-to-point links, one per pair of GPUs) B_l is the group's share of the
+// GPU's egress: r_l - 1 of the size - 1 links, bandwidth x (r_l - 1)/(size - 1), for rings, the
+// hierarchical phases, all-to-all and send/recv alike (a pair of GPUs gets one link). A tree
+// step exchanges with one partner, so it gets one link whatever the group.
 #include "hardware/collectives.h"
 
 #include <algorithm>
@@ -82,13 +86,14 @@ double flat_time(Collective kind, CollectiveAlgorithm algorithm, const FlatLinks
   }
   // Tree: recursive doubling / halving, binomial trees. Each step pairs a GPU with one
   // partner, so a step that leaves the node runs on that GPU's own link: unlike a ring's
-  // channels, no aggregation over the node's NICs (bandwidth_single, not bandwidth_rails).
+  // channels, no aggregation over the node's NICs (not bandwidth_rails), and on a mesh one
+  // link of the GPU's (bandwidth_peer, which is bandwidth_single on every other kind).
   switch (kind) {
-    case Collective::all_reduce: return 2 * logp * a + 2 * n / g.bandwidth_single;
+    case Collective::all_reduce: return 2 * logp * a + 2 * n / g.bandwidth_peer;
     case Collective::all_gather:
-    case Collective::reduce_scatter: return logp * a + frac * n / g.bandwidth_single;
-    case Collective::all_to_all: return logp * a + logp * n / (2 * g.bandwidth_single);
-    default: return logp * a + n / g.bandwidth_single;  // broadcast, reduce
+    case Collective::reduce_scatter: return logp * a + frac * n / g.bandwidth_peer;
+    case Collective::all_to_all: return logp * a + logp * n / (2 * g.bandwidth_peer);
+    default: return logp * a + n / g.bandwidth_peer;  // broadcast, reduce
   }
 }
 
@@ -122,12 +127,13 @@ double hierarchical_time(const Cluster& cluster, Collective kind, const GroupSha
     if (r > 1) {
       const TopologyLevel& level = cluster.levels[l];
       const double latency = (r - 1) * level.latency_s;
+      const double b = level.group_bandwidth(group.ranks_per_level[l]);
       switch (kind) {
-        case Collective::all_reduce: total += 2 * (latency + (r - 1) / r * (n / inner) / level.bandwidth); break;
+        case Collective::all_reduce: total += 2 * (latency + (r - 1) / r * (n / inner) / b); break;
         case Collective::all_gather:
-        case Collective::reduce_scatter: total += latency + (r - 1) / r * (n / inner) / level.bandwidth; break;
-        case Collective::all_to_all: total += latency + (r - 1) / r * n / level.bandwidth; break;
-        default: total += latency + n / level.bandwidth; break;  // broadcast, reduce
+        case Collective::reduce_scatter: total += latency + (r - 1) / r * (n / inner) / b; break;
+        case Collective::all_to_all: total += latency + (r - 1) / r * n / b; break;
+        default: total += latency + n / b; break;  // broadcast, reduce
       }
     }
     inner *= r;
@@ -147,10 +153,13 @@ FlatLinks flat_links(const Cluster& cluster, const GroupShape& group) {
     const int r = group.ranks_per_level[l];
     if (r > 1) {
       const TopologyLevel& level = cluster.levels[l];
-      const double rails = level.bandwidth * inner;
+      const double single = level.group_bandwidth(r);
+      const double peer = level.peer_bandwidth();
+      const double rails = single * inner;
       links.alpha = first ? level.latency_s : std::max(links.alpha, level.latency_s);
       links.bandwidth_rails = first ? rails : std::min(links.bandwidth_rails, rails);
-      links.bandwidth_single = first ? level.bandwidth : std::min(links.bandwidth_single, level.bandwidth);
+      links.bandwidth_single = first ? single : std::min(links.bandwidth_single, single);
+      links.bandwidth_peer = first ? peer : std::min(links.bandwidth_peer, peer);
       links.spanned_levels += 1;
       first = false;
     }

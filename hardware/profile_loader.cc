@@ -152,7 +152,7 @@ Device read_device(ProfileReader& r, const YAML::Node& node) {
   device.name = r.string(node, path, "name");
 
   YAML::Node peaks = r.required(node, path, "peak_tflops");
-  r.expect_map(peaks, "device.peak_tflops", {"fp32", "tf32", "fp16", "bf16", "fp8"});
+  r.expect_map(peaks, "device.peak_tflops", {"fp32", "tf32", "fp16", "bf16", "fp8", "fp4"});
   if (peaks.size() == 0) r.fail(peaks, "device.peak_tflops", "needs at least one precision");
   for (auto it = peaks.begin(); it != peaks.end(); ++it) {
     std::string key = it->first.Scalar();
@@ -205,7 +205,8 @@ TopologyLevel read_level(ProfileReader& r, const YAML::Node& node, std::size_t i
   if (kind == "switch") level.kind = LinkKind::switch_fabric;
   else if (kind == "ring") level.kind = LinkKind::ring;
   else if (kind == "fat_tree") level.kind = LinkKind::fat_tree;
-  else r.fail(node["kind"], path + ".kind", fmt::format("'{}' is not one of switch, ring, fat_tree", kind));
+  else if (kind == "mesh") level.kind = LinkKind::mesh;
+  else r.fail(node["kind"], path + ".kind", fmt::format("'{}' is not one of switch, ring, fat_tree, mesh", kind));
   return level;
 }
 

@@ -75,6 +75,17 @@ TEST(ProfileLoader, MemoryReserveIsOptionalAndBelowTheMemory) {
             "t.yaml:6:22: key 'device.memory_reserve_gb': must be >= 0, got -1");
 }
 
+TEST(ProfileLoader, MeshKindAndFp4Peak) {
+  const Cluster c = parse_cluster(replaced(replaced(kValid, "kind: switch", "kind: mesh"), "fp32: 25", "fp4: 400"), "t.yaml");
+  EXPECT_EQ(c.levels[0].kind, LinkKind::mesh);
+  EXPECT_EQ(c.levels[0].bandwidth, 100e9);  // the GPU's egress over its 3 links
+  EXPECT_EQ(c.levels[0].mesh_links(), 3);
+  EXPECT_EQ(c.device.peak(Precision::fp4), 400e12);
+  EXPECT_EQ(error_of(replaced(kValid, "fp32: 25", "fp2: 25")).find("key 'device.peak_tflops.fp2': unknown key (allowed: "
+                                                                   "fp32, tf32, fp16, bf16, fp8, fp4)"),
+            std::string("t.yaml:4:28: ").size());
+}
+
 TEST(ProfileLoader, ErrorsCarryFileLineColumnAndKey) {
   EXPECT_EQ(error_of(replaced(kValid, "memory_gb: 10", "memory_gb: lots")),
             "t.yaml:5:14: key 'device.memory_gb': expected a number, got 'lots'");
@@ -133,7 +144,7 @@ TEST(ProfileLoader, EveryBadCaseIsRejectedWithAClearMessage) {
        "key 'device.efficiency[1].min_gflop': must be larger than the previous entry's"},
       {"efficiency empty", replaced(replaced(kValid, "  efficiency:\n", "  efficiency: []\n"), "    - {min_gflop: 0, efficiency: 0.5}\n    - {min_gflop: 10, efficiency: 0.9}\n", ""),
        "key 'device.efficiency': expected a non-empty list"},
-      {"unknown link kind", replaced(kValid, "kind: switch", "kind: crossbar"), "key 'topology[0].kind': 'crossbar' is not one of switch, ring, fat_tree"},
+      {"unknown link kind", replaced(kValid, "kind: switch", "kind: crossbar"), "key 'topology[0].kind': 'crossbar' is not one of switch, ring, fat_tree, mesh"},
       {"empty topology", kValid.substr(0, kValid.find("topology:")) + "topology: []\n", "key 'topology': expected a non-empty list"},
       {"repeated level name", replaced(kValid, "name: node", "name: gpu"), "key 'topology[1].name': level name 'gpu' repeated"},
       {"level name not identifier", replaced(kValid, "name: node", "name: in-band"), "key 'topology[1].name': 'in-band' is not an identifier"},
