@@ -62,7 +62,8 @@ double Device::roofline_seconds(Precision p, double flops, double bytes, double 
 }
 
 double Device::kernel_seconds(Precision p, double flops, double bytes) const {
-  return roofline_seconds(p, flops, bytes, flops > 0 ? efficiency_for(flops) : 1);
+  const double low_precision = p == Precision::fp8 || p == Precision::fp4 ? low_precision_gemm_factor : 1;
+  return roofline_seconds(p, flops, bytes, flops > 0 ? std::min(1.0, efficiency_for(flops) * low_precision) : 1);
 }
 
 std::optional<double> Device::attention_efficiency_for(double head_dim, double seq, bool backward) const {

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "hardware/stack.h"
+
 namespace symtensor::hardware {
 
 enum class Precision { fp32, tf32, fp16, bf16, fp8, fp4 };
@@ -36,16 +38,24 @@ struct Device {
   double hbm_bandwidth = 0;                // bytes/s
   std::vector<EfficiencyPoint> efficiency; // ascending min_flops
   double kernel_launch_s = 0;
+  // Low-precision (FP8, MXFP8, NVFP4) GEMMs reach this fraction of the efficiency the curve
+  // gives at their peak (the stack's StackKernels::fp8_gemm; 1 when no stack says).
+  double low_precision_gemm_factor = 1;
+  // The fraction of memory_bytes a plan leaves free (--memory-headroom): allocator
+  // fragmentation and spikes the cost model does not see. Every "fits" respects it.
+  double memory_headroom = 0;
   // Fused attention (FlashAttention-style kernels): the kernel measured, and its efficiency
   // by head dim then sequence (ascending). Empty: attention is priced as a GEMM.
   std::string attention_kernel;
   std::vector<AttentionEfficiencyPoint> attention_efficiency;
 
   double peak(Precision p) const;               // throws if the profile lacks p
+  double usable_memory() const { return memory_bytes * (1 - memory_headroom); }
   double efficiency_for(double flops) const;    // step lookup in `efficiency`
   // Roofline time of one kernel: the larger of FLOPs at the achieved rate for its size and
   // bytes at HBM bandwidth, plus the launch overhead; 0 for no work. The one kernel-time
-  // model of SymTensor: the compiler's estimate and the simulator both use it.
+  // model of SymTensor: the compiler's estimate and the simulator both use it. At fp8 and
+  // fp4 (only GEMMs run there) the curve is scaled by low_precision_gemm_factor.
   double kernel_seconds(Precision p, double flops, double bytes) const;
   // The efficiency of a fused attention kernel: the entries of the largest head dim <= `head_dim`
   // (else the smallest), the last of those with min_seq <= `seq`. nullopt without a table.
@@ -96,6 +106,9 @@ struct Cluster {
   std::vector<TopologyLevel> levels;  // innermost first
   std::optional<double> price_per_gpu_hour;  // USD
   std::optional<double> power_w;             // per GPU
+  // The software that runs plans on it (apply_stack); Stack{}: Megatron-LM's memory
+  // conventions, kernels as the profile states them.
+  Stack stack;
 
   int num_devices() const;
   int devices_per_node() const;  // size of level 0

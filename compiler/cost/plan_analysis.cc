@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "compiler/cost/numeric_graph.h"
+#include "compiler/cost/saved_activations.h"
 #include "compiler/sharding/cut_sharding.h"
 #include "compiler/sharding/redistribution_memo.h"
 
@@ -22,20 +23,21 @@ double StageMemory::peak() const {
 
 namespace {
 
-// Bytes per parameter for mixed-precision Adam (ZeRO paper): 2 (16-bit weights) + 2
-// (16-bit gradients) + 12 (fp32 master weights, momentum, variance), sharded over the
-// data-parallel group N by ZeRO stage: 1 shards the 12, 2 also the gradients, 3 all.
+// Bytes per parameter of mixed-precision Adam as the stack keeps them (hardware::StackMemory:
+// Megatron 2 + 4 + 4 + 8, the ZeRO paper's DeepSpeed 2 + 2 + 4 + 8, FSDP2's fp32 shards
+// 4 + 4 + 8), sharded over the data-parallel group N by ZeRO stage: 1 shards the master
+// weights and the optimizer's moments, 2 also the gradients, 3 everything.
 struct StateBytes {
   double params, grads, optimizer;
 };
 
-StateBytes model_state_bytes(int zero_stage, double n, bool train) {
-  if (!train) return {2, 0, 0};
+StateBytes model_state_bytes(const hardware::StackMemory& m, int zero_stage, double n) {
+  const double optimizer = m.master_weights + m.optimizer;
   switch (zero_stage) {
-    case 0: return {2, 2, 12};
-    case 1: return {2, 2, 12 / n};
-    case 2: return {2, 2 / n, 12 / n};
-    default: return {2 / n, 2 / n, 12 / n};
+    case 0: return {m.weights, m.gradients, optimizer};
+    case 1: return {m.weights, m.gradients, optimizer / n};
+    case 2: return {m.weights, m.gradients / n, optimizer / n};
+    default: return {m.weights / n, m.gradients / n, optimizer / n};
   }
 }
 
@@ -43,8 +45,8 @@ void add_working_buffers(StageMemory& m, const OpWork& w) {
   if (w.buffer_bytes > m.working_buffers) m.working_buffers = w.buffer_bytes, m.working_buffers_node = w.node;
 }
 
-void add_model_state(StageMemory& m, double local_elements, int zero, double ways) {
-  const StateBytes b = model_state_bytes(zero, ways, true);
+void add_model_state(StageMemory& m, const hardware::StackMemory& stack, double local_elements, int zero, double ways) {
+  const StateBytes b = model_state_bytes(stack, zero, ways);
   m.parameters += local_elements * b.params;
   m.gradients += local_elements * b.grads;
   m.optimizer += local_elements * b.optimizer;
@@ -267,7 +269,7 @@ class Analyzer {
     PlanAnalysis& a = state_.analysis;
     a.stage_memory.assign(stages, StageMemory{});
     a.p2p_bytes.assign(std::max(stages - 1, 0), 0.0);
-    a.device_memory = cluster_.device.memory_bytes;
+    a.device_memory = cluster_.device.usable_memory();
     for (OpWork& w : a.ops) {
       w.saved_bytes = 0, w.recomputed = false;  // add_activations' part
       add_working_buffers(a.stage_memory[w.stage], w);
@@ -304,7 +306,7 @@ class Analyzer {
         for (PlanAnalyzer::State::ParamGroup& g : state_.param_groups) {
           const ParamPrices p = prices(g, zero);
           params->add(g.stage, g.unit, g.local_elements, !g.axes.empty(), p.grad_sync, p.gather, p.regather);
-          add_model_state(params->memory[g.stage], g.local_elements, zero, g.ways);
+          add_model_state(params->memory[g.stage], cluster_.stack.memory, g.local_elements, zero, g.ways);
         }
         params->finish(zero, params->memory);
       } else {
@@ -324,7 +326,7 @@ class Analyzer {
       memory[s].reserve = cluster_.device.memory_reserve_bytes;
     }
     const double optimizer_s = train ? optimizer_seconds(memory, cluster_.device.hbm_bandwidth) : 0;
-    state_.totals = assemble_totals(*ops, *params, *sums.p2p_bytes, memory, optimizer_s, plan_, cluster_.device.memory_bytes);
+    state_.totals = assemble_totals(*ops, *params, *sums.p2p_bytes, memory, optimizer_s, plan_, cluster_.device.usable_memory());
     return state_.totals;
   }
 
@@ -702,6 +704,10 @@ class Analyzer {
       const double bytes = local_elements(t, out) * element_bytes(t);
       local_bytes += bytes;
       w.buffer_bytes += bytes;
+      // In training a graph output feeds the loss, which the stacks compute on an fp32 copy
+      // (a language model's logits: StackMemory::loss_per_logit bytes each in all).
+      if (train && ng_.facts(t).graph_output && ng_.facts(t).floating)
+        w.buffer_bytes += local_elements(t, out) * std::max(0.0, cluster_.stack.memory.loss_per_logit - element_bytes(t));
       // A partial graph output is summed where it is produced.
       if (ng_.facts(t).graph_output && out.partial_axes() != 0)
         for (auto& op : redistribute(t, out.sharding(), without_partial(out.sharding()))) w.fwd_comm.push_back(std::move(op));
@@ -789,7 +795,8 @@ class Analyzer {
   // Seconds of one parameter's collectives at a ZeRO stage (0 where it asks for none):
   // the gradients' all-reduce, or reduce-scatter from ZeRO-2; ZeRO-1/2's (and the
   // distributed optimizer's) all-gather of the updated weights after the step; ZeRO-3's
-  // all-gather before use. Gradients and weights are 16-bit.
+  // all-gather before use. Gradients and weights move in the stack's dtypes
+  // (StackMemory::gradient_reduce, weight_gather).
   struct ParamPrices {
     double grad_sync = 0, regather = 0, gather = 0;
   };
@@ -797,18 +804,19 @@ class Analyzer {
     ParamPrices p;
     if (g.axes.empty()) return p;
     using hardware::Collective;
-    const double bytes = g.local_elements * 2;
-    p.grad_sync = zero >= 2 ? price(g, Collective::reduce_scatter, bytes, g.reduce_scatter_s)
-                            : price(g, Collective::all_reduce, bytes, g.all_reduce_s);
-    if (zero == 1 || zero == 2) p.regather = price(g, Collective::all_gather, bytes, g.all_gather_s);
-    if (zero >= 3) p.gather = price(g, Collective::all_gather, bytes, g.all_gather_s);
+    const double grad_bytes = g.local_elements * cluster_.stack.memory.gradient_reduce;
+    const double weight_bytes = g.local_elements * cluster_.stack.memory.weight_gather;
+    p.grad_sync = zero >= 2 ? price(g, Collective::reduce_scatter, grad_bytes, g.reduce_scatter_s)
+                            : price(g, Collective::all_reduce, grad_bytes, g.all_reduce_s);
+    if (zero == 1 || zero == 2) p.regather = price(g, Collective::all_gather, weight_bytes, g.all_gather_s);
+    if (zero >= 3) p.gather = price(g, Collective::all_gather, weight_bytes, g.all_gather_s);
     return p;
   }
 
   // `ops` holds one collective of the parameter's group (none when not `wanted`), reusing
   // the vector's storage.
-  static void set_param_comm(std::vector<CommOp>& ops, bool wanted, double seconds,
-                             const PlanAnalyzer::State::ParamGroup& g, hardware::Collective kind) {
+  void set_param_comm(std::vector<CommOp>& ops, bool wanted, double seconds, const PlanAnalyzer::State::ParamGroup& g,
+                      hardware::Collective kind) const {
     if (!wanted || g.axes.empty()) {
       ops.clear();
       return;
@@ -818,7 +826,8 @@ class Analyzer {
     op.kind = kind;
     op.axes = g.axes;
     op.group = g.group;
-    op.bytes = g.local_elements * 2;
+    const hardware::StackMemory& m = cluster_.stack.memory;
+    op.bytes = g.local_elements * (kind == hardware::Collective::all_gather ? m.weight_gather : m.gradient_reduce);
     op.seconds = seconds;
     op.tensor = g.tensor;
   }
@@ -840,7 +849,7 @@ class Analyzer {
                      zero >= 2 ? Collective::reduce_scatter : Collective::all_reduce);
       set_param_comm(p.regather, zero == 1 || zero == 2, seconds.regather, g, Collective::all_gather);
       set_param_comm(p.gather, zero >= 3, seconds.gather, g, Collective::all_gather);
-      add_model_state(a.stage_memory[g.stage], p.local_elements, zero, g.ways);
+      add_model_state(a.stage_memory[g.stage], cluster_.stack.memory, p.local_elements, zero, g.ways);
       units.add(g.stage, g.unit, g.local_elements, !g.axes.empty(), 0, 0, 0);
     }
     units.finish(zero, a.stage_memory);
@@ -866,9 +875,7 @@ class Analyzer {
       return;
     }
     auto kept = [&](const SavedTensor& s, NodeId holder) {
-      if (!in_recomputed_layer_[holder]) return true;
-      const NodeId producer = graph_.tensor(s.tensor).producer;
-      return producer == kNone || ng_.node_layers()[producer] != ng_.node_layers()[holder];
+      return !in_recomputed_layer_[holder] || read_from_outside_its_layer(ng_, s, holder);
     };
     add_saved(ng_.saved_tensors(), kept, per_stage, by_node);
   }
@@ -878,8 +885,7 @@ class Analyzer {
                  std::vector<double>& per_stage, const std::vector<OpWork*>* by_node) const {
     for (const SavedTensor& s : saved) {
       if (plan_.recompute == RecomputePolicy::selective && s.quadratic_in_sequence) continue;
-      const Tensor& t = graph_.tensor(s.tensor);
-      NodeId holder = s.saved_by != kNone ? s.saved_by : (t.consumers.empty() ? kNone : t.consumers[0]);
+      const NodeId holder = saved_tensor_holder(graph_, s);
       if (holder == kNone) continue;
       if (kept && !kept(s, holder)) continue;
       const double elements = produced_sharding(s.tensor)

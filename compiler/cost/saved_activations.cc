@@ -50,8 +50,11 @@ std::vector<SavedTensor> saved_tensors(const NumericGraph& ng) {
   for (TensorId t = 0; t < static_cast<TensorId>(g.tensors().size()); ++t) {
     const Tensor& tensor = g.tensor(t);
     if (tensor.producer == kNone || !elementwise(tensor.producer)) continue;
+    // A region stays inside one layer (NumericGraph::node_layers): a layer's input is what the
+    // layer keeps, even where the last layer's residual add feeds the next one's RMSNorm.
     bool internal = !tensor.is_graph_output;
-    for (NodeId c : tensor.consumers) internal = internal && elementwise(c);
+    for (NodeId c : tensor.consumers)
+      internal = internal && elementwise(c) && ng.node_layers()[c] == ng.node_layers()[tensor.producer];
     if (internal)
       for (NodeId c : tensor.consumers) regions.join(tensor.producer, c);
   }
@@ -106,9 +109,35 @@ std::vector<SavedTensor> saved_tensors(const NumericGraph& ng) {
   return saved;
 }
 
+bool read_from_outside_its_layer(const NumericGraph& ng, const SavedTensor& s, NodeId holder) {
+  const int layer = ng.node_layers()[holder];
+  if (layer < 0) return false;
+  const NodeId producer = ng.graph().tensor(s.tensor).producer;
+  return producer == kNone || ng.node_layers()[producer] != layer;
+}
+
+NodeId saved_tensor_holder(const Graph& g, const SavedTensor& s) {
+  if (s.saved_by != kNone) return s.saved_by;
+  const Tensor& t = g.tensor(s.tensor);
+  return t.consumers.empty() ? kNone : t.consumers[0];
+}
+
 std::vector<SavedTensor> layer_checkpoints(const NumericGraph& ng) {
   const Graph& g = ng.graph();
   std::vector<SavedTensor> saved;
+  if (ng.num_layers() > 0) {
+    // Whatever the layer's normalization is made of (LayerNormalization, an exported RMSNorm's
+    // Pow/ReduceMean/Sqrt/Div/Mul, none at all): each layer keeps what it reads from outside
+    // itself; the operators outside the layers (embedding, final norm, head) are not
+    // recomputed and keep what they would without recomputation.
+    for (const SavedTensor& s : ng.saved_tensors()) {
+      const NodeId holder = saved_tensor_holder(g, s);
+      if (holder != kNone && (ng.node_layers()[holder] < 0 || read_from_outside_its_layer(ng, s, holder))) saved.push_back(s);
+    }
+    return saved;
+  }
+  // Without layer scopes in the node names: the input of every other normalization (pre-norm
+  // transformer layers have two), else the graph inputs.
   int norms = 0;
   for (NodeId id : ng.topological_order()) {
     if (ng.node(id).kind != OpKind::normalization) continue;

@@ -19,8 +19,16 @@ namespace symtensor::compiler {
 // Every tensor kept for backward, each once.
 std::vector<SavedTensor> saved_tensors(const NumericGraph& graph);
 
-// Tensors kept under full recompute: the input of every layer (the input of every other
-// normalization in order: pre-norm transformer layers have two), or the graph inputs.
+// Tensors kept under full recompute. With layers (NumericGraph::node_layers): what each layer
+// reads from outside itself (its input, rotary tables), and what the operators outside the
+// layers keep without recomputation. Without: the input of every other normalization in
+// order (pre-norm transformer layers have two), or the graph inputs.
 std::vector<SavedTensor> layer_checkpoints(const NumericGraph& graph);
+
+// Whether `holder`, inside a layer, reads `s` from outside that layer (a layer input).
+bool read_from_outside_its_layer(const NumericGraph& graph, const SavedTensor& s, NodeId holder);
+
+// The operator that keeps `s` (its saver, else the tensor's first consumer; kNone if neither).
+NodeId saved_tensor_holder(const Graph& graph, const SavedTensor& s);
 
 }  // namespace symtensor::compiler

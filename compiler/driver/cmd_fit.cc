@@ -64,7 +64,7 @@ void run_fit(const FitOptions& o) {
   if (o.only.empty() || o.only == "micro-batch")
     print("micro-batch", compiler::largest_micro_batch(q, cluster), "samples", false);
   if (o.only.empty() || o.only == "sequence") print("sequence", compiler::longest_sequence(q, cluster), "tokens", false);
-  if (o.only.empty() || o.only == "devices") print("devices", compiler::fewest_devices(q, o.cluster.profile), "devices", true);
+  if (o.only.empty() || o.only == "devices") print("devices", compiler::fewest_devices(q, cluster), "devices", true);
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ struct SweepCli {
 void run(SweepCli& cli) {
   cli.options.clusters = split_list(cli.clusters, "--clusters");
   for (const auto& name : cli.options.clusters) hardware::load_cluster(name);  // a bad name fails now, not per point
+  hardware::with_software(hardware::load_cluster(cli.options.clusters.front()), cli.options.software);  // so does a bad stack
   cli.options.strategies = strategy_list(cli.strategies, "--strategies");
   sim::check_output_dir(cli.out, "-o");
   cli.options.gpus = compiler::parse_gpu_counts(cli.gpus);
@@ -58,6 +59,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--clusters", cli->clusters, "comma-separated hardware profiles")->required();
   cmd->add_option("--gpus", cli->gpus, "GPU counts: 8,16,64 or 8..1024 (powers of two)");
   cmd->add_option("--bind", cli->options.bind, "dim values, e.g. batch=1024,seq=4096");
+  add_software_options(cmd, cli->options.software);
   add_attention_option(cmd, cli->attention);
   add_dim_options(cmd, cli->options.batch_dim, cli->options.sequence_dim);
   cmd->add_option("--tokens", cli->options.tokens, "tokens to train (default 1e12)");

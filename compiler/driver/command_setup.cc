@@ -11,10 +11,20 @@ void add_cluster_options(CLI::App* cmd, ClusterChoice& choice) {
       ->required();
   cmd->add_option("--nodes", choice.nodes, "number of nodes (size of the outermost level)");
   cmd->add_option("--gpus", choice.gpus, "GPUs used in each node");
+  add_software_options(cmd, choice.software);
+}
+
+void add_software_options(CLI::App* cmd, hardware::Software& software) {
+  cmd->add_option("--stack", software.stack,
+                  "the software that runs the plan: megatron (default), torchtitan, deepspeed, jax or a .yaml path "
+                  "(its memory conventions and kernel speed; hardware/stacks/README.md)");
+  cmd->add_option("--memory-headroom", software.memory_headroom,
+                  "share of device memory a plan leaves free, beside the profile's reserve (default 0.05)");
 }
 
 hardware::Cluster load_cluster(const ClusterChoice& choice) {
-  return hardware::scale_cluster(hardware::load_cluster(choice.profile), choice.nodes, choice.gpus);
+  return hardware::with_software(hardware::scale_cluster(hardware::load_cluster(choice.profile), choice.nodes, choice.gpus),
+                                 choice.software);
 }
 
 void add_attention_option(CLI::App* cmd, std::string& attention) {

@@ -16,10 +16,14 @@ namespace symtensor::driver {
 struct ClusterChoice {
   std::string profile;  // a name, NAMExNODES or a .yaml path
   std::optional<int> nodes, gpus;
+  hardware::Software software;  // --stack, --memory-headroom
 };
 
-// --cluster (required), --nodes, --gpus.
+// --cluster (required), --nodes, --gpus, and the software options (add_software_options).
 void add_cluster_options(CLI::App* cmd, ClusterChoice& choice);
+// --stack and --memory-headroom.
+void add_software_options(CLI::App* cmd, hardware::Software& software);
+// The profile scaled, with the stack applied and the headroom set.
 hardware::Cluster load_cluster(const ClusterChoice& choice);
 
 // --attention fused|materialized (default fused): the fusion pass's attention mode.

@@ -42,6 +42,7 @@ struct Plan {
   std::string strategy;  // "symtensor", "megatron", "dp", "zero3", "ilp", "file"
   std::string model;     // model file, for the record
   std::string cluster;   // cluster profile name
+  std::string stack = "megatron";  // the software stack it was priced for (hardware::Stack::name)
   ExecutionMode mode = ExecutionMode::train;
   hardware::Precision precision = hardware::Precision::bf16;
 

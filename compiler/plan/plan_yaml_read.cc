@@ -168,7 +168,7 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   } catch (const YAML::ParserException& e) {
     throw std::runtime_error(fmt::format("{}:{}: {}", source, e.mark.line + 1, e.msg));
   }
-  r.only_keys(root, "", {"format", "strategy", "model", "cluster", "mode", "precision", "mesh", "batch", "schedule",
+  r.only_keys(root, "", {"format", "strategy", "model", "cluster", "stack", "mode", "precision", "mesh", "batch", "schedule",
                          "virtual_stages", "recompute", "recompute_layers", "zero_stage", "distributed_optimizer", "sequence_parallel",
                          "context_parallel_comm", "nodes",
                          "tensors", "predicted"});
@@ -178,6 +178,7 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   plan.strategy = r.get<std::string>(root, "strategy", "strategy");
   plan.model = r.get<std::string>(root, "model", "model");
   plan.cluster = r.get<std::string>(root, "cluster", "cluster");
+  if (root["stack"].IsDefined()) plan.stack = r.get<std::string>(root, "stack", "stack");
   plan.mode = r.parse(root, "mode", "mode", [](const std::string& s) { return parse_execution_mode(s); });
   plan.precision = r.parse(root, "precision", "precision", [](const std::string& s) {
     auto p = hardware::parse_precision(s);

@@ -49,8 +49,9 @@ std::vector<int> parse_gpu_counts(const std::string& text) {
   return out;
 }
 
-hardware::Cluster cluster_of_size(const std::string& name, int gpus) {
-  hardware::Cluster base = hardware::load_cluster(name);
+namespace {
+
+hardware::Cluster scaled_to(const hardware::Cluster& base, const std::string& name, int gpus) {
   const int per_node = base.devices_per_node();
   if (gpus <= per_node) return hardware::scale_cluster(base, std::nullopt, gpus);
   if (gpus % per_node != 0)
@@ -58,8 +59,6 @@ hardware::Cluster cluster_of_size(const std::string& name, int gpus) {
                              std::to_string(per_node) + "-GPU nodes");
   return hardware::scale_cluster(base, gpus / per_node, std::nullopt);
 }
-
-namespace {
 
 // The best plan of one cluster and size.
 SweepPoint sweep_point(Graph& graph, const SweepOptions& options, const std::string& name, int gpus,
@@ -69,7 +68,7 @@ SweepPoint sweep_point(Graph& graph, const SweepOptions& options, const std::str
   p.gpus = gpus;
   std::optional<EvaluatedPlan> best;
   try {
-    const hardware::Cluster cluster = cluster_of_size(name, gpus);
+    const hardware::Cluster cluster = cluster_of_size(name, gpus, options.software);
     p.memory_capacity_bytes = cluster.device.memory_bytes;
     p.price_per_gpu_hour = cluster.price_per_gpu_hour.value_or(0);
     for (const std::string& strategy : options.strategies) {
@@ -151,6 +150,10 @@ SweepPoint point_from_text(const std::string& text) {
 }
 
 }  // namespace
+
+hardware::Cluster cluster_of_size(const std::string& name, int gpus, const hardware::Software& software) {
+  return hardware::with_software(scaled_to(hardware::load_cluster(name), name, gpus), software);
+}
 
 std::pair<int, int> parse_shard(const std::string& text) {
   const auto slash = text.find('/');

@@ -18,6 +18,7 @@ struct SweepOptions {
   std::string bind;
   std::string batch_dim, sequence_dim;  // --batch-dim, --seq-dim (empty: found, `seq`)
   std::vector<std::string> clusters;  // profile names (or paths)
+  hardware::Software software;        // --stack, --memory-headroom: the same on every cluster
   std::vector<int> gpus{8, 16, 32, 64, 128, 256};
   // The SymTensor search alone by default: it prices Megatron-LM's and data-parallel
   // layouts as its seeds. Baselines are `compare`'s job; add them here to see them win.
@@ -31,9 +32,9 @@ struct SweepOptions {
 // "8,16,64" or "8..1024" (powers of two, both ends included). Throws on bad text.
 std::vector<int> parse_gpu_counts(const std::string& text);
 
-// The cluster `name` resized to `gpus` devices: part of one node, or whole nodes. Throws
-// when `gpus` is not a multiple of the GPUs per node above one node.
-hardware::Cluster cluster_of_size(const std::string& name, int gpus);
+// The cluster `name` resized to `gpus` devices: part of one node, or whole nodes, run by
+// `software`. Throws when `gpus` is not a multiple of the GPUs per node above one node.
+hardware::Cluster cluster_of_size(const std::string& name, int gpus, const hardware::Software& software = {});
 
 // "K/N" with 1 <= K <= N. Throws "--shard: ..." on bad text.
 std::pair<int, int> parse_shard(const std::string& text);

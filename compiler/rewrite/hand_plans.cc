@@ -51,6 +51,7 @@ Plan make_hand_plan(Graph& graph, const hardware::Cluster& cluster, const HandPl
   plan.strategy = "hand";
   plan.model = graph.source;
   plan.cluster = cluster.name;
+  plan.stack = cluster.stack.name;
   plan.mode = ExecutionMode::infer;
   const int levels = static_cast<int>(cluster.levels.size());
   std::vector<int> inner;

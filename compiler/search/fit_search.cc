@@ -164,8 +164,7 @@ FitAnswer longest_sequence(const FitQuery& q, const hardware::Cluster& cluster) 
   return a;
 }
 
-FitAnswer fewest_devices(const FitQuery& q, const std::string& profile) {
-  const hardware::Cluster base = hardware::load_cluster(profile);
+FitAnswer fewest_devices(const FitQuery& q, const hardware::Cluster& base) {
   const int per_node = base.levels.empty() ? 1 : base.levels.front().size;
   std::vector<std::pair<int, int>> sizes;  // (nodes, gpus per node)
   for (int g = 1; g < per_node; g *= 2) sizes.emplace_back(1, g);

@@ -60,7 +60,7 @@ FitAnswer largest_micro_batch(const FitQuery& q, const hardware::Cluster& cluste
 // The strategy's plan with the model bound as q.bind plus `overrides` (the sequence dim -> S).
 FitPlan fit_strategy(const FitQuery& q, const hardware::Cluster& cluster, const std::map<std::string, double>& overrides);
 FitAnswer longest_sequence(const FitQuery& q, const hardware::Cluster& cluster);
-// `profile`: the cluster profile (name or path) scaled as the search walks.
-FitAnswer fewest_devices(const FitQuery& q, const std::string& profile);
+// `base`: the cluster (its profile, stack and headroom) scaled as the search walks.
+FitAnswer fewest_devices(const FitQuery& q, const hardware::Cluster& base);
 
 }  // namespace symtensor::compiler

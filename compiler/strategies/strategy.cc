@@ -20,6 +20,7 @@ Plan plan_skeleton(const std::string& strategy, const Graph& graph, const hardwa
   plan.strategy = strategy;
   plan.model = graph.source;
   plan.cluster = cluster.name;
+  plan.stack = cluster.stack.name;
   plan.mode = options.mode;
   plan.precision = options.precision;
   if (graph.batch_dim.empty()) {

@@ -167,6 +167,17 @@ Plan data_parallel_plan(Graph& g, int n) {
   return plan;
 }
 
+// Model states of one data-parallel rank over N = 8, per ZeRO stage, under a stack.
+double model_state_bytes(Graph& g, const hardware::Cluster& cluster, int zero, bool distributed_optimizer = false) {
+  Plan plan = data_parallel_plan(g, 8);
+  plan.zero_stage = zero;
+  plan.distributed_optimizer = distributed_optimizer;
+  plan.global_batch = 8;
+  const StageMemory& m = analyze_plan(g, cluster, plan).stage_memory.at(0);
+  return m.parameters + m.gradients + m.optimizer;
+}
+
+// The ZeRO paper's counts are DeepSpeed's: 16Ψ, 4Ψ+12Ψ/N, 2Ψ+14Ψ/N, 16Ψ/N.
 TEST(ModelState, ZeroStagesMatchPublishedBytesPerParameter) {
   ImportOptions o;
   o.bindings = {{"batch", 8.0}, {"seq", 128.0}};
@@ -175,14 +186,24 @@ TEST(ModelState, ZeroStagesMatchPublishedBytesPerParameter) {
   ASSERT_EQ(psi, 12 * 256 * 256 + 4 * 256);
   const double n = 8;
   const double expected[] = {16 * psi, 4 * psi + 12 * psi / n, 2 * psi + 14 * psi / n, 16 * psi / n};
-  for (int zero = 0; zero <= 3; ++zero) {
-    Plan plan = data_parallel_plan(g, 8);
-    plan.zero_stage = zero;
-    plan.global_batch = 8;
-    const PlanAnalysis a = analyze_plan(g, one_node(8), plan);
-    const StageMemory& m = a.stage_memory.at(0);
-    EXPECT_DOUBLE_EQ(m.parameters + m.gradients + m.optimizer, expected[zero]) << "ZeRO-" << zero;
-  }
+  const hardware::Cluster deepspeed = hardware::apply_stack(one_node(8), hardware::load_stack("deepspeed"));
+  for (int zero = 0; zero <= 3; ++zero) EXPECT_DOUBLE_EQ(model_state_bytes(g, deepspeed, zero), expected[zero]) << "ZeRO-" << zero;
+}
+
+// Megatron-LM keeps fp32 main gradients in bf16 training: 18 bytes per parameter, and with
+// the distributed optimizer its documented 6 + 12/d. FSDP2 (torchtitan) shards its fp32
+// parameters, gradients and moments: 16/N.
+TEST(ModelState, StacksKeepTheirOwnBytesPerParameter) {
+  ImportOptions o;
+  o.bindings = {{"batch", 8.0}, {"seq", 128.0}};
+  Graph g = import_onnx_model(symtensor::testing::gpt_training_layer(256, 4), "layer", o);
+  const double psi = 12 * 256 * 256 + 4 * 256, d = 8;
+  const hardware::Cluster megatron = hardware::apply_stack(one_node(8), hardware::load_stack("megatron"));
+  EXPECT_DOUBLE_EQ(model_state_bytes(g, megatron, 0), 18 * psi);
+  EXPECT_DOUBLE_EQ(model_state_bytes(g, megatron, 0, true), (6 + 12 / d) * psi);
+  EXPECT_DOUBLE_EQ(model_state_bytes(g, one_node(8), 0, true), (6 + 12 / d) * psi);  // the default stack
+  const hardware::Cluster torchtitan = hardware::apply_stack(one_node(8), hardware::load_stack("torchtitan"));
+  EXPECT_DOUBLE_EQ(model_state_bytes(g, torchtitan, 3), 16 * psi / d);
 }
 
 TEST(ModelState, DataParallelGradientVolumeEqualsParameterBytes) {
@@ -198,7 +219,7 @@ TEST(ModelState, DataParallelGradientVolumeEqualsParameterBytes) {
       EXPECT_EQ(op.kind, hardware::Collective::all_reduce);
       bytes += op.bytes;
     }
-  EXPECT_DOUBLE_EQ(bytes, 2.0 * (12 * 256 * 256 + 4 * 256));  // 16-bit gradients of every parameter
+  EXPECT_DOUBLE_EQ(bytes, 4.0 * (12 * 256 * 256 + 4 * 256));  // every parameter's gradient, in Megatron's fp32
   // No activation communication in pure data parallelism.
   for (const OpWork& w : a.ops) EXPECT_TRUE(w.fwd_comm.empty() && w.bwd_comm.empty()) << g.node(w.node).name;
   const StepEstimate e = estimate_step(a, plan, one_node(8));

@@ -62,11 +62,11 @@ TEST(TiedWeights, DataParallelReducesTheEmbeddingGradientOncePerStep) {
   for (const ParamWork& p : a.params) {
     if (p.tensor != m.embedding) continue;
     found = true;
-    // One all-reduce over the four data-parallel ranks of the whole 16-bit V x h gradient:
-    // the lookup's and the head's gradients summed locally first.
+    // One all-reduce over the four data-parallel ranks of the whole V x h gradient (fp32, as
+    // Megatron-LM reduces bf16 training's gradients): the lookup's and the head's summed first.
     ASSERT_EQ(p.grad_sync.size(), 1u);
     EXPECT_EQ(p.grad_sync[0].kind, hardware::Collective::all_reduce);
-    EXPECT_DOUBLE_EQ(p.grad_sync[0].bytes, 2.0 * kTiedVocab * kTiedHidden);
+    EXPECT_DOUBLE_EQ(p.grad_sync[0].bytes, 4.0 * kTiedVocab * kTiedHidden);
   }
   EXPECT_TRUE(found);
 }

@@ -78,6 +78,28 @@ TEST(RecomputeLayers, NoneOfThemIsNoRecomputationAndEachLayerSavesTheSame) {
 
 // The simulator runs what the analysis marks: recomputing 2 of 4 layers lands between no
 // recomputation and recomputing all four, and the estimate follows it.
+// The zoo's LLaMA writes RMSNorm as exporters do (Pow, ReduceMean, Add, Sqrt, Div, Mul): no
+// normalization operator marks a layer's start. Full recomputation still keeps each layer's
+// input, 2·s·b·h bytes in 16-bit (Korthikanti et al.'s "full recompute" row), and nothing else
+// per layer: one more pair of layers adds exactly that.
+TEST(RecomputeLayers, FullRecomputationOfADecomposedRmsNormModelKeepsEachLayerInput) {
+  const double batch = 16, seq = 32, hidden = 64;  // llama2-7b-tiny's hidden size
+  const hardware::Cluster cluster = symtensor::testing::cluster_of("dgx-a100", 1, 4);
+  auto activations = [&](int layers, RecomputePolicy policy) {
+    models::Overrides o;
+    o.layers = layers;
+    Graph g = symtensor::testing::zoo_graph("llama2-7b-tiny", o, batch, seq);
+    for (const Node& n : g.nodes()) EXPECT_NE(n.op_type, "LayerNormalization");
+    const Plan plan = make_plan("dp", g, cluster, StrategyOptions{});
+    return measure(g, cluster, plan, policy, {}).activations;
+  };
+  const double per_device_batch = batch / 4;
+  const double layer_input = 2 * seq * per_device_batch * hidden;
+  EXPECT_DOUBLE_EQ(activations(4, RecomputePolicy::full) - activations(2, RecomputePolicy::full), 2 * layer_input);
+  EXPECT_GT(activations(2, RecomputePolicy::full), 2 * layer_input);  // and the head's inputs
+  EXPECT_LT(activations(4, RecomputePolicy::full), activations(4, RecomputePolicy::none) / 4);
+}
+
 TEST(RecomputeLayers, TheSimulationRecomputesTheMarkedLayersOnly) {
   FourLayerLlama m;
   auto simulated = [&](std::vector<int> layers) {

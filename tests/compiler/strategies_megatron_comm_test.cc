@@ -92,7 +92,8 @@ TEST(DataParallelComm, GradientVolumeEqualsParameterBytes) {
       all_reduced += c.bytes;
     }
   EXPECT_GT(parameters, 0);
-  EXPECT_DOUBLE_EQ(all_reduced, 2.0 * parameters);
+  // Megatron-LM (the default stack) reduces bf16 training's gradients in fp32.
+  EXPECT_DOUBLE_EQ(all_reduced, 4.0 * parameters);
   // and the forward pass of data parallelism moves nothing
   for (const OpWork& w : a.ops) EXPECT_TRUE(w.fwd_comm.empty()) << g.node(w.node).name;
 }

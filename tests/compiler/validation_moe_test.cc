@@ -77,8 +77,8 @@ TEST(ValidationMoe, MegatronCoreMixtralThroughput) {
 }
 
 // At Megatron-Core's published layout (pipelined, distributed optimizer) expert parallelism
-// is what makes Mixtral fit: without it every rank holds all eight experts' states and
-// needs full recomputation. The simulator, the referee, shows the all-to-all of the EP plan.
+// is what makes Mixtral fit: without it every rank holds all eight experts' states, which
+// do not fit even with full recomputation. The simulator, the referee, shows the all-to-all of the EP plan.
 TEST(ValidationMoe, ExpertParallelismBeatsReplicatedExpertsAtThePublishedLayout) {
   MixtralOnH100 m;
   const std::string layout = "tp=1,pp=4,vp=8,mb=1,distopt=1";
@@ -90,8 +90,9 @@ TEST(ValidationMoe, ExpertParallelismBeatsReplicatedExpertsAtThePublishedLayout)
               without.report.fits ? "fits" : "does not fit", recomputed.report.step_time_s);
   EXPECT_TRUE(with_ep.report.fits);
   EXPECT_FALSE(without.report.fits);
-  EXPECT_TRUE(recomputed.report.fits);
-  EXPECT_LT(with_ep.report.step_time_s * 1.2, recomputed.report.step_time_s);
+  // Not even with full recomputation: a stage holds a quarter of the 46.7B parameters at
+  // Megatron's 6 + 12/16 bytes each (fp32 main gradients), about 79 GB of 80.
+  EXPECT_FALSE(recomputed.report.fits);
   ASSERT_TRUE(with_ep.report.collectives_s.count("all_to_all"));
   EXPECT_GT(with_ep.report.collectives_s.at("all_to_all"), 0);
   EXPECT_EQ(without.report.collectives_s.count("all_to_all"), 0u);

@@ -1,0 +1,72 @@
+#pragma once
+// The software stack that runs a plan (Megatron-LM, torchtitan, DeepSpeed, JAX): how it keeps
+// the model states in memory, how close its kernels come to the profile's curves on each
+// GPU, and what it adds to every step. Stacks are data: hardware/stacks/*.yaml, documented
+// in hardware/stacks/README.md, each number with its source.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace symtensor::hardware {
+
+struct Cluster;
+
+// Bytes per parameter (or per logit) that a stack keeps.
+struct StackMemory {
+  double weights = 2;          // the compute copy of the weights (bf16)
+  double master_weights = 4;   // fp32 master copy beside it (0: the weights are the master copy)
+  double gradients = 4;        // the gradient buffer (Megatron's fp32 main gradients)
+  double optimizer = 8;        // Adam's two moments
+  double gradient_reduce = 4;  // per element of the gradients' all-reduce / reduce-scatter
+  double weight_gather = 2;    // per element of the weights' all-gathers (ZeRO-3, after the optimizer)
+  // Held per logit while the loss runs on the last stage: the logits and the copy the
+  // cross-entropy computes in (bf16 logits + an fp32 copy: 6).
+  double loss_per_logit = 6;
+};
+
+// Factors on a GPU profile's curves, for the devices whose name starts with `gpu`.
+struct StackKernels {
+  std::string gpu;
+  double gemm = 1;       // the GEMM efficiency curve (and every kernel priced on it)
+  double attention = 1;  // the fused attention table
+  double fp8_gemm = 1;   // low-precision (FP8, MXFP8, NVFP4) linear GEMMs, on the GEMM curve at their peak
+  std::string source;    // where the factors come from (the runs they were fitted on)
+};
+
+struct Stack {
+  std::string name = "megatron";
+  std::string description;
+  std::string source;  // the file it was loaded from; empty for the built-in defaults
+  StackMemory memory;
+  std::vector<StackKernels> kernels;
+  double step_overhead_s = 0;  // per step: the data loader, logging, the optimizer's launch
+
+  // The factors for a device (the entry with the longest `gpu` prefix of its name), if any.
+  const StackKernels* kernels_for(const std::string& device_name) const;
+};
+
+// A bundled stack's name ("megatron") or a path to a .yaml file. Throws
+// "FILE:LINE:COL: key 'x': problem" on invalid content, and a one-line list of the bundled
+// stacks for an unknown name.
+Stack load_stack(const std::string& name_or_path);
+Stack parse_stack(const std::string& yaml_text, const std::string& source);
+std::vector<std::string> list_stacks();  // the bundled stacks' names, sorted
+std::string stack_directory();
+
+// The cluster as the stack runs it: its device's GEMM curve and attention table scaled by the
+// stack's factors for that device (capped at 1), and Cluster::stack set.
+Cluster apply_stack(Cluster cluster, const Stack& stack);
+
+// What runs on a cluster: the stack (--stack) and the share of device memory a plan leaves
+// free (--memory-headroom: allocator fragmentation and spikes no cost model sees; 5% unless
+// stated, beside the profile's memory_reserve_gb).
+constexpr double kDefaultMemoryHeadroom = 0.05;
+struct Software {
+  std::string stack = "megatron";  // a bundled stack's name or a .yaml path
+  double memory_headroom = kDefaultMemoryHeadroom;
+};
+// apply_stack(cluster, load_stack(software.stack)) with the headroom set on its device.
+// Throws a one-line error for a headroom outside [0, 0.5].
+Cluster with_software(Cluster cluster, const Software& software);
+
+}  // namespace symtensor::hardware

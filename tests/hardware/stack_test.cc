@@ -1,0 +1,92 @@
+// Software stacks (hardware/stacks/*.yaml): the bundled ones load with the memory conventions
+// their frameworks document, a stack's kernel factors reach the device it names and no other,
+// and bad files are one-line errors naming the file, line and key.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "hardware/cluster.h"
+#include "hardware/stack.h"
+
+namespace symtensor::hardware {
+namespace stack_test {
+
+TEST(Stacks, BundledOnesCarryTheirFrameworksMemoryConventions) {
+  EXPECT_THAT(list_stacks(), ::testing::IsSupersetOf({"deepspeed", "jax", "megatron", "torchtitan"}));
+  const Stack megatron = load_stack("megatron");
+  // bf16 weights + fp32 main gradients + fp32 master + two fp32 moments = 18 bytes.
+  const StackMemory& m = megatron.memory;
+  EXPECT_DOUBLE_EQ(m.weights + m.gradients + m.master_weights + m.optimizer, 18);
+  EXPECT_DOUBLE_EQ(m.gradient_reduce, 4);
+  EXPECT_DOUBLE_EQ(m.loss_per_logit, 6);
+  const StackMemory& d = load_stack("deepspeed").memory;  // the ZeRO paper's 16
+  EXPECT_DOUBLE_EQ(d.weights + d.gradients + d.master_weights + d.optimizer, 16);
+  const StackMemory& t = load_stack("torchtitan").memory;  // FSDP2: fp32 shards, no second copy
+  EXPECT_DOUBLE_EQ(t.weights, 4);
+  EXPECT_DOUBLE_EQ(t.master_weights, 0);
+  // Stack{} (a cluster no stack was applied to) is Megatron's.
+  EXPECT_DOUBLE_EQ(Stack{}.memory.gradients, m.gradients);
+}
+
+TEST(Stacks, KernelFactorsScaleTheNamedDeviceOnly) {
+  Stack s = parse_stack(R"(name: test
+memory: {weights: 2, master_weights: 4, gradients: 4, optimizer: 8, gradient_reduce: 4, weight_gather: 2, loss_per_logit: 6}
+kernels:
+  - {gpu: H100, gemm: 1.1, attention: 0.5, fp8_gemm: 0.8, source: "a test"}
+  - {gpu: H100-SXM5, gemm: 1.2, source: "the longer prefix wins"}
+)", "test.yaml");
+  const Cluster h100 = load_cluster("dgx-h100");
+  const Cluster applied = apply_stack(h100, s);
+  EXPECT_EQ(applied.stack.name, "test");
+  ASSERT_EQ(applied.device.efficiency.size(), h100.device.efficiency.size());
+  for (std::size_t i = 0; i < h100.device.efficiency.size(); ++i)
+    EXPECT_DOUBLE_EQ(applied.device.efficiency[i].efficiency, std::min(1.0, 1.2 * h100.device.efficiency[i].efficiency));
+  EXPECT_DOUBLE_EQ(applied.device.attention_efficiency[0].forward, h100.device.attention_efficiency[0].forward);
+  // fp8 GEMMs: the (scaled) curve times the low-precision factor (1: the longer entry has none).
+  EXPECT_DOUBLE_EQ(applied.device.low_precision_gemm_factor, 1);
+  s.kernels.pop_back();
+  const Cluster h100_short = apply_stack(h100, s);
+  EXPECT_DOUBLE_EQ(h100_short.device.attention_efficiency[0].forward, 0.5 * h100.device.attention_efficiency[0].forward);
+  const double flops = 1e12;
+  EXPECT_NEAR(h100_short.device.kernel_seconds(Precision::fp8, flops, 0) - h100_short.device.kernel_launch_s,
+              flops / (h100.device.peak(Precision::fp8) * 1.1 * 0.8 * h100.device.efficiency_for(flops)), 1e-12);
+  const Cluster a100 = load_cluster("dgx-a100");
+  EXPECT_DOUBLE_EQ(apply_stack(a100, s).device.efficiency.back().efficiency, a100.device.efficiency.back().efficiency);
+}
+
+TEST(Stacks, HeadroomLeavesMemoryFreeAndBadValuesAreRefused) {
+  Software sw;
+  const Cluster c = with_software(load_cluster("dgx-h100"), sw);
+  EXPECT_DOUBLE_EQ(c.device.usable_memory(), 0.95 * c.device.memory_bytes);
+  sw.memory_headroom = 0.9;
+  EXPECT_THROW(with_software(load_cluster("dgx-h100"), sw), std::runtime_error);
+  sw = Software{};
+  sw.stack = "megatorn";
+  try {
+    with_software(load_cluster("dgx-h100"), sw);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("unknown stack 'megatorn' (bundled: deepspeed, jax, megatron, torchtitan"));
+  }
+}
+
+TEST(Stacks, BadFilesAreOneLineErrorsNamingTheKey) {
+  const std::string memory =
+      "memory: {weights: 2, master_weights: 4, gradients: 4, optimizer: 8, gradient_reduce: 4, weight_gather: 2, loss_per_logit: 6}\n";
+  auto error = [](const std::string& text) {
+    try {
+      parse_stack(text, "s.yaml");
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error("name: x\n"), ::testing::HasSubstr("s.yaml:1:1: key 'memory': missing required field"));
+  EXPECT_THAT(error("name: x\n" + memory + "kernels:\n  - {gpu: H100, gemm: 3, source: s}\n"),
+              ::testing::HasSubstr("s.yaml:4:23: key 'kernels[0].gemm': a factor of 3 is implausible"));
+  EXPECT_THAT(error("name: x\n" + memory + "kernels:\n  - {gpu: H100, gemm: 1}\n"),
+              ::testing::HasSubstr("key 'kernels[0].source': missing required field"));
+  EXPECT_THAT(error("name: x\n" + memory + "colour: red\n"), ::testing::HasSubstr("s.yaml:3:1: key 'colour': unknown key"));
+}
+
+}  // namespace stack_test
+}  // namespace symtensor::hardware
