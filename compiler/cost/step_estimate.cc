@@ -5,11 +5,12 @@
 namespace symtensor::compiler {
 namespace {
 
-// The link between two consecutive pipeline stages: the level of the pipeline axis.
+// The link between two consecutive pipeline stages: the level of the pipeline axis (one
+// link of a mesh).
 double p2p_seconds(const hardware::Cluster& cluster, const hardware::DeviceMesh& mesh, int pipeline_axis, double bytes) {
   if (pipeline_axis < 0 || bytes <= 0) return 0;
   const auto& level = cluster.levels.at(mesh.axes().at(pipeline_axis).level);
-  return level.latency_s + bytes / level.bandwidth;
+  return level.latency_s + bytes / level.peer_bandwidth();
 }
 
 }  // namespace

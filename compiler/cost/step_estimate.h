@@ -3,6 +3,7 @@
 // backward times from the PlanAnalysis, the pipeline schedule's bubble, data-parallel
 // gradient synchronisation overlapped with backward where the framework overlaps it,
 // the optimizer step, and memory against capacity.
+#include <optional>
 #include <vector>
 
 #include "compiler/cost/plan_analysis.h"
@@ -24,6 +25,9 @@ struct StepEstimate {
   double model_flops = 0;       // per step, all devices: forward+backward without recompute
   double hardware_flops = 0;    // with recompute
   double mfu = 0, hfu = 0;
+  // MFU under 6N + 12Lhs (palm_mfu): left unset here, without the graph; compare and sweep
+  // set it.
+  std::optional<double> mfu_6n;
   double samples_per_s = 0;
 };
 

@@ -41,9 +41,10 @@ void run(CompareCli& cli) {
       continue;
     }
     std::cout << s.label << ": " << compiler::format_seconds(s.step_time_s()) << " per step, "
-              << compiler::format_si(s.samples_per_s(), "samples/s") << ", MFU " << compiler::format_percent(s.mfu())
-              << ", peak " << compiler::format_bytes(s.peak_memory_bytes()) << (s.fits() ? "" : " (does not fit)")
-              << " [" << s.evaluator() << "]\n";
+              << compiler::format_si(s.samples_per_s(), "samples/s") << ", " << compiler::kExactMfuLabel << " "
+              << compiler::format_percent(s.mfu()) << ", " << compiler::palm_mfu_label(r.palm) << " "
+              << compiler::format_percent(s.mfu_6n()) << ", peak " << compiler::format_bytes(s.peak_memory_bytes())
+              << (s.fits() ? "" : " (does not fit)") << " [" << s.evaluator() << "]\n";
   }
   if (r.step_lower_bound_s > 0) std::cout << "bound: " << compiler::describe_step_lower_bound(r) << "\n";
   std::cout << (r.chosen >= 0 ? "chosen: " + r.strategies[r.chosen].label : std::string("no plan fits")) << "\n"

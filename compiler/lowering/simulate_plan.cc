@@ -10,7 +10,7 @@ PlanSimulation simulate_plan(Graph& graph, const Plan& plan, const hardware::Clu
   if (!with_graph.graph) with_graph.graph = &graph;
   s.program = lower_plan(s.analysis, plan, cluster, plan_mesh(plan, cluster), with_graph);
   s.result = sim::simulate(s.program, cluster, options);
-  s.report = make_report(s.analysis, plan, cluster, s.result, bound_sequence_length(graph));
+  s.report = make_report(s.analysis, plan, cluster, s.result, bound_sequence_length(graph), palm_flops(graph));
   return s;
 }
 

@@ -8,9 +8,24 @@
 #include "compiler/report/units.h"
 
 namespace symtensor::compiler {
+namespace {
+
+std::string palm_mfu_line(const SimulationReport& r) {
+  const std::string terms = describe_palm_flops(r.palm);
+  if (!r.mfu_6n) return palm_mfu_label(r.palm) + ": " + terms;
+  return fmt::format("{}: {:.1f}%   ({})", palm_mfu_label(r.palm), 100 * *r.mfu_6n, terms);
+}
+
+}  // namespace
+
+std::string describe_palm_flops(const PalmFlops& p) {
+  if (!p.applies()) return "not applicable" + (p.not_applicable.empty() ? "" : " (" + p.not_applicable + ")");
+  return fmt::format("N = {} parameters, L = {}, h = {}, s = {}", format_count(p.parameters), p.layers, p.hidden,
+                     p.sequence);
+}
 
 SimulationReport make_report(const PlanAnalysis& a, const Plan& plan, const hardware::Cluster& cluster,
-                             const sim::SimResult& result, double tokens_per_sample) {
+                             const sim::SimResult& result, double tokens_per_sample, const PalmFlops& palm) {
   SimulationReport r;
   r.full_mode = result.full_mode;
   r.devices = cluster.num_devices();
@@ -34,6 +49,8 @@ SimulationReport make_report(const PlanAnalysis& a, const Plan& plan, const hard
     r.samples_per_s = plan.global_batch / r.step_time_s;
     r.tokens_per_s = r.samples_per_s * tokens_per_sample;
   }
+  r.palm = palm;
+  r.mfu_6n = palm_mfu(palm, plan, cluster, r.samples_per_s);
   const sim::ClassResult* critical = nullptr;
   for (const auto& c : result.classes) {
     StageReport s;
@@ -86,6 +103,7 @@ nlohmann::json report_to_json(const SimulationReport& r, const Plan& plan) {
           {"model_flops", r.model_flops},
           {"hardware_flops", r.hardware_flops},
           {"mfu", r.mfu},
+          {"mfu_6n", r.mfu_6n ? nlohmann::json(*r.mfu_6n) : nlohmann::json(nullptr)},
           {"hfu", r.hfu},
           {"breakdown",
            {{"critical_stage", r.critical_stage},
@@ -118,8 +136,9 @@ std::string report_text(const SimulationReport& r, const Plan& plan) {
   o << "step time: " << format_seconds(r.step_time_s) << "\n";
   o << fmt::format("throughput: {:.4g} samples/s", r.samples_per_s);
   if (r.tokens_per_s > 0) o << fmt::format(", {:.4g} tokens/s", r.tokens_per_s);
-  o << fmt::format("\nMFU: {:.1f}%   HFU: {:.1f}%   ({}/s per device, model)\n", 100 * r.mfu, 100 * r.hfu,
-                   format_si(r.step_time_s > 0 ? r.model_flops / r.devices / r.step_time_s : 0, "FLOP"));
+  o << fmt::format("\n{}: {:.1f}%   HFU: {:.1f}%   ({}/s per device, model)\n", kExactMfuLabel, 100 * r.mfu,
+                   100 * r.hfu, format_si(r.step_time_s > 0 ? r.model_flops / r.devices / r.step_time_s : 0, "FLOP"));
+  o << palm_mfu_line(r) << "\n";
   o << "breakdown (" << r.critical_stage << "): compute " << format_seconds(r.compute_s) << ", exposed communication "
     << format_seconds(r.exposed_comm_s) << ", pipeline bubble " << format_seconds(r.bubble_s) << ", optimizer "
     << format_seconds(r.optimizer_s) << "\n";

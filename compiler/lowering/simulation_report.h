@@ -3,11 +3,13 @@
 // critical stage, and memory per stage against capacity. JSON keys are documented in
 // compiler/lowering/README.md and are stable.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/analysis/palm_flops.h"
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/plan/plan.h"
 #include "hardware/cluster.h"
@@ -33,7 +35,11 @@ struct SimulationReport {
   double tokens_per_s = 0;       // 0 when the tokens per sample are unknown
   double model_flops = 0;        // per step, all devices: forward + backward, no recompute
   double hardware_flops = 0;     // with the recomputed forward
-  double mfu = 0, hfu = 0;       // over devices x peak(precision) x step time
+  double mfu = 0, hfu = 0;       // over devices x peak(precision) x step time (kExactMfuLabel)
+  // MFU under 6N + 12Lhs (palm_mfu), nullopt where that convention does not apply; `palm`
+  // holds its terms.
+  std::optional<double> mfu_6n;
+  PalmFlops palm;
   // The stage that finishes last (the critical one): compute (without optimizer), exposed
   // communication, pipeline bubble (idle not explained by collectives), optimizer.
   std::string critical_stage;
@@ -45,11 +51,15 @@ struct SimulationReport {
   std::vector<StageReport> stages;
 };
 
-// `tokens_per_sample` (e.g. the sequence length) gives tokens/s; 0 leaves it out.
+// `tokens_per_sample` (e.g. the sequence length) gives tokens/s; 0 leaves it out. `palm`:
+// the graph's palm_flops.
 SimulationReport make_report(const PlanAnalysis& analysis, const Plan& plan, const hardware::Cluster& cluster,
-                             const sim::SimResult& result, double tokens_per_sample);
+                             const sim::SimResult& result, double tokens_per_sample, const PalmFlops& palm);
 
 nlohmann::json report_to_json(const SimulationReport& report, const Plan& plan);
+// The terms of the 6N + 12Lhs MFU ("N = 124,439,808 parameters, L = 12, h = 768, s = 1024"),
+// or why it does not apply ("not applicable (no transformer layers found)").
+std::string describe_palm_flops(const PalmFlops& palm);
 std::string report_text(const SimulationReport& report, const Plan& plan);
 
 }  // namespace symtensor::compiler

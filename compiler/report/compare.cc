@@ -35,6 +35,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
   r.device_memory_bytes = cluster.device.memory_bytes;
   r.bindings = graph.symbols.bindings();
   r.tokens_per_sample = bound_sequence_length(graph);
+  r.palm = palm_flops(graph, numeric.spaces());
 
   try {
     r.step_lower_bound_s = step_time_lower_bound(graph, cluster, StrategyOptions{});
@@ -63,6 +64,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     s.label = e->label;
     s.search_time_s = e->search_time_s;
     s.estimate = e->estimate;
+    s.estimate.mfu_6n = palm_mfu(r.palm, e->plan, cluster, s.estimate.samples_per_s);
     s.plan = e->plan;
     s.memory = memory_breakdown(graph, e->plan, e->analysis);
     try {
@@ -81,7 +83,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
         sim::SimOptions sim_options;
         sim_options.record_trace = true;
         const sim::SimResult result = sim::simulate(program, cluster, sim_options);
-        s.simulation = make_report(e->analysis, e->plan, cluster, result, r.tokens_per_sample);
+        s.simulation = make_report(e->analysis, e->plan, cluster, result, r.tokens_per_sample, r.palm);
         s.simulated = true;
         timeline = build_timeline(program, result);
         say(options, "compare: " + s.label + ": simulated " + format_seconds(s.simulation.step_time_s) + " per step");

@@ -16,7 +16,7 @@ std::string strategy_table(const CompareResults& r) {
   for (std::size_t i = 0; i < r.strategies.size(); ++i) {
     const auto& s = r.strategies[i];
     if (!s.ok) {
-      rows.push_back({"\x02" "failed", s.strategy, "—", "—", "—", "—", "—", "—", "no plan: " + s.error});
+      rows.push_back({"\x02" "failed", s.strategy, "—", "—", "—", "—", "—", "—", "—", "no plan: " + s.error});
       continue;
     }
     std::string mem = format_bytes(s.peak_memory_bytes()) + " / " + format_bytes(r.device_memory_bytes);
@@ -28,12 +28,13 @@ std::string strategy_table(const CompareResults& r) {
                     format_seconds(s.step_time_s()),
                     format_si(r.tokens_per_sample > 0 ? r.tokens_per_s(s) : s.samples_per_s(),
                               r.tokens_per_sample > 0 ? "tokens/s" : "samples/s"),
-                    format_si(s.samples_per_s(), "samples/s"), format_percent(s.mfu()),
+                    format_si(s.samples_per_s(), "samples/s"), format_percent(s.mfu()), format_percent(s.mfu_6n()),
                     mem, format_seconds(s.search_time_s), note});
   }
-  return html::table({"strategy", "step time", "throughput", "samples", "MFU", "peak memory / device (of capacity)",
-                      "search time", "evaluator / notes"},
-                     rows, "strategies");
+  return html::table({"strategy", "step time", "throughput", "samples", kExactMfuLabel, palm_mfu_label(r.palm),
+                      "peak memory / device (of capacity)", "search time", "evaluator / notes"},
+                     rows, "strategies") +
+         "<p class=\"note\">" + html::esc(describe_mfu_conventions(r.palm)) + "</p>\n";
 }
 
 std::string explanation_html(const StrategyResult& s) {
@@ -108,7 +109,9 @@ std::string compare_html(const CompareResults& r) {
   if (r.chosen >= 0) {
     const auto& c = r.strategies[r.chosen];
     body += "<p><b>Chosen: " + html::esc(c.label) + "</b> — " + format_seconds(c.step_time_s()) + " per step, " +
-            format_si(c.samples_per_s(), "samples/s") + ", MFU " + format_percent(c.mfu()) + ", peak " + format_bytes(c.peak_memory_bytes()) + " per device (" + c.evaluator() + ").</p>\n";
+            format_si(c.samples_per_s(), "samples/s") + ", " + kExactMfuLabel + " " + format_percent(c.mfu()) + ", " +
+            html::esc(palm_mfu_label(r.palm)) + " " + format_percent(c.mfu_6n()) + ", peak " +
+            format_bytes(c.peak_memory_bytes()) + " per device (" + c.evaluator() + ").</p>\n";
   } else {
     body += "<p class=\"bad\"><b>No strategy gave a plan that fits in device memory.</b></p>\n";
   }

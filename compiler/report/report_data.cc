@@ -9,6 +9,8 @@ namespace symtensor::compiler {
 namespace {
 
 nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+nlohmann::json optional_num(std::optional<double> v) { return v ? num(*v) : nlohmann::json(nullptr); }
+std::string optional_exact(std::optional<double> v) { return v ? exact(*v) : ""; }
 
 nlohmann::json estimate_json(const StepEstimate& e) {
   return {{"step_time_s", num(e.step_time_s)}, {"compute_s", num(e.compute_s)},
@@ -16,8 +18,8 @@ nlohmann::json estimate_json(const StepEstimate& e) {
           {"dp_exposed_s", num(e.dp_exposed_s)}, {"optimizer_s", num(e.optimizer_s)}, {"p2p_s", num(e.p2p_s)},
           {"stage_peak_memory_bytes", e.stage_peak_memory}, {"peak_memory_bytes", num(e.peak_memory)},
           {"memory_capacity_bytes", num(e.memory_capacity)}, {"fits", e.fits}, {"model_flops", num(e.model_flops)},
-          {"hardware_flops", num(e.hardware_flops)}, {"mfu", num(e.mfu)}, {"hfu", num(e.hfu)},
-          {"samples_per_s", num(e.samples_per_s)}};
+          {"hardware_flops", num(e.hardware_flops)}, {"mfu", num(e.mfu)}, {"mfu_6n", optional_num(e.mfu_6n)},
+          {"hfu", num(e.hfu)}, {"samples_per_s", num(e.samples_per_s)}};
 }
 
 nlohmann::json formula_json(const StepFormula& f) {
@@ -59,6 +61,23 @@ std::string exact(double v) {
   return buf;
 }
 
+nlohmann::json palm_flops_json(const PalmFlops& p) {
+  return {{"per_token", num(p.per_token)}, {"parameters", num(p.parameters)}, {"layers", p.layers},
+          {"hidden", num(p.hidden)},       {"sequence", num(p.sequence)},     {"all_experts", p.all_experts},
+          {"label", palm_mfu_label(p)},    {"not_applicable", p.not_applicable}};
+}
+
+PalmFlops palm_flops_from_json(const nlohmann::json& j) {
+  PalmFlops p;
+  const auto number = [&](const char* key) { return j.at(key).is_null() ? 0.0 : j.at(key).get<double>(); };
+  p.per_token = number("per_token"), p.parameters = number("parameters");
+  p.hidden = number("hidden"), p.sequence = number("sequence");
+  p.layers = j.at("layers").get<int>();
+  p.all_experts = j.at("all_experts").get<bool>();
+  p.not_applicable = j.at("not_applicable").get<std::string>();
+  return p;
+}
+
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\n") == std::string::npos) return text;
   std::string out = "\"";
@@ -71,6 +90,14 @@ std::string describe_step_lower_bound(const CompareResults& r) {
   return "no plan steps faster than " + format_seconds(r.step_lower_bound_s) +
          " (the step's compute at the whole batch's kernel efficiency, spread over the devices, with no "
          "communication, bubble or recomputation)";
+}
+
+std::string describe_mfu_conventions(const PalmFlops& palm) {
+  return std::string(kExactMfuLabel) +
+         ": every operator's FLOPs as its kernel computes them (a causal fused attention half of its "
+         "scores), recomputation left out. " + palm_mfu_label(palm) +
+         ": the convention torchtitan and PaLM publish, 6N + 12Lhs per token, attention whole; " +
+         describe_palm_flops(palm) + ". Both over the devices' dense peak at the plan's precision.";
 }
 
 std::vector<std::string> breakdown_components() {
@@ -90,7 +117,7 @@ std::vector<double> breakdown_values(const StrategyResult& r) {
 
 std::string compare_csv(const CompareResults& r) {
   std::string out =
-      "strategy,label,ok,evaluator,step_time_s,samples_per_s,tokens_per_s,mfu,peak_memory_bytes,"
+      "strategy,label,ok,evaluator,step_time_s,samples_per_s,tokens_per_s,mfu,mfu_6n,peak_memory_bytes,"
       "memory_capacity_bytes,fits,search_time_s,estimate_step_time_s,simulated_step_time_s,compute_s,"
       "exposed_comm_s,bubble_s,dp_exposed_s,p2p_s,optimizer_s,formula_constant_s,formula_per_sample_s,error\n";
   for (const auto& s : r.strategies) {
@@ -99,13 +126,13 @@ std::string compare_csv(const CompareResults& r) {
            (s.ok ? s.evaluator() : "") + ",";
     if (s.ok) {
       out += exact(s.step_time_s()) + "," + exact(s.samples_per_s()) + "," + exact(r.tokens_per_s(s)) + "," +
-             exact(s.mfu()) + "," + exact(s.peak_memory_bytes()) + "," + exact(r.device_memory_bytes) + "," +
-             (s.fits() ? "1" : "0") + "," + exact(s.search_time_s) + "," + exact(s.estimate.step_time_s) + "," +
-             (s.simulated ? exact(s.simulation.step_time_s) : "") + ",";
+             exact(s.mfu()) + "," + optional_exact(s.mfu_6n()) + "," + exact(s.peak_memory_bytes()) + "," +
+             exact(r.device_memory_bytes) + "," + (s.fits() ? "1" : "0") + "," + exact(s.search_time_s) + "," +
+             exact(s.estimate.step_time_s) + "," + (s.simulated ? exact(s.simulation.step_time_s) : "") + ",";
       for (double v : b) out += exact(v) + ",";
       out += (s.formula ? exact(s.formula->constant_s) : "") + "," + (s.formula ? exact(s.formula->per_sample_s) : "") + ",";
     } else {
-      out += ",,,,,,,,,,,,,,,,,,";
+      out += ",,,,,,,,,,,,,,,,,,,";
     }
     out += csv_field(s.ok ? s.simulation_error : s.error) + "\n";
   }
@@ -115,7 +142,7 @@ std::string compare_csv(const CompareResults& r) {
 nlohmann::json compare_json(const CompareResults& r) {
   nlohmann::json j{{"model", r.model}, {"cluster", r.cluster}, {"devices", r.devices},
                    {"device_memory_bytes", num(r.device_memory_bytes)}, {"bindings", r.bindings},
-                   {"tokens_per_sample", num(r.tokens_per_sample)}};
+                   {"tokens_per_sample", num(r.tokens_per_sample)}, {"palm_flops", palm_flops_json(r.palm)}};
   j["step_lower_bound_s"] = r.step_lower_bound_s > 0 ? num(r.step_lower_bound_s) : nlohmann::json(nullptr);
   j["chosen"] = r.chosen >= 0 ? nlohmann::json(r.strategies[r.chosen].label) : nlohmann::json(nullptr);
   j["strategies"] = nlohmann::json::array();
@@ -131,6 +158,7 @@ nlohmann::json compare_json(const CompareResults& r) {
     row["samples_per_s"] = num(s.samples_per_s());
     row["tokens_per_s"] = num(r.tokens_per_s(s));
     row["mfu"] = num(s.mfu());
+    row["mfu_6n"] = optional_num(s.mfu_6n());
     row["peak_memory_bytes"] = num(s.peak_memory_bytes());
     row["stage_peak_memory_bytes"] = s.stage_peak_memory();
     row["fits"] = s.fits();
@@ -157,7 +185,7 @@ nlohmann::json compare_json(const CompareResults& r) {
 
 std::string sweep_csv(const SweepResults& r) {
   std::string out =
-      "cluster,gpus,ok,strategy,evaluator,step_time_s,samples_per_s,tokens_per_s,mfu,peak_memory_bytes,"
+      "cluster,gpus,ok,strategy,evaluator,step_time_s,samples_per_s,tokens_per_s,mfu,mfu_6n,peak_memory_bytes,"
       "memory_capacity_bytes,price_per_gpu_hour,time_to_train_s,cost_usd,cost_per_million_tokens,"
       "peak_stage,peak_stage_parameters_bytes,peak_stage_gradients_bytes,peak_stage_optimizer_bytes,"
       "peak_stage_activations_bytes,peak_stage_transient_bytes,peak_stage_reserve_bytes,error\n";
@@ -166,11 +194,11 @@ std::string sweep_csv(const SweepResults& r) {
            csv_field(p.strategy) + "," + p.evaluator + ",";
     if (p.ok)
       out += exact(p.step_time_s) + "," + exact(p.samples_per_s) + "," + exact(p.tokens_per_s) + "," + exact(p.mfu) +
-             "," + exact(p.peak_memory_bytes) + "," + exact(p.memory_capacity_bytes) + "," +
-             exact(p.price_per_gpu_hour) + "," + exact(p.time_to_train_s) + "," + exact(p.cost_usd) + "," +
+             "," + optional_exact(p.mfu_6n) + "," + exact(p.peak_memory_bytes) + "," +
+             exact(p.memory_capacity_bytes) + "," + exact(p.price_per_gpu_hour) + "," + exact(p.time_to_train_s) + "," + exact(p.cost_usd) + "," +
              exact(p.cost_per_million_tokens) + ",";
     else
-      out += ",,,,,,,,,,";
+      out += ",,,,,,,,,,,";
     // The stage whose peak is the point's: its parts (they sum to peak_memory_bytes).
     if (const StageMemoryBreakdown* b = p.ok ? fullest_stage(p.memory) : nullptr)
       out += std::to_string(b->stage) + "," + exact(b->parameters) + "," + exact(b->gradients) + "," + exact(b->optimizer) +
@@ -185,7 +213,8 @@ std::string sweep_csv(const SweepResults& r) {
 nlohmann::json sweep_json(const SweepResults& r) {
   nlohmann::json j{{"model", r.model}, {"bindings", r.bindings}, {"tokens_per_sample", num(r.tokens_per_sample)},
                    {"tokens", num(r.tokens)}, {"clusters", r.clusters}, {"gpus", r.gpus},
-                   {"elapsed_s", num(r.elapsed_s)}, {"evaluator", "analytic"}};
+                   {"elapsed_s", num(r.elapsed_s)}, {"evaluator", "analytic"},
+                   {"palm_flops", palm_flops_json(r.palm)}};
   j["shard"] = nlohmann::json{{"index", r.shard_index}, {"count", r.shard_count}};
   j["points"] = nlohmann::json::array();
   for (const auto& p : r.points) {
@@ -195,7 +224,8 @@ nlohmann::json sweep_json(const SweepResults& r) {
     } else {
       row.update({{"strategy", p.strategy}, {"evaluator", p.evaluator}, {"step_time_s", num(p.step_time_s)},
                   {"samples_per_s", num(p.samples_per_s)}, {"tokens_per_s", num(p.tokens_per_s)},
-                  {"mfu", num(p.mfu)}, {"peak_memory_bytes", num(p.peak_memory_bytes)},
+                  {"mfu", num(p.mfu)}, {"mfu_6n", optional_num(p.mfu_6n)},
+                  {"peak_memory_bytes", num(p.peak_memory_bytes)},
                   {"memory_capacity_bytes", num(p.memory_capacity_bytes)},
                   {"price_per_gpu_hour", num(p.price_per_gpu_hour)}, {"time_to_train_s", num(p.time_to_train_s)},
                   {"cost_usd", num(p.cost_usd)}, {"cost_per_million_tokens", num(p.cost_per_million_tokens)},

@@ -15,6 +15,8 @@ std::vector<std::string> breakdown_components();
 std::vector<double> breakdown_values(const StrategyResult& r);
 // "no plan steps faster than 1.2 s (...)": CompareResults::step_lower_bound_s in words; "" when unknown.
 std::string describe_step_lower_bound(const CompareResults& r);
+// What the two MFU columns count: the exact count, and 6N + 12Lhs with its terms.
+std::string describe_mfu_conventions(const PalmFlops& palm);
 
 std::string compare_csv(const CompareResults& r);
 nlohmann::json compare_json(const CompareResults& r);
@@ -30,6 +32,10 @@ std::string sweep_html(const SweepResults& r);
 // Throws naming the path on failure.
 void write_compare_report(const CompareResults& r, const std::string& dir);
 void write_sweep_report(const SweepResults& r, const std::string& dir);
+
+// CompareResults::palm / SweepResults::palm in results.json ("palm_flops"), and back.
+nlohmann::json palm_flops_json(const PalmFlops& palm);
+PalmFlops palm_flops_from_json(const nlohmann::json& j);
 
 // A CSV field, quoted when it holds a comma, quote or newline.
 std::string csv_field(const std::string& text);

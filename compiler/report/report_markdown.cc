@@ -24,19 +24,22 @@ std::string compare_markdown(const CompareResults& r) {
   if (r.chosen >= 0) out += "**Chosen: " + md(r.strategies[r.chosen].label) + "**\n\n";
   else out += "**No strategy gave a plan that fits.**\n\n";
   if (r.step_lower_bound_s > 0) out += "Bound: " + describe_step_lower_bound(r) + ".\n\n";
-  out += "| strategy | step time | samples/s | tokens/s | MFU | peak memory / device | fits | search time | evaluator |\n"
-         "|---|---|---|---|---|---|---|---|---|\n";
+  out += "| strategy | step time | samples/s | tokens/s | " + std::string(kExactMfuLabel) + " | " +
+         md(palm_mfu_label(r.palm)) + " | peak memory / device | fits | search time | evaluator |\n"
+         "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& s : r.strategies) {
     if (!s.ok) {
-      out += "| " + md(s.strategy) + " | no plan: " + md(s.error) + " | | | | | | | |\n";
+      out += "| " + md(s.strategy) + " | no plan: " + md(s.error) + " | | | | | | | | |\n";
       continue;
     }
     out += "| " + md(s.label) + " | " + format_seconds(s.step_time_s()) + " | " + format_si(s.samples_per_s(), "") +
            " | " + format_si(r.tokens_per_s(s), "") + " | " + format_percent(s.mfu()) + " | " +
+           format_percent(s.mfu_6n()) + " | " +
            format_bytes(s.peak_memory_bytes()) + " of " + format_bytes(r.device_memory_bytes) + " | " +
            (s.fits() ? "yes" : "no") + " | " + format_seconds(s.search_time_s) + " | " + s.evaluator() +
            (s.simulation_error.empty() ? "" : " (" + md(s.simulation_error) + ")") + " |\n";
   }
+  out += "\n" + describe_mfu_conventions(r.palm) + "\n";
   out += "\n## Step-time breakdown (seconds)\n\n| strategy |";
   for (const auto& c : breakdown_components()) out += " " + c + " |";
   out += "\n|---|" + std::string(breakdown_components().size() * 4, '-') + "\n";
@@ -81,19 +84,20 @@ std::string compare_markdown(const CompareResults& r) {
 std::string sweep_markdown(const SweepResults& r) {
   std::string out = "# SymTensor sweep\n\nModel `" + r.model + "`, training " + format_si(r.tokens, "tokens") +
                     "; best plan per point by the analytic estimate; swept in " + format_seconds(r.elapsed_s) +
-                    ".\n\n| cluster | GPUs | best plan | step time | tokens/s | MFU | time to train | cost | per M tokens |\n"
-                    "|---|---|---|---|---|---|---|---|---|\n";
+                    ".\n\n| cluster | GPUs | best plan | step time | tokens/s | " + kExactMfuLabel + " | " +
+                    md(palm_mfu_label(r.palm)) + " | time to train | cost | per M tokens |\n"
+                    "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& p : r.points) {
     if (!p.ok) {
-      out += "| " + p.cluster + " | " + std::to_string(p.gpus) + " | no plan: " + md(p.error) + " | | | | | | |\n";
+      out += "| " + p.cluster + " | " + std::to_string(p.gpus) + " | no plan: " + md(p.error) + " | | | | | | | |\n";
       continue;
     }
     out += "| " + p.cluster + " | " + std::to_string(p.gpus) + " | " + md(p.strategy) + " | " +
            format_seconds(p.step_time_s) + " | " + format_si(p.tokens_per_s, "") + " | " + format_percent(p.mfu) +
-           " | " + format_duration(p.time_to_train_s) + " | " + format_usd(p.cost_usd) + " | " +
-           format_usd(p.cost_per_million_tokens) + " |\n";
+           " | " + format_percent(p.mfu_6n) + " | " + format_duration(p.time_to_train_s) + " | " +
+           format_usd(p.cost_usd) + " | " + format_usd(p.cost_per_million_tokens) + " |\n";
   }
-  return out;
+  return out + "\n" + describe_mfu_conventions(r.palm) + "\n";
 }
 
 }  // namespace symtensor::compiler

@@ -57,23 +57,24 @@ std::string sweep_html(const SweepResults& r) {
     if (!p.ok) {
       std::string why = p.error;
       for (const auto& rj : p.rejected) why += "; " + rj;
-      rows.push_back({"\x02" "failed", p.cluster, std::to_string(p.gpus), "—", "—", "—", "—", "—", "—", "—", "—", why});
+      rows.push_back({"\x02" "failed", p.cluster, std::to_string(p.gpus), "—", "—", "—", "—", "—", "—", "—", "—", "—", why});
       continue;
     }
     rows.push_back({best == &p ? "\x02" "chosen" : "\x02" "row", p.cluster, std::to_string(p.gpus), p.strategy,
                     format_seconds(p.step_time_s),
                     format_si(r.tokens_per_sample > 0 ? p.tokens_per_s : p.samples_per_s,
                               r.tokens_per_sample > 0 ? "tokens/s" : "samples/s"),
-                    format_percent(p.mfu),
+                    format_percent(p.mfu), format_percent(p.mfu_6n),
                     format_bytes(p.peak_memory_bytes) + " / " + format_bytes(p.memory_capacity_bytes),
                     peak_stage_parts(p),
                     format_duration(p.time_to_train_s), p.price_per_gpu_hour > 0 ? format_usd(p.cost_usd) : "no price",
                     p.price_per_gpu_hour > 0 ? format_usd(p.cost_per_million_tokens) : "no price"});
   }
   body += "<h2>All points</h2>\n" +
-          html::table({"cluster", "GPUs", "best plan", "step time", "throughput", "MFU", "peak memory / capacity",
-                       "its stage, part by part", "time to train", "cost", "per million tokens"},
-                      rows, "sweep");
+          html::table({"cluster", "GPUs", "best plan", "step time", "throughput", kExactMfuLabel, palm_mfu_label(r.palm),
+                       "peak memory / capacity", "its stage, part by part", "time to train", "cost", "per million tokens"},
+                      rows, "sweep") +
+          "<p class=\"note\">" + html::esc(describe_mfu_conventions(r.palm)) + "</p>\n";
   body += "<p class=\"note\">Prices are the profiles' illustrative price per GPU-hour. Same numbers: results.csv, "
           "results.json, report.md.</p>\n";
   return html::page("SymTensor sweep: " + r.model, body);

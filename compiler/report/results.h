@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/analysis/palm_flops.h"
 #include "compiler/cost/memory_breakdown.h"
 #include "compiler/cost/step_estimate.h"
 #include "compiler/lowering/simulation_report.h"
@@ -36,6 +37,7 @@ struct StrategyResult {
   double step_time_s() const;
   double samples_per_s() const;
   double mfu() const;
+  std::optional<double> mfu_6n() const;  // 6N + 12Lhs (palm_mfu); nullopt where it does not apply
   bool fits() const;
   double peak_memory_bytes() const;
   std::vector<double> stage_peak_memory() const;
@@ -49,6 +51,7 @@ struct CompareResults {
   double device_memory_bytes = 0;
   std::map<std::string, double> bindings;
   double tokens_per_sample = 0;  // bound_sequence_length: the bound sequence dim, 0 when unknown
+  PalmFlops palm;                // the terms of every row's mfu_6n
   std::vector<StrategyResult> strategies;
   int chosen = -1;  // index of the fastest plan that fits, -1 when none
   // step_time_lower_bound (compiler/cost/step_bound.h): no plan steps faster; 0 when the
@@ -68,6 +71,7 @@ struct SweepPoint {
   std::string strategy;      // best label
   std::string evaluator = "analytic";
   double step_time_s = 0, samples_per_s = 0, tokens_per_s = 0, mfu = 0, peak_memory_bytes = 0;
+  std::optional<double> mfu_6n;    // 6N + 12Lhs (palm_mfu); nullopt where it does not apply
   double memory_capacity_bytes = 0;
   double price_per_gpu_hour = 0;   // 0 when the profile has none
   double time_to_train_s = 0;      // for SweepResults::tokens
@@ -81,6 +85,7 @@ struct SweepResults {
   std::string model;
   std::map<std::string, double> bindings;
   double tokens_per_sample = 0;
+  PalmFlops palm;     // the terms of every point's mfu_6n
   double tokens = 0;  // to train
   std::vector<std::string> clusters;
   std::vector<int> gpus;

@@ -95,7 +95,7 @@ class Builder {
   Lin p2p(int s) const {
     if (plan_.pipeline_axis < 0 || s + 1 >= plan_.pipeline_stages() || a_.p2p_bytes.at(s) <= 0) return {};
     const auto& level = cluster_.levels.at(mesh_.axes().at(plan_.pipeline_axis).level);
-    return {level.latency_s, a_.p2p_bytes[s] / level.bandwidth};  // sends carry activations
+    return {level.latency_s, a_.p2p_bytes[s] / level.peer_bandwidth()};  // sends carry activations
   }
 
   StepFormula build() {

@@ -62,7 +62,7 @@ hardware::Cluster scaled_to(const hardware::Cluster& base, const std::string& na
 
 // The best plan of one cluster and size.
 SweepPoint sweep_point(Graph& graph, const SweepOptions& options, const std::string& name, int gpus,
-                       double tokens_per_sample) {
+                       double tokens_per_sample, const PalmFlops& palm) {
   SweepPoint p;
   p.cluster = name;
   p.gpus = gpus;
@@ -89,6 +89,7 @@ SweepPoint sweep_point(Graph& graph, const SweepOptions& options, const std::str
         p.rejected.push_back(ex.what());
       }
     }
+    if (best) p.mfu_6n = palm_mfu(palm, best->plan, cluster, best->estimate.samples_per_s);
   } catch (const std::exception& ex) {
     p.error = ex.what();
   }
@@ -125,6 +126,7 @@ std::string point_text(const SweepPoint& p) {
                          {p.step_time_s, p.samples_per_s, p.tokens_per_s, p.mfu, p.peak_memory_bytes,
                           p.memory_capacity_bytes, p.price_per_gpu_hour, p.time_to_train_s, p.cost_usd,
                           p.cost_per_million_tokens}},
+                        {"mfu_6n", p.mfu_6n ? nlohmann::json(*p.mfu_6n) : nlohmann::json(nullptr)},
                         {"rejected", p.rejected},
                         {"memory_breakdown", memory_breakdown_json(p.memory)}}
       .dump();
@@ -144,6 +146,7 @@ SweepPoint point_from_text(const std::string& text) {
                        &p.cost_per_million_tokens};
   const auto& values = j.at("numbers");
   for (std::size_t k = 0; k < std::size(numbers); ++k) *numbers[k] = values.at(k).get<double>();
+  if (!j.at("mfu_6n").is_null()) p.mfu_6n = j.at("mfu_6n").get<double>();
   p.rejected = j.at("rejected").get<std::vector<std::string>>();
   p.memory = memory_breakdown_from_json(j.at("memory_breakdown"));
   return p;
@@ -185,6 +188,7 @@ SweepResults run_sweep(const SweepOptions& options) {
   r.model = options.model;
   r.bindings = graph.symbols.bindings();
   r.tokens_per_sample = bound_sequence_length(graph);
+  r.palm = palm_flops(graph);
   r.tokens = options.tokens;
   r.clusters = options.clusters;
   r.gpus = options.gpus;
@@ -215,7 +219,9 @@ SweepResults run_sweep(const SweepOptions& options) {
   };
   run_in_workers(
       order, options.jobs,
-      [&](std::size_t i) { return point_text(sweep_point(graph, options, where[i].first, where[i].second, r.tokens_per_sample)); },
+      [&](std::size_t i) {
+        return point_text(sweep_point(graph, options, where[i].first, where[i].second, r.tokens_per_sample, r.palm));
+      },
       [&](std::size_t i, const std::string& text) { record(i, point_from_text(text)); },
       [&](std::size_t i, const std::string& error) {
         SweepPoint p;

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "compiler/report/report_files.h"
+
 namespace symtensor::compiler {
 namespace {
 
@@ -34,6 +36,8 @@ SweepResults sweep_from_json(const nlohmann::json& j, const std::string& source)
     r.gpus = j.at(key).get<std::vector<int>>();
     key = "elapsed_s";
     r.elapsed_s = number_or_zero(j, key);
+    key = "palm_flops";
+    if (j.contains(key)) r.palm = palm_flops_from_json(j.at(key));
     key = "shard";
     if (j.contains(key)) r.shard_index = j.at(key).at("index"), r.shard_count = j.at(key).at("count");
     key = "points";
@@ -52,6 +56,7 @@ SweepResults sweep_from_json(const nlohmann::json& j, const std::string& source)
         p.samples_per_s = number_or_zero(row, "samples_per_s");
         p.tokens_per_s = number_or_zero(row, "tokens_per_s");
         p.mfu = number_or_zero(row, "mfu");
+        if (row.contains("mfu_6n") && !row.at("mfu_6n").is_null()) p.mfu_6n = row.at("mfu_6n").get<double>();
         p.peak_memory_bytes = number_or_zero(row, "peak_memory_bytes");
         p.memory_capacity_bytes = number_or_zero(row, "memory_capacity_bytes");
         p.price_per_gpu_hour = number_or_zero(row, "price_per_gpu_hour");

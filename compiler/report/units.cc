@@ -61,6 +61,8 @@ std::string format_percent(double fraction) {
   return buf;
 }
 
+std::string format_percent(std::optional<double> fraction) { return fraction ? format_percent(*fraction) : "n/a"; }
+
 std::string format_duration(double seconds) {
   char buf[48];
   if (seconds >= 2 * 86400) std::snprintf(buf, sizeof buf, "%.1f days", seconds / 86400);

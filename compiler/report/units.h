@@ -1,5 +1,6 @@
 #pragma once
 // Human-readable numbers with units, for every table SymTensor prints.
+#include <optional>
 #include <string>
 
 #include "hardware/symbolic.h"
@@ -11,6 +12,7 @@ std::string format_bytes(double bytes);                         // binary: 1.50 
 std::string format_count(double count);                         // 124,439,808
 std::string format_seconds(double seconds);                     // 12.3 ms, 4.56 s
 std::string format_percent(double fraction);                    // 0.423 -> 42.3 %
+std::string format_percent(std::optional<double> fraction);     // the same, "n/a" when absent
 std::string format_duration(double seconds);                    // 3.2 days, 5.1 h, 12 min
 std::string format_usd(double dollars);                         // $1,234,567
 std::string to_text(const GiNaC::ex& e);                        // GiNaC's printed form

@@ -29,7 +29,8 @@ double redistribution_time(const Redistribution& r, const hardware::Cluster& clu
 std::vector<hardware::LevelSymbols> numeric_levels(const hardware::Cluster& cluster) {
   std::vector<hardware::LevelSymbols> levels;
   for (const auto& level : cluster.levels)
-    levels.push_back({GiNaC::numeric(level.size), GiNaC::numeric(level.bandwidth), GiNaC::numeric(level.latency_s)});
+    levels.push_back({GiNaC::numeric(level.size), GiNaC::numeric(level.bandwidth), GiNaC::numeric(level.latency_s),
+                      level.mesh_links()});
   return levels;
 }
 
@@ -50,7 +51,7 @@ GiNaC::ex redistribution_time_expr(const Redistribution& r, const hardware::Devi
       for (int a : step.axes)
         if (mesh.axes().at(static_cast<std::size_t>(a)).level == static_cast<int>(l))
           ranks *= r.axis_sizes.at(static_cast<std::size_t>(a));
-      spanned.push_back({ranks, levels[l].bandwidth, levels[l].latency});
+      spanned.push_back({ranks, levels[l].bandwidth, levels[l].latency, levels[l].mesh_links});
     }
     total += hardware::collective_time_expr(*kind, algorithm, spanned, step.bytes);
   }

@@ -14,7 +14,8 @@ double redistribution_time(const Redistribution& r, const hardware::Cluster& clu
                            const GiNaC::exmap& bindings = {},
                            hardware::CollectiveAlgorithm algorithm = hardware::CollectiveAlgorithm::automatic);
 
-// Bandwidth and latency of every cluster level as numbers, innermost first (ranks unset).
+// Bandwidth, latency and mesh links of every cluster level as numbers, innermost first
+// (ranks unset).
 std::vector<hardware::LevelSymbols> numeric_levels(const hardware::Cluster& cluster);
 
 // The same cost as an expression. `levels`: one entry per cluster level, innermost first,

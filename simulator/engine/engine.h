@@ -3,6 +3,7 @@
 // their class's streams like CUDA streams: in program order, a task starting once it is at
 // the head of its stream and its dependencies are done.
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -43,6 +44,7 @@ struct FlowSpec {
   int dst = 0;
   int level = 0;
   double bytes = 0;
+  double cap = std::numeric_limits<double>::infinity();  // Network::start's
 };
 using FlowPlan = std::vector<std::vector<FlowSpec>>;
 
@@ -83,6 +85,7 @@ class Engine {
   void push_flow_updates();
   const FlowPlan& symmetric_plan(int rank_class, int task);
   FlowPlan build_plan(int rank_class, int task, int rank, bool dedupe);
+  void cap_mesh_flows(FlowPlan& plan, const hardware::GroupShape& group, bool tree) const;
   [[noreturn]] void report_stall(double now) const;
   SimResult build_result() const;
 

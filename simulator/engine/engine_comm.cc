@@ -1,5 +1,6 @@
 // Collectives (rendezvous of the group, then phases of flows) and pipeline send/recv.
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <utility>
 #include <stdexcept>
@@ -9,16 +10,41 @@
 #include "simulator/engine/engine.h"
 
 namespace symtensor::sim {
+namespace {
+
+constexpr double kUncapped = std::numeric_limits<double>::infinity();
+
+// On a mesh level a GPU has one link per peer, so its flows get the links they use rather
+// than its whole egress: `bandwidth` (the group's share, or one link) split among the
+// `flows` a member sends there at once. Other levels are shared by fair shares alone.
+double mesh_cap(const hardware::TopologyLevel& level, double bandwidth, int flows) {
+  return level.kind == hardware::LinkKind::mesh ? bandwidth / flows : kUncapped;
+}
+
+}  // namespace
+
+// A collective's flows on a mesh level get the group's share of the links there as
+// collective_time prices it (TopologyLevel::group_bandwidth), a tree step one link.
+void Engine::cap_mesh_flows(FlowPlan& plan, const hardware::GroupShape& group, bool tree) const {
+  for (auto& phase : plan) {
+    std::map<std::pair<int, int>, int> flows;  // (src, level) -> flows it sends in the phase
+    for (const FlowSpec& spec : phase) ++flows[{spec.src, spec.level}];
+    for (FlowSpec& spec : phase) {
+      const hardware::TopologyLevel& level = cluster_.levels[spec.level];
+      const double bandwidth = tree ? level.peer_bandwidth() : level.group_bandwidth(group.ranks_per_level[spec.level]);
+      spec.cap = mesh_cap(level, bandwidth, flows[{spec.src, spec.level}]);
+    }
+  }
+}
 
 FlowPlan Engine::build_plan(int rank_class, int task, int rank, bool dedupe) {
   const Task& t = program_.rank_classes[rank_class].tasks[task];
   const auto& axes = compiled_.classes[rank_class].group_axes(task);
   std::vector<int> members = group_of(program_.mesh, rank, axes);
+  const hardware::GroupShape shape = group_shape(program_.mesh, axes, compiled_.num_levels);
   hardware::CollectiveAlgorithm algorithm = t.algorithm;
   if (algorithm == hardware::CollectiveAlgorithm::automatic)
-    algorithm = hardware::collective_time(cluster_, t.collective, group_shape(program_.mesh, axes, compiled_.num_levels),
-                                          t.bytes, algorithm)
-                    .algorithm;
+    algorithm = hardware::collective_time(cluster_, t.collective, shape, t.bytes, algorithm).algorithm;
   if (algorithm == hardware::CollectiveAlgorithm::automatic) algorithm = hardware::CollectiveAlgorithm::ring;
   Phases phases;
   try {
@@ -57,6 +83,9 @@ FlowPlan Engine::build_plan(int rank_class, int task, int rank, bool dedupe) {
     }
     plan.push_back(std::move(specs));
   }
+  // All-to-all runs pairwise whatever the algorithm (expand_collective).
+  const bool tree = algorithm == hardware::CollectiveAlgorithm::tree && t.collective != hardware::Collective::all_to_all;
+  cap_mesh_flows(plan, shape, tree);
   return plan;
 }
 
@@ -158,12 +187,14 @@ void Engine::on_latency_done(const Event& e) {
   FlowOwner owner;
   if (e.c == 1) {
     const P2PTransfer& tr = transfers_[e.a];
-    flow = network_.start(e.time, tr.src_entity, tr.dst_entity, tr.level, tr.bytes, updates_);
+    const hardware::TopologyLevel& level = cluster_.levels[tr.level];
+    const double cap = mesh_cap(level, level.peer_bandwidth(), 1);  // a send gets one link
+    flow = network_.start(e.time, tr.src_entity, tr.dst_entity, tr.level, tr.bytes, cap, updates_);
     owner = {true, e.a};
   } else {
     const CollectiveInstance& inst = instances_[e.a];
     const FlowSpec& spec = plan_of(inst)[inst.phase][e.b];
-    flow = network_.start(e.time, spec.src, spec.dst, spec.level, spec.bytes, updates_);
+    flow = network_.start(e.time, spec.src, spec.dst, spec.level, spec.bytes, spec.cap, updates_);
     owner = {false, e.a};
   }
   if (flow >= static_cast<int>(flow_owner_.size())) flow_owner_.resize(flow + 1);

@@ -1,7 +1,6 @@
 #include "simulator/network/network.h"
 
 #include <algorithm>
-#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -24,7 +23,7 @@ void Network::update(double now, int id, std::vector<FlowFinish>& updates) {
   Flow& f = flows_[id];
   f.remaining = std::max(0.0, f.remaining - f.rate * (now - f.last_update));
   f.last_update = now;
-  double rate = std::numeric_limits<double>::infinity();
+  double rate = f.cap;
   for (int l : f.links) rate = std::min(rate, links_[l].bandwidth / static_cast<double>(links_[l].flows.size()));
   f.rate = rate;
   ++f.version;
@@ -41,10 +40,12 @@ void Network::reschedule(double now, int a, int b, int except, std::vector<FlowF
   for (int id : scratch_) update(now, id, updates);
 }
 
-int Network::start(double now, int src, int dst, int level, double bytes, std::vector<FlowFinish>& updates) {
+int Network::start(double now, int src, int dst, int level, double bytes, double cap,
+                   std::vector<FlowFinish>& updates) {
   if (level < 0 || level >= num_levels_) throw std::logic_error(fmt::format("network: no level {}", level));
   if (links_[link_id(src, level, false)].bandwidth <= 0)
     throw std::runtime_error(fmt::format("network: level {} has no bandwidth", level));
+  if (!(cap > 0)) throw std::logic_error(fmt::format("network: flow capped at {} bytes/s", cap));
   int id;
   if (free_ids_.empty()) {
     id = static_cast<int>(flows_.size());
@@ -58,6 +59,7 @@ int Network::start(double now, int src, int dst, int level, double bytes, std::v
   f.links[1] = link_id(dst, level, true);
   f.remaining = bytes;
   f.rate = 0;
+  f.cap = cap;
   f.last_update = now;
   f.active = true;
   ++active_;

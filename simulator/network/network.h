@@ -3,8 +3,8 @@
 // one ingress link per topology level (the NVSwitch port at level 0, the NIC at level 1,
 // ...), each with that level's per-direction bandwidth. A flow uses the sender's egress
 // and the receiver's ingress at the level that joins them and gets the smaller of the two
-// fair shares (bandwidth / flows on the link). Whenever a flow starts or ends, the flows
-// sharing a link with it get new rates and new finish times.
+// fair shares (bandwidth / flows on the link), never more than its own cap. Whenever a flow
+// starts or ends, the flows sharing a link with it get new rates and new finish times.
 #include <cstdint>
 #include <vector>
 
@@ -20,9 +20,10 @@ class Network {
  public:
   Network(int num_endpoints, std::vector<double> level_bandwidth);
 
-  // Starts a flow of `bytes` at `now`; appends new finish times (its own and those of the
-  // flows it slows down) to `updates`. Returns the flow id.
-  int start(double now, int src, int dst, int level, double bytes, std::vector<FlowFinish>& updates);
+  // Starts a flow of `bytes` at `now`, at most `cap` bytes/s whatever the links' shares
+  // (the links of a mesh a flow can use: see Engine::flow_cap); appends new finish times
+  // (its own and those of the flows it slows down) to `updates`. Returns the flow id.
+  int start(double now, int src, int dst, int level, double bytes, double cap, std::vector<FlowFinish>& updates);
   // True when `finish` is current: the flow then ends, its id is released, and the flows
   // it shared links with get faster (appended to `updates`).
   bool finish(const FlowFinish& finish, std::vector<FlowFinish>& updates);
@@ -34,6 +35,7 @@ class Network {
     int links[2] = {0, 0};
     double remaining = 0;
     double rate = 0;
+    double cap = 0;
     double last_update = 0;
     std::uint32_t version = 0;
     bool active = false;

@@ -1,12 +1,19 @@
 // FLOPs of a GPT-style layer from the operator semantics, against the published count:
 // 24·b·s·h² + 4·b·s²·h GEMM FLOPs per layer forward (Narayanan et al. SC'21: QKV 6bsh²,
 // scores 2bs²h, scores·V 2bs²h, projection 2bsh², MLP 16bsh²). Element-wise ops are not
-// GEMMs and are excluded, as in the published formula.
+// GEMMs and are excluded, as in the published formula. Then MFU under 6N + 12Lhs
+// (torchtitan's and PaLM's convention) beside the exact count: its terms by hand from the zoo
+// configs, and what `simulate` reports with it.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "compiler/analysis/model_stats.h"
+#include "compiler/analysis/palm_flops.h"
+#include "compiler/lowering/simulate_plan.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/strategies/strategy.h"
 #include "tests/compiler/onnx_test_util.h"
+#include "tests/compiler/search_test_util.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -98,4 +105,105 @@ TEST(Flops, OnnxRuntimeMultiHeadAttentionIsFusedAttention) {
 }
 
 }  // namespace
+}  // namespace symtensor::compiler
+
+namespace symtensor::compiler {
+// Named, not anonymous: the test sources are compiled as unity batches.
+namespace palm_mfu_test {
+
+using symtensor::testing::zoo_graph;
+
+models::Overrides small(std::int64_t seq) {
+  models::Overrides o;
+  o.layers = 2, o.hidden = 64, o.heads = 2, o.vocab = 512, o.seq = seq;
+  return o;
+}
+
+// GPT-2 layout: per layer fused QKV 3h² + 3h, projection h² + h, MLP 2hI + I + h, two
+// LayerNorms 4h; the final LayerNorm 2h; the token table once, as the tied LM head; the
+// position table is only looked up and is left out.
+double gpt_parameters(const models::ModelConfig& c) {
+  const double h = c.hidden, i = c.intermediate;
+  return c.layers * (4 * h * h + 4 * h + 2 * h * i + i + h + 4 * h) + 2 * h + c.vocab * h;
+}
+
+TEST(PalmMfu, GptTermsByHand) {
+  const models::ModelConfig c = models::apply_overrides(models::preset_config("gpt-1.7b"), small(128));
+  Graph g = zoo_graph("gpt-1.7b", small(128), 16, 128);
+  const PalmFlops f = palm_flops(g);
+  ASSERT_TRUE(f.applies()) << f.not_applicable;
+  EXPECT_EQ(f.parameters, gpt_parameters(c));
+  EXPECT_EQ(f.layers, 2);
+  EXPECT_EQ(f.hidden, 64);
+  EXPECT_EQ(f.sequence, 128);
+  EXPECT_EQ(f.per_token, 6 * gpt_parameters(c) + 12.0 * 2 * 64 * 128);
+  EXPECT_FALSE(f.all_experts);
+  EXPECT_EQ(palm_mfu_label(f), "MFU (6N+12Lhs, PaLM/torchtitan)");
+}
+
+TEST(PalmMfu, SimulateReportsItBesideTheExactCount) {
+  const models::ModelConfig c = models::apply_overrides(models::preset_config("gpt-1.7b"), small(128));
+  Graph g = zoo_graph("gpt-1.7b", small(128), 16, 128);
+  const hardware::Cluster cluster = symtensor::testing::cluster_of("dgx-a100", 1, 4);
+  const Plan plan = make_plan("dp", g, cluster, StrategyOptions{});
+  const PlanSimulation s = simulate_plan(g, plan, cluster);
+  // (6N + 12·L·h·s) per token x 128 tokens x 16 samples per step, over 4 A100s' bf16 peak.
+  const double per_token = 6 * gpt_parameters(c) + 12.0 * 2 * 64 * 128;
+  const double expected = per_token * 128 * 16 / s.report.step_time_s / (4 * 312e12);
+  ASSERT_TRUE(s.report.mfu_6n);
+  EXPECT_NEAR(*s.report.mfu_6n, expected, 1e-12 * expected);
+  EXPECT_GT(s.report.mfu, 0);
+
+  const nlohmann::json j = report_to_json(s.report, plan);
+  EXPECT_EQ(j.at("mfu_6n").get<double>(), *s.report.mfu_6n);
+  EXPECT_EQ(j.at("mfu").get<double>(), s.report.mfu);
+  const std::string text = report_text(s.report, plan);
+  EXPECT_NE(text.find("MFU (exact count): "), std::string::npos) << text;
+  EXPECT_NE(text.find("MFU (6N+12Lhs, PaLM/torchtitan): "), std::string::npos) << text;
+  EXPECT_NE(text.find("L = 2, h = 64, s = 128"), std::string::npos) << text;
+}
+
+// Mixtral layout: N counts top_k of the E experts' weights (3 stacked [E, h, I] each layer)
+// and leaves out the untied token table, which is only looked up.
+TEST(PalmMfu, MixtureOfExpertsCountsTheActiveExperts) {
+  models::Overrides o;
+  o.layers = 2, o.hidden = 64, o.heads = 4, o.kv_heads = 2, o.intermediate = 96, o.vocab = 128, o.seq = 64;
+  o.experts = 4, o.top_k = 2;
+  const models::ModelConfig c = models::apply_overrides(models::preset_config("mixtral-8x7b"), o);
+  const onnx::ModelProto model = models::build_model(c);
+  const double experts = c.layers * 3.0 * c.experts * c.hidden * c.intermediate;
+  const double looked_up = static_cast<double>(c.vocab * c.hidden);
+  const double total = static_cast<double>(models::count_parameters(model));
+
+  Graph fused = symtensor::testing::import_bound(model, "mixtral", 8, 64);
+  const PalmFlops f = palm_flops(fused);
+  ASSERT_TRUE(f.applies()) << f.not_applicable;
+  EXPECT_EQ(f.parameters, total - looked_up - experts * (1 - 2.0 / 4));
+  EXPECT_FALSE(f.all_experts);
+
+  // Unfused routing states no top_k: every expert counts, and the label says so.
+  ImportOptions io;
+  io.bindings = {{"batch", 8}, {"seq", 64}};
+  io.fusion.moe = false;
+  io.warn_opaque = false;
+  Graph unfused = import_onnx_model(model, "mixtral", io);
+  const PalmFlops all = palm_flops(unfused);
+  ASSERT_TRUE(all.applies()) << all.not_applicable;
+  EXPECT_EQ(all.parameters, total - looked_up);
+  EXPECT_TRUE(all.all_experts);
+  EXPECT_NE(palm_mfu_label(all).find("every expert"), std::string::npos);
+}
+
+TEST(PalmMfu, NotApplicableWithoutASequenceDim) {
+  Graph g = zoo_graph("resnet50-tiny", {}, 8, 0);
+  const PalmFlops f = palm_flops(g);
+  EXPECT_FALSE(f.applies());
+  EXPECT_NE(f.not_applicable.find("sequence"), std::string::npos) << f.not_applicable;
+  const hardware::Cluster cluster = symtensor::testing::cluster_of("dgx-a100", 1, 8);
+  Plan plan;
+  EXPECT_FALSE(palm_mfu(f, plan, cluster, 100.0));
+  EXPECT_EQ(describe_palm_flops(f), "not applicable (" + f.not_applicable + ")");
+}
+
+}  // namespace palm_mfu_test
 }  // namespace symtensor::compiler

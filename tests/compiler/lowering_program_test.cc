@@ -148,7 +148,7 @@ TEST(LoweringProgram, OutOfMemoryIsReportedWithTheOverage) {
   auto t = four_stages(Schedule::gpipe, 8);
   for (auto& o : t.analysis.ops) o.saved_bytes = 11e9;  // every stage: 8 x 11 GB > 80 GB
   const sim::SimResult r = run(t);
-  const SimulationReport rep = make_report(t.analysis, t.plan, t.cluster, r, 2048);
+  const SimulationReport rep = make_report(t.analysis, t.plan, t.cluster, r, 2048, PalmFlops{});
   EXPECT_FALSE(rep.fits);
   EXPECT_TRUE(rep.stages[0].out_of_memory);
   EXPECT_NEAR(rep.stages[0].overage_bytes, 88e9 - t.cluster.device.memory_bytes, 1);
@@ -161,7 +161,7 @@ TEST(LoweringProgram, RecomputeRunsTheForwardAgainAndCountsInHfuOnly) {
   t.analysis.optimizer_seconds_per_stage = 0.001;
   const sim::SimResult r = run(t);
   EXPECT_NEAR(r.step_time_s, 4 * 0.040 + 0.001, 1e-9);  // 4 x (10 fwd + 10 recompute + 20 bwd) + 1 ms
-  const SimulationReport rep = make_report(t.analysis, t.plan, t.cluster, r, 0);
+  const SimulationReport rep = make_report(t.analysis, t.plan, t.cluster, r, 0, PalmFlops{});
   // Model FLOPs: 8 devices x 4 micro-batches x (1 + 2) TFLOP; hardware adds 8 x 4 x 1 TFLOP.
   EXPECT_DOUBLE_EQ(rep.model_flops, 8 * 4 * 3e12);
   EXPECT_DOUBLE_EQ(rep.hardware_flops, 8 * 4 * 4e12);

@@ -160,6 +160,42 @@ TEST_F(CompareReportTest, FormulaAtTheBoundBatchIsTheEstimate) {
   }
 }
 
+// Both MFUs, each named, in every file: the exact count and 6N + 12Lhs, the latter the same
+// per-token FLOPs over whichever evaluator's throughput.
+TEST_F(CompareReportTest, EveryFileHasBothMfus) {
+  const PalmFlops& palm = results_->palm;
+  ASSERT_TRUE(palm.applies()) << palm.not_applicable;
+  for (const char* file : {"/report.md", "/report.html"}) {
+    const std::string text = symtensor::testing::read_text(*dir_ + file);
+    EXPECT_NE(text.find(kExactMfuLabel), std::string::npos) << file;
+    EXPECT_NE(text.find(palm_mfu_label(palm)), std::string::npos) << file;
+  }
+  const auto rows = symtensor::testing::parse_csv(symtensor::testing::read_text(*dir_ + "/results.csv"));
+  std::map<std::string, int> col;
+  for (std::size_t i = 0; i < rows[0].size(); ++i) col[rows[0][i]] = static_cast<int>(i);
+  ASSERT_TRUE(col.count("mfu_6n"));
+  const auto j = nlohmann::json::parse(symtensor::testing::read_text(*dir_ + "/results.json"));
+  EXPECT_EQ(j["palm_flops"]["per_token"].get<double>(), palm.per_token);
+  const double peak = 4 * hardware::load_cluster("dgx-a100").device.peak(hardware::Precision::bf16);
+  for (std::size_t i = 0; i < results_->strategies.size(); ++i) {
+    const auto& s = results_->strategies[i];
+    const auto& field = rows[i + 1][col["mfu_6n"]];
+    if (!s.ok) {
+      EXPECT_EQ(field, "");
+      continue;
+    }
+    ASSERT_TRUE(s.mfu_6n()) << s.label;
+    EXPECT_NEAR(*s.mfu_6n(), palm.per_token * 32 * s.samples_per_s() / peak, 1e-12 * *s.mfu_6n()) << s.label;
+    EXPECT_EQ(std::stod(field), *s.mfu_6n()) << s.label;
+    const auto& js = j["strategies"][i];
+    EXPECT_EQ(js["mfu_6n"].get<double>(), *s.mfu_6n()) << s.label;
+    EXPECT_EQ(js["estimate"]["mfu_6n"].get<double>(), *s.estimate.mfu_6n) << s.label;
+    if (s.simulated) {
+      EXPECT_EQ(js["simulation"]["mfu_6n"].get<double>(), *s.simulation.mfu_6n) << s.label;
+    }
+  }
+}
+
 TEST_F(CompareReportTest, HtmlIsSelfContainedWithEveryChart) {
   const std::string html = symtensor::testing::read_text(*dir_ + "/report.html");
   for (const char* needle : {"class=\"chart breakdown\"", "class=\"chart memory\"", "class=\"strategies\"",

@@ -6,7 +6,9 @@
 #include "compiler/onnx_import/import.h"
 #include "compiler/report/evaluate.h"
 #include "compiler/report/process_pool.h"
+#include "compiler/report/report_files.h"
 #include "compiler/report/sweep.h"
+#include "compiler/report/sweep_merge.h"
 #include "tests/compiler/report_test_util.h"
 
 namespace symtensor::compiler {
@@ -33,6 +35,7 @@ void expect_same_point(const SweepPoint& a, const SweepPoint& b) {
   EXPECT_EQ(a.samples_per_s, b.samples_per_s);
   EXPECT_EQ(a.tokens_per_s, b.tokens_per_s);
   EXPECT_EQ(a.mfu, b.mfu);
+  EXPECT_EQ(a.mfu_6n, b.mfu_6n);
   EXPECT_EQ(a.peak_memory_bytes, b.peak_memory_bytes);
   EXPECT_EQ(a.memory_capacity_bytes, b.memory_capacity_bytes);
   EXPECT_EQ(a.time_to_train_s, b.time_to_train_s);
@@ -73,6 +76,8 @@ TEST(Sweep, APointIsTheFastestStrategyAsEvaluatedAlone) {
   ImportOptions io;
   io.bindings = parse_bindings("batch=16,seq=32");
   Graph graph = import_onnx_file(symtensor::testing::tiny_gpt_path(), io);
+  const PalmFlops palm = palm_flops(graph);
+  ASSERT_TRUE(palm.applies()) << palm.not_applicable;
   for (const SweepPoint& p : r.points) {
     SCOPED_TRACE(p.cluster + " x" + std::to_string(p.gpus));
     const hardware::Cluster cluster = cluster_of_size(p.cluster, p.gpus);
@@ -90,9 +95,32 @@ TEST(Sweep, APointIsTheFastestStrategyAsEvaluatedAlone) {
     EXPECT_DOUBLE_EQ(fullest_stage(p.memory)->peak, p.peak_memory_bytes);
     for (std::size_t k = 0; k < expected.size(); ++k) EXPECT_DOUBLE_EQ(p.memory[k].peak, expected[k].peak);
     EXPECT_DOUBLE_EQ(p.tokens_per_s, best.estimate.samples_per_s * 32);
+    EXPECT_EQ(p.mfu_6n, palm_mfu(palm, best.plan, cluster, best.estimate.samples_per_s));
     EXPECT_DOUBLE_EQ(p.time_to_train_s, 1e12 / p.tokens_per_s);
     EXPECT_DOUBLE_EQ(p.cost_usd, p.gpus * p.time_to_train_s / 3600 * p.price_per_gpu_hour);
   }
+}
+
+// Every sweep file names both MFUs; results.json read back (as `merge` reads it) keeps the
+// 6N + 12Lhs value and its terms.
+TEST(Sweep, FilesAndMergeKeepBothMfus) {
+  SweepOptions o = tiny_sweep(1);
+  o.clusters = {"dgx-a100"};
+  o.gpus = {2};
+  const SweepResults r = run_sweep(o);
+  ASSERT_EQ(r.points.size(), 1u);
+  ASSERT_TRUE(r.points[0].ok) << r.points[0].error;
+  ASSERT_TRUE(r.points[0].mfu_6n);
+  const std::string label = palm_mfu_label(r.palm);
+  for (const std::string& text : {sweep_markdown(r), sweep_html(r)}) {
+    EXPECT_NE(text.find(kExactMfuLabel), std::string::npos);
+    EXPECT_NE(text.find(label), std::string::npos);
+  }
+  EXPECT_NE(sweep_csv(r).find(",mfu,mfu_6n,"), std::string::npos);
+  const SweepResults back = sweep_from_json(sweep_json(r), "results.json");
+  EXPECT_EQ(back.points[0].mfu_6n, r.points[0].mfu_6n);
+  EXPECT_EQ(back.palm.per_token, r.palm.per_token);
+  EXPECT_EQ(back.palm.parameters, r.palm.parameters);
 }
 
 TEST(ProcessPool, EveryPieceIsAnsweredOnceAndFailuresSayWhich) {

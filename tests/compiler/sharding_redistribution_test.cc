@@ -268,6 +268,20 @@ TEST(ShardingRedistribution, SymbolicBytesAndCost) {
               1e-15);
 }
 
+// MI300X's Infinity Fabric: 7 links of 64 GB/s per GPU, 1.5 us. A reduce-scatter of 2 MB over
+// 2 of a node's 8 GPUs gets one link, alpha + S/2 / 64 GB/s, numerically and in the
+// expression of numeric_levels.
+TEST(ShardingRedistribution, OverPartOfAnInfinityFabricMeshItUsesItsLinks) {
+  const hardware::Cluster c = hardware::scale_cluster(hardware::load_cluster("mi300x"), 1, 8);
+  const auto mesh = hardware::DeviceMesh::factored(c, {{1}, {2, 4}});
+  const Redistribution r = plan_redistribution(parse_sharding("[{},{}] partial{gpu0}", mesh),
+                                               parse_sharding("[{gpu0},{}]", mesh), {num(1024), num(1024)}, num(2), mesh);
+  ASSERT_EQ(r.steps.size(), 1u);
+  const double expected = 1.5e-6 + 0.5 * 1024 * 1024 * 2 / (448e9 / 7);
+  EXPECT_NEAR(redistribution_time(r, c), expected, 1e-15);
+  EXPECT_NEAR(hardware::evaluate_seconds(redistribution_time_expr(r, mesh, numeric_levels(c)), {}), expected, 1e-15);
+}
+
 TEST(ShardingRedistribution, ErrorsAreOneLine) {
   const auto cluster = two_by_four();
   const auto mesh = hardware::DeviceMesh::from_cluster(cluster);

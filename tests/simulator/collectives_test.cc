@@ -169,3 +169,67 @@ TEST(Collectives, AgreesWithTheAnalyticModel) {
 
 }  // namespace
 }  // namespace symtensor::sim
+
+namespace symtensor::sim {
+// Named, not anonymous: the test sources are compiled as unity batches.
+namespace mesh_flow_caps_test {
+
+// MI300X's Infinity Fabric: a full mesh of 8 GPUs, each with 7 links of 64 GB/s (448 GB/s of
+// egress), alpha 1.5 us. A group of k of the 8 gets k - 1 links (a tree step and a send one).
+constexpr double kMeshLink = 448e9 / 7, kMeshAlpha = 1.5e-6;
+
+hardware::Cluster mi300x_node() { return hardware::scale_cluster(hardware::load_cluster("mi300x"), 1, std::nullopt); }
+
+// One node's 8 GPUs as `group` x (8 / group), the group's axis innermost.
+MeshAxes mesh_of_groups(int group) { return {{"rest", 8 / group, 0, group}, {"group", group, 0, 1}}; }
+
+double mesh_collective_seconds(int group, Collective kind, CollectiveAlgorithm algorithm, SimMode mode) {
+  Program p;
+  p.mesh = mesh_of_groups(group);
+  p.rank_classes.push_back(
+      make_class("all", testing::iota_ranks(8), {collective_task("c", "comm", kind, 1e9, {"group"}, {}, algorithm)}));
+  validate_program(p);
+  return simulate(p, mi300x_node(), {mode}).step_time_s;
+}
+
+TEST(MeshCollectives, TwoGpuAllGatherRunsOnOneLinkAsTheAnalyticModelSays) {
+  const hardware::Cluster c = mi300x_node();
+  const std::vector<int> group{axis_index(mesh_of_groups(2), "group")};
+  const double analytic = hardware::collective_time(c, Collective::all_gather, group_shape(mesh_of_groups(2), group, 2),
+                                                    1e9, CollectiveAlgorithm::automatic)
+                              .seconds;
+  EXPECT_NEAR(analytic, kMeshAlpha + 0.5e9 / kMeshLink, 1e-12);  // 64 GB/s, not 448
+  for (SimMode mode : {SimMode::symmetric, SimMode::full})
+    EXPECT_NEAR(mesh_collective_seconds(2, Collective::all_gather, CollectiveAlgorithm::automatic, mode), analytic,
+                0.05 * analytic);
+}
+
+TEST(MeshCollectives, GroupsOfTheMeshAgreeWithTheAnalyticModel) {
+  const hardware::Cluster c = mi300x_node();
+  for (int k : {2, 4, 8})
+    for (Collective kind : {Collective::all_gather, Collective::all_reduce, Collective::all_to_all})
+      for (CollectiveAlgorithm algorithm : {CollectiveAlgorithm::ring, CollectiveAlgorithm::tree}) {
+        // All-to-all runs pairwise whatever the algorithm; a tree all-reduce is Rabenseifner's
+        // here and NCCL's double binary tree in the analytic model.
+        if (kind != Collective::all_gather && algorithm == CollectiveAlgorithm::tree) continue;
+        const std::vector<int> group{axis_index(mesh_of_groups(k), "group")};
+        const double analytic =
+            hardware::collective_time(c, kind, group_shape(mesh_of_groups(k), group, 2), 1e9, algorithm).seconds;
+        for (SimMode mode : {SimMode::symmetric, SimMode::full})
+          EXPECT_NEAR(mesh_collective_seconds(k, kind, algorithm, mode), analytic, 0.01 * analytic)
+              << "k=" << k << " " << hardware::to_string(kind) << " " << hardware::to_string(algorithm);
+      }
+}
+
+TEST(MeshCollectives, ASendInsideANodeGetsOneLink) {
+  Program p;
+  p.mesh = {{"pp", 2, 0, 4}, {"gpu", 4, 0, 1}};
+  p.rank_classes.push_back(make_class("sender", testing::iota_ranks(4), {send_task("s", "p2p", "receiver", 1e9)}));
+  p.rank_classes.push_back(make_class("receiver", testing::iota_ranks(4, 4), {recv_task("r", "p2p", "sender", 1e9)}));
+  validate_program(p);
+  for (SimMode mode : {SimMode::symmetric, SimMode::full})
+    EXPECT_NEAR(simulate(p, mi300x_node(), {mode}).step_time_s, kMeshAlpha + 1e9 / kMeshLink, 1e-12);
+}
+
+}  // namespace mesh_flow_caps_test
+}  // namespace symtensor::sim

@@ -1,0 +1,110 @@
+#include "compiler/analysis/palm_flops.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <set>
+
+#include "compiler/analysis/model_stats.h"
+#include "compiler/strategies/transformer_structure.h"
+
+namespace symtensor::compiler {
+namespace {
+
+// A table only looked up (the data operand of Gathers) costs no FLOPs per token.
+bool lookup_only(const Graph& g, TensorId t) {
+  const auto& consumers = g.tensor(t).consumers;
+  for (NodeId c : consumers)
+    if (g.node(c).op_type != "Gather" || g.node(c).inputs.at(0) != t) return false;
+  return !consumers.empty();
+}
+
+// The experts each token is routed to: the fused MoE routing's top_k, 0 when unknown.
+std::int64_t routed_top_k(const Graph& g) {
+  for (const Node& n : g.nodes())
+    if (n.op_type == "MoeDispatch" || n.op_type == "MoeCombine")
+      if (const std::int64_t k = n.attr_int("top_k", 0); k > 0) return k;
+  return 0;
+}
+
+// Elements of the expert GEMMs' weights (E experts stacked in each), and of them those one
+// token passes through: top_k / E, or all when top_k is unknown.
+struct ExpertWeights {
+  double total = 0, active = 0;
+};
+
+ExpertWeights expert_weights(const Graph& g, const std::vector<IterationSpace>& spaces, const TransformerStructure& s,
+                             std::int64_t top_k) {
+  ExpertWeights w;
+  std::set<TensorId> seen;
+  for (const auto* gemms : {&s.column, &s.row})
+    for (NodeId n : *gemms) {
+      const int operand = weight_operand(g, s, n);
+      const int loop = gemm_expert_loop(spaces[n], operand);
+      if (loop < 0 || !seen.insert(g.node(n).inputs[operand]).second) continue;
+      const auto elements = g.symbols.evaluate(g.tensor(g.node(n).inputs[operand]).num_elements());
+      const auto experts = g.symbols.evaluate(spaces[n].loops[loop].extent);
+      if (!elements || !experts || *experts <= 0) continue;
+      w.total += *elements;
+      w.active += top_k > 0 ? *elements * std::min(static_cast<double>(top_k), *experts) / *experts : *elements;
+    }
+  return w;
+}
+
+// The residual stream's width at the first layer's normalization.
+std::optional<double> hidden_size(const Graph& g, const TransformerStructure& s) {
+  const int region = s.norm_region.at(s.layer_anchors.front());
+  const Tensor& x = g.tensor(s.norm_inputs.at(region));
+  if (!x.shape_known || x.shape.empty()) return std::nullopt;
+  return g.symbols.evaluate(x.shape.back());
+}
+
+PalmFlops not_applicable(PalmFlops f, std::string why) {
+  f.per_token = 0;
+  f.not_applicable = std::move(why);
+  return f;
+}
+
+}  // namespace
+
+PalmFlops palm_flops(const Graph& g, const std::vector<IterationSpace>& spaces) {
+  PalmFlops f;
+  f.sequence = bound_sequence_length(g);
+  if (f.sequence <= 0) return not_applicable(f, "no bound sequence dim '" + g.sequence_dim + "'");
+  const TransformerStructure s = find_transformer_structure(g, spaces);
+  f.layers = s.layers();
+  if (f.layers == 0) return not_applicable(f, "no transformer layers found");
+  const auto hidden = hidden_size(g, s);
+  if (!hidden) return not_applicable(f, "the hidden size is not bound");
+  f.hidden = *hidden;
+  double parameters = 0;
+  for (TensorId t = 0; t < static_cast<TensorId>(g.tensors().size()); ++t) {
+    const Tensor& tensor = g.tensor(t);
+    if (!tensor.is_parameter || lookup_only(g, t)) continue;
+    const auto elements = g.symbols.evaluate(tensor.num_elements());
+    if (!elements) return not_applicable(f, "parameter '" + tensor.name + "' has a symbolic shape");
+    parameters += *elements;
+  }
+  const std::int64_t top_k = routed_top_k(g);
+  const ExpertWeights experts = expert_weights(g, spaces, s, top_k);
+  f.all_experts = experts.total > 0 && top_k == 0;
+  f.parameters = parameters - experts.total + experts.active;
+  f.per_token = 6 * f.parameters + 12.0 * f.layers * f.hidden * f.sequence;
+  return f;
+}
+
+PalmFlops palm_flops(Graph& graph) { return palm_flops(graph, node_iteration_spaces(graph)); }
+
+std::optional<double> palm_mfu(const PalmFlops& f, const Plan& plan, const hardware::Cluster& cluster,
+                               double samples_per_s) {
+  if (!f.applies()) return std::nullopt;
+  const double passes = plan.mode == ExecutionMode::train ? 1 : 1.0 / 3;
+  const double peak = cluster.num_devices() * cluster.device.peak(plan.precision);
+  return passes * f.per_token * f.sequence * samples_per_s / peak;
+}
+
+std::string palm_mfu_label(const PalmFlops& f) {
+  return f.all_experts ? "MFU (6N+12Lhs, PaLM/torchtitan; N counts every expert, top-k unknown)"
+                       : "MFU (6N+12Lhs, PaLM/torchtitan)";
+}
+
+}  // namespace symtensor::compiler
