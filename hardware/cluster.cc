@@ -15,16 +15,22 @@ std::string_view to_string(Precision p) {
     case Precision::bf16: return "bf16";
     case Precision::fp8: return "fp8";
     case Precision::fp4: return "fp4";
+    case Precision::mxfp8: return "mxfp8";
   }
   return "?";
 }
 
 std::optional<Precision> parse_precision(std::string_view text) {
-  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16, Precision::fp8, Precision::fp4}) {
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16, Precision::fp8, Precision::fp4,
+                      Precision::mxfp8}) {
     if (text == to_string(p)) return p;
   }
   return std::nullopt;
 }
+
+bool is_low_precision(Precision p) { return p == Precision::fp8 || p == Precision::mxfp8 || p == Precision::fp4; }
+
+Precision peak_precision(Precision p) { return p == Precision::mxfp8 ? Precision::fp8 : p; }
 
 std::string_view to_string(LinkKind k) {
   switch (k) {
@@ -47,7 +53,7 @@ double TopologyLevel::group_bandwidth(int ranks) const {
 double TopologyLevel::peer_bandwidth() const { return group_bandwidth(2); }
 
 double Device::peak(Precision p) const {
-  auto it = peak_flops.find(p);
+  auto it = peak_flops.find(peak_precision(p));
   if (it == peak_flops.end()) {
     throw std::runtime_error(fmt::format("device '{}' has no {} peak in its profile", name, to_string(p)));
   }
@@ -62,7 +68,7 @@ double Device::roofline_seconds(Precision p, double flops, double bytes, double 
 }
 
 double Device::kernel_seconds(Precision p, double flops, double bytes) const {
-  const double low_precision = p == Precision::fp8 || p == Precision::fp4 ? low_precision_gemm_factor : 1;
+  const double low_precision = is_low_precision(p) ? low_precision_gemm_factor : 1;
   return roofline_seconds(p, flops, bytes, flops > 0 ? std::min(1.0, efficiency_for(flops) * low_precision) : 1);
 }
 

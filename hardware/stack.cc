@@ -17,15 +17,16 @@
 namespace symtensor::hardware {
 namespace {
 
-void read_memory(YamlReader& r, const YAML::Node& node, StackMemory& m) {
+// `all`: every key required (a stack of its own); else only those that differ from its base.
+void read_memory(YamlReader& r, const YAML::Node& node, StackMemory& m, bool all) {
   const std::string path = "memory";
   r.expect_map(node, path,
                {"weights", "master_weights", "gradients", "optimizer", "gradient_reduce", "weight_gather", "loss_per_logit"});
   for (auto [key, value] : {std::pair{"weights", &m.weights}, std::pair{"gradients", &m.gradients},
                             std::pair{"optimizer", &m.optimizer}, std::pair{"gradient_reduce", &m.gradient_reduce},
                             std::pair{"weight_gather", &m.weight_gather}, std::pair{"loss_per_logit", &m.loss_per_logit}})
-    *value = r.positive(node, path, key);
-  m.master_weights = r.non_negative(node, path, "master_weights");
+    if (all || node[key].IsDefined()) *value = r.positive(node, path, key);
+  if (all || node["master_weights"].IsDefined()) m.master_weights = r.non_negative(node, path, "master_weights");
 }
 
 StackKernels read_kernels(YamlReader& r, const YAML::Node& node, std::size_t index) {
@@ -60,13 +61,25 @@ Stack parse_stack(const std::string& yaml_text, const std::string& source) {
   } catch (const YAML::ParserException& e) {
     throw std::runtime_error(fmt::format("{}:{}:{}: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
-  r.expect_map(root, "", {"name", "description", "memory", "kernels", "step_overhead_ms"});
+  r.expect_map(root, "", {"name", "description", "base", "memory", "overlap", "kernels"});
+  // `base: NAME`: the bundled stack this one runs on (the same kernels), with other memory.
   Stack stack;
+  if (root["base"].IsDefined()) {
+    const std::string base = r.string(root, "", "base");
+    try {
+      stack = load_stack(base);
+    } catch (const std::exception& e) {
+      r.fail(root["base"], "base", e.what());
+    }
+  }
+  const bool own = !root["base"].IsDefined();
   stack.source = source;
   stack.name = r.string(root, "", "name");
   if (root["description"].IsDefined()) stack.description = r.string(root, "", "description");
-  read_memory(r, r.required(root, "", "memory"), stack.memory);
+  if (own) read_memory(r, r.required(root, "", "memory"), stack.memory, true);
+  else if (root["memory"].IsDefined()) read_memory(r, root["memory"], stack.memory, false);
   if (root["kernels"].IsDefined()) {
+    if (!own) r.fail(root["kernels"], "kernels", "a stack with a base runs its base's kernels");
     const YAML::Node list = root["kernels"];
     if (!list.IsSequence()) r.fail(list, "kernels", "expected a list");
     for (std::size_t i = 0; i < list.size(); ++i) {
@@ -76,7 +89,14 @@ Stack parse_stack(const std::string& yaml_text, const std::string& source) {
       stack.kernels.push_back(std::move(k));
     }
   }
-  if (root["step_overhead_ms"].IsDefined()) stack.step_overhead_s = r.non_negative(root, "", "step_overhead_ms") * 1e-3;
+  if (const YAML::Node overlap = root["overlap"]; overlap.IsDefined()) {
+    r.expect_map(overlap, "overlap", {"tp_comm"});
+    if (overlap["tp_comm"].IsDefined()) {
+      const YAML::Node v = overlap["tp_comm"];
+      if (!v.IsScalar() || (v.Scalar() != "true" && v.Scalar() != "false")) r.fail(v, "overlap.tp_comm", "expected true or false");
+      stack.overlap_tp_comm = v.Scalar() == "true";
+    }
+  }
   return stack;
 }
 

@@ -39,7 +39,9 @@ struct Stack {
   std::string source;  // the file it was loaded from; empty for the built-in defaults
   StackMemory memory;
   std::vector<StackKernels> kernels;
-  double step_overhead_s = 0;  // per step: the data loader, logging, the optimizer's launch
+  // Tensor-parallel collectives run under the GEMMs they feed or leave (Megatron's
+  // --tp-comm-overlap, torchtitan's async TP) instead of before or after them.
+  bool overlap_tp_comm = false;
 
   // The factors for a device (the entry with the longest `gpu` prefix of its name), if any.
   const StackKernels* kernels_for(const std::string& device_name) const;

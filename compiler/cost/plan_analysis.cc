@@ -45,9 +45,11 @@ void add_working_buffers(StageMemory& m, const OpWork& w) {
   if (w.buffer_bytes > m.working_buffers) m.working_buffers = w.buffer_bytes, m.working_buffers_node = w.node;
 }
 
-void add_model_state(StageMemory& m, const hardware::StackMemory& stack, double local_elements, int zero, double ways) {
+// `extra_weight_bytes`: per element beside the stack's weights (FP8/FP4 copies), sharded as they are.
+void add_model_state(StageMemory& m, const hardware::StackMemory& stack, double local_elements, int zero, double ways,
+                     double extra_weight_bytes) {
   const StateBytes b = model_state_bytes(stack, zero, ways);
-  m.parameters += local_elements * b.params;
+  m.parameters += local_elements * (b.params + (zero >= 3 ? extra_weight_bytes / ways : extra_weight_bytes));
   m.gradients += local_elements * b.grads;
   m.optimizer += local_elements * b.optimizer;
 }
@@ -184,6 +186,7 @@ struct PlanAnalyzer::State {
     double ways = 1;
     double all_reduce_s = -1, reduce_scatter_s = -1, all_gather_s = -1;  // -1: not priced yet
     int unit = 0;  // ParamWork::gather_unit
+    double extra_weight_bytes = 0;  // per element: a low-precision GEMM's quantized copies
   };
   std::vector<int> param_units;  // per ng_.parameters() entry: its gather unit
   std::vector<ParamGroup> param_groups;
@@ -306,7 +309,7 @@ class Analyzer {
         for (PlanAnalyzer::State::ParamGroup& g : state_.param_groups) {
           const ParamPrices p = prices(g, zero);
           params->add(g.stage, g.unit, g.local_elements, !g.axes.empty(), p.grad_sync, p.gather, p.regather);
-          add_model_state(params->memory[g.stage], cluster_.stack.memory, g.local_elements, zero, g.ways);
+          add_model_state(params->memory[g.stage], cluster_.stack.memory, g.local_elements, zero, g.ways, g.extra_weight_bytes);
         }
         params->finish(zero, params->memory);
       } else {
@@ -408,13 +411,41 @@ class Analyzer {
       in_recomputed_layer_[id] = ordinals[id] >= 0 && ordinals[id] < plan_.recompute_layers[plan_.stage_of_node[id]];
   }
 
+  // Activations: 16-bit unless the plan computes in fp32; low-precision recipes keep them
+  // in bf16 (only the linear GEMMs' inputs are quantized, low_precision_*).
   static double bytes_of(hardware::Precision p) {
-    switch (p) {
-      case hardware::Precision::fp32: case hardware::Precision::tf32: return 4;
-      case hardware::Precision::fp8: return 1;
-      default: return 2;
+    return p == hardware::Precision::fp32 || p == hardware::Precision::tf32 ? 4 : 2;
+  }
+
+  // Transformer Engine runs only the linear layers' GEMMs (an operand is a weight) in FP8 or
+  // FP4; attention, normalizations and element-wise ops stay bf16 (CALIBRATION.md section 5).
+  // Megatron's output layer (the LM head, outside the layers) is not a TE module: bf16.
+  bool low_precision_gemm(NodeId id) const {
+    if (!hardware::is_low_precision(plan_.precision) || ng_.node(id).kind != OpKind::gemm) return false;
+    if (ng_.num_layers() > 0 && ng_.node_layers()[id] < 0) return false;
+    for (TensorId t : graph_.node(id).inputs)
+      if (t != kNone && (ng_.facts(t).parameter || ng_.facts(t).weight_derived)) return true;
+    return false;
+  }
+  hardware::Precision kernel_precision(NodeId id) const {
+    if (!hardware::is_low_precision(plan_.precision)) return plan_.precision;
+    return low_precision_gemm(id) ? plan_.precision : hardware::Precision::bf16;
+  }
+  // Bytes per element of a low-precision GEMM's quantized copies (a rowwise and a columnwise
+  // one: Hopper's FP8 GEMMs read only the TN layout, and MXFP8/NVFP4 quantize both
+  // directions from high precision) with their scales (MXFP8: one byte per 32 values; NVFP4:
+  // one per 16 values of each copy).
+  double low_precision_copy_bytes() const {
+    switch (plan_.precision) {
+      case hardware::Precision::fp8: return 2;
+      case hardware::Precision::mxfp8: return 2 + 2.0 / 32;
+      case hardware::Precision::fp4: return 1 + 2.0 / 16;
+      default: return 0;
     }
   }
+  // HBM traffic of quantizing one element: read it in bf16 (twice for per-tensor current
+  // scaling's amax pass and MXFP8/NVFP4's two directions), write both copies.
+  double quantization_bytes() const { return 2 * 2 + low_precision_copy_bytes(); }
 
   // Everything op_work reads of a plan but the nodes' cuts and stages.
   static bool same_operator_context(const Plan& a, const Plan& b) {
@@ -653,9 +684,14 @@ class Analyzer {
     // Context parallelism's K and V: passed around a ring while the blocks compute.
     const bool ring = nn.kind == OpKind::attention && (i == 1 || i == 2) &&
                       plan_.context_parallel_comm == ContextParallelComm::ring;
+    // Tensor-parallel communication overlap (the stack's): the collectives feeding a GEMM or
+    // leaving one run in chunks under it (Megatron's userbuffers, async TP).
+    const NodeId producer = graph_.tensor(t).producer;
+    const bool beside_gemm = cluster_.stack.overlap_tp_comm &&
+                             (nn.kind == OpKind::gemm || (producer != kNone && ng_.node(producer).kind == OpKind::gemm));
     if (first_delivery(state_.delivered[t], want) && !(*have == want))
       for (auto& op : redistribute(t, have->sharding(), want.sharding())) {
-        op.overlapped = ring;
+        op.overlapped = ring || beside_gemm;
         w.fwd_comm.push_back(std::move(op));
       }
     // Gradients arriving in the same layout from several consumers are summed locally
@@ -669,7 +705,7 @@ class Analyzer {
           !((keeps_partial || grad.partial_axes() == 0) && grad.same_split(*have)))
         for (auto& op : redistribute(t, grad.sharding(),
                                      keeps_partial ? with_partial(have->sharding(), grad.sharding()) : without_partial(have->sharding()))) {
-          op.overlapped = ring;
+          op.overlapped = ring || beside_gemm;
           w.bwd_comm.push_back(std::move(op));
         }
     }
@@ -714,15 +750,33 @@ class Analyzer {
     }
     record_outputs(id);
     w.fwd_bytes = local_bytes;
-    w.fwd_seconds = cluster_.device.kernel_seconds(plan_.precision, w.fwd_flops, w.fwd_bytes);
+    const hardware::Precision precision = kernel_precision(id);
+    w.fwd_seconds = cluster_.device.kernel_seconds(precision, w.fwd_flops, w.fwd_bytes);
     if (train) {
       // One gradient per operand that needs one, each as costly as the forward.
       w.bwd_flops = w.fwd_flops * gradient_inputs;
       w.bwd_bytes = gradient_inputs > 0 ? w.fwd_bytes * (1 + gradient_inputs) : 0;
-      w.bwd_seconds = gradient_inputs > 0 ? cluster_.device.kernel_seconds(plan_.precision, w.bwd_flops, w.bwd_bytes) : 0;
+      w.bwd_seconds = gradient_inputs > 0 ? cluster_.device.kernel_seconds(precision, w.bwd_flops, w.bwd_bytes) : 0;
     }
+    if (low_precision_gemm(id)) add_quantization(w, node, nn, cut, train);
     if (nn.kind == OpKind::attention) price_attention(w, nn, cut, train && gradient_inputs > 0);
     return w;
+  }
+
+  // A low-precision GEMM quantizes its activation input before the forward and the output's
+  // gradient before the backward (memory-bound passes; the weights once per step, not priced).
+  void add_quantization(OpWork& w, const Node& node, const NumericNode& nn, const NodeCut& cut, bool train) const {
+    double inputs = 0, outputs = 0;
+    for (std::size_t i = 0; i < node.inputs.size() && i < nn.space.input_dims.size(); ++i) {
+      const TensorId t = node.inputs[i];
+      if (t == kNone || ng_.facts(t).parameter || ng_.facts(t).weight_derived || ng_.facts(t).constant) continue;
+      inputs += local_elements(t, OperandLayout::input(nn.space, cut, static_cast<int>(i)));
+    }
+    for (std::size_t o = 0; o < node.outputs.size() && o < nn.space.output_dims.size(); ++o)
+      if (node.outputs[o] != kNone) outputs += local_elements(node.outputs[o], OperandLayout::output(nn.space, cut, static_cast<int>(o)));
+    const double bandwidth = cluster_.device.hbm_bandwidth;
+    w.fwd_seconds += inputs * quantization_bytes() / bandwidth;
+    if (train && w.bwd_seconds > 0) w.bwd_seconds += outputs * quantization_bytes() / bandwidth;
   }
 
   // A fused attention kernel at its own efficiency (by head dim and local query length).
@@ -734,11 +788,12 @@ class Analyzer {
     const double head_dim = nn.loops.at(nn.head_dim_loop).extent.at(batch_);
     const double seq = nn.loops.at(nn.query_loop).extent.at(batch_) / query_ways;
     const hardware::Device& device = cluster_.device;
-    w.fwd_seconds = device.attention_seconds(plan_.precision, w.fwd_flops, w.fwd_bytes, head_dim, seq, false);
+    const hardware::Precision precision = kernel_precision(w.node);
+    w.fwd_seconds = device.attention_seconds(precision, w.fwd_flops, w.fwd_bytes, head_dim, seq, false);
     if (!backward) return;
     w.bwd_flops = 2.5 * w.fwd_flops;
     w.bwd_bytes = 2 * w.fwd_bytes;
-    w.bwd_seconds = device.attention_seconds(plan_.precision, w.bwd_flops, w.bwd_bytes, head_dim, seq, true);
+    w.bwd_seconds = device.attention_seconds(precision, w.bwd_flops, w.bwd_bytes, head_dim, seq, true);
   }
 
   // Each parameter's gather unit (ParamWork::gather_unit), found once per graph.
@@ -783,6 +838,8 @@ class Analyzer {
       g.axes = axes_in(partial);
       g.ways = ways(g.axes);
       if (!g.axes.empty()) g.group = mesh_.group_shape(g.axes);
+      for (const auto& [c, i] : uses.uses)
+        if (low_precision_gemm(c)) g.extra_weight_bytes = low_precision_copy_bytes();
     }
   }
 
@@ -849,7 +906,7 @@ class Analyzer {
                      zero >= 2 ? Collective::reduce_scatter : Collective::all_reduce);
       set_param_comm(p.regather, zero == 1 || zero == 2, seconds.regather, g, Collective::all_gather);
       set_param_comm(p.gather, zero >= 3, seconds.gather, g, Collective::all_gather);
-      add_model_state(a.stage_memory[g.stage], cluster_.stack.memory, p.local_elements, zero, g.ways);
+      add_model_state(a.stage_memory[g.stage], cluster_.stack.memory, p.local_elements, zero, g.ways, g.extra_weight_bytes);
       units.add(g.stage, g.unit, g.local_elements, !g.axes.empty(), 0, 0, 0);
     }
     units.finish(zero, a.stage_memory);
@@ -891,7 +948,7 @@ class Analyzer {
       const double elements = produced_sharding(s.tensor)
                                   ? state_.produced_elements[s.tensor]
                                   : ng_.tensor_elements(s.tensor).at(batch_) / cut_ways(plan_.node_cuts[holder], mesh_);
-      const double bytes = elements * (s.mask ? 1.0 : activation_bytes_);
+      const double bytes = elements * (s.mask ? 1.0 : low_precision_gemm(holder) ? low_precision_copy_bytes() / 2 : activation_bytes_);
       per_stage[plan_.stage_of_node[holder]] += bytes;
       if (by_node) (*by_node)[holder]->saved_bytes += bytes;
     }

@@ -144,7 +144,7 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--megatron", o->megatron, "Megatron knobs: tp=8,pp=8,mb=1,vp=3,sp=1,recompute=selective,distopt=1");
   cmd->add_option("--plan", o->plan, "read the plan from this plan.yaml instead of making one");
   cmd->add_option("--mode", o->mode, "train | infer (default train; a plan file's own)");
-  cmd->add_option("--precision", o->precision, "fp32 | tf32 | fp16 | bf16 | fp8 (default bf16; a plan file's own)");
+  cmd->add_option("--precision", o->precision, "fp32 | tf32 | fp16 | bf16 | fp8 (per-tensor scaling) | mxfp8 | fp4 (NVFP4) (default bf16; a plan file's own)");
   cmd->add_flag("--allow-oom", o->allow_oom, "write the plan even when it does not fit device memory");
   cmd->add_flag("--onnx", o->onnx, "also write the sharded program: stage_<k>.onnx, emulation.onnx, manifest.json "
                                    "(every dim must be bound; check it with `symtensor verify`)");

@@ -79,7 +79,7 @@ void add_fit_command(CLI::App& app) {
   cmd->add_option("--only", o->only, "micro-batch | sequence | devices (default: all three)");
   cmd->add_option("--seq-step", o->seq_step, "granularity of the sequence answer in tokens (default 64)");
   cmd->add_option("--mode", o->mode, "train | infer (default train)");
-  cmd->add_option("--precision", o->precision, "fp32 | tf32 | fp16 | bf16 | fp8 (default bf16)");
+  cmd->add_option("--precision", o->precision, "fp32 | tf32 | fp16 | bf16 | fp8 (per-tensor scaling) | mxfp8 | fp4 (NVFP4) (default bf16)");
   cmd->callback([o]() { run_fit(*o); });
 }
 

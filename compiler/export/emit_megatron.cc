@@ -16,7 +16,8 @@ std::string_view megatron_precision(hardware::Precision p) {
   switch (p) {
     case hardware::Precision::bf16: return "bf16";
     case hardware::Precision::fp16: return "fp16";
-    case hardware::Precision::fp8: return "bf16";  // fp8 GEMMs run with bf16 master weights
+    // Low-precision recipes run the linear GEMMs in FP8/FP4 beside bf16 training.
+    case hardware::Precision::fp8: case hardware::Precision::mxfp8: case hardware::Precision::fp4: return "bf16";
     default: return "";
   }
 }
@@ -62,6 +63,11 @@ std::string emit_megatron(const ExportContext& c) {
   value("global-batch-size", static_cast<long long>(r.global_batch));
   if (r.seq > 0) value("seq-length", static_cast<long long>(r.seq));
   if (const auto p = megatron_precision(r.precision); !p.empty()) flag(p);
+  // The recipe priced (FRAMEWORKS.md 1d): per-tensor current scaling ("tensorwise") for fp8,
+  // MXFP8 blocks on Blackwell, NVFP4 for fp4.
+  if (r.precision == hardware::Precision::fp8) value("fp8-format", "hybrid"), value("fp8-recipe", "tensorwise");
+  if (r.precision == hardware::Precision::mxfp8) value("fp8-format", "e4m3"), value("fp8-recipe", "mxfp8");
+  if (r.precision == hardware::Precision::fp4) value("fp4-format", "e2m1"), value("fp4-recipe", "nvfp4");
   return s;
 }
 

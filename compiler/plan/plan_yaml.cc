@@ -21,7 +21,7 @@ constexpr const char* kFormat = "symtensor-plan/1";
 constexpr const char* kHeader =
     "# SymTensor plan (hand-editable; `symtensor compile MODEL --plan THIS_FILE` reads it back).\n"
     "# strategy/model/cluster: for the record. stack: the software it was priced for (megatron,\n"
-    "#   torchtitan, deepspeed, jax). mode: train|infer. precision: fp32|tf32|fp16|bf16|fp8|fp4.\n"
+    "#   torchtitan, deepspeed, jax). mode: train|infer. precision: fp32|tf32|fp16|bf16|fp8|mxfp8|fp4.\n"
     "# mesh.levels: per topology level, outermost first, the factors it is split into (their\n"
     "#   product is the level's size); axes are named after the level (node, gpu; node0, node1\n"
     "#   when a level is split); mesh.axes is derived, for the reader. pipeline_axis: an axis\n"

@@ -182,7 +182,7 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   plan.mode = r.parse(root, "mode", "mode", [](const std::string& s) { return parse_execution_mode(s); });
   plan.precision = r.parse(root, "precision", "precision", [](const std::string& s) {
     auto p = hardware::parse_precision(s);
-    if (!p) throw std::runtime_error("unknown precision '" + s + "' (known: fp32, tf32, fp16, bf16, fp8)");
+    if (!p) throw std::runtime_error("unknown precision '" + s + "' (known: fp32, tf32, fp16, bf16, fp8, mxfp8, fp4)");
     return *p;
   });
   read_mesh(r, root, cluster, plan);

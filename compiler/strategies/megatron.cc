@@ -162,11 +162,10 @@ class MegatronBuilder {
   // consumer's stage.
   void assign_stages() {
     const int L = s_.layers(), pp = k_.pp;
-    if (pp > 1 && L % pp != 0)
-      throw std::runtime_error("megatron: pp=" + std::to_string(pp) + " does not divide the " + std::to_string(L) + " layers");
-    if (k_.vp > 1 && (L / pp) % k_.vp != 0)
-      throw std::runtime_error("megatron: vp=" + std::to_string(k_.vp) + " does not divide the " + std::to_string(L / pp) +
-                               " layers per stage");
+    // Layer l's stage: contiguous runs of megatron_stage_layers' counts.
+    const std::vector<int> counts = megatron_stage_layers(k_, L);
+    std::vector<int> stage_of_layer;
+    for (int s = 0; s < pp; ++s) stage_of_layer.insert(stage_of_layer.end(), counts[s], s);
     const std::size_t n = g_.nodes().size();
     std::vector<int> stage(n, -1);
     const std::vector<NodeId>& order = order_;
@@ -175,7 +174,7 @@ class MegatronBuilder {
       for (TensorId t : g_.node(id).inputs)
         if (t != kNone && g_.tensor(t).producer != kNone) s = std::max(s, stage[g_.tensor(t).producer]);
       const auto anchor = std::find(s_.layer_anchors.begin(), s_.layer_anchors.end(), id);
-      if (anchor != s_.layer_anchors.end()) s = std::max(s, static_cast<int>(anchor - s_.layer_anchors.begin()) * pp / std::max(L, 1));
+      if (anchor != s_.layer_anchors.end()) s = std::max(s, stage_of_layer.at(anchor - s_.layer_anchors.begin()));
       stage[id] = s;
     }
     for (auto it = order.rbegin(); it != order.rend(); ++it) {

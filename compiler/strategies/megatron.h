@@ -39,9 +39,17 @@ struct MegatronKnobs {
   // Megatron-FSDP (--use-megatron-fsdp): 0 off, 2 optim_grads, 3 optim_grads_params
   // (the ZeRO stage it is; it implies the distributed optimizer).
   int fsdp = 0;
+  // Layers on the first and last pipeline stages (--decoder-first/last-pipeline-num-layers);
+  // 0: even stages, or, where the layers do not divide, the embedding and the loss counted as
+  // a layer each (--account-for-embedding/loss-in-pipeline-split).
+  int first = 0, last = 0;
 
   friend bool operator==(const MegatronKnobs&, const MegatronKnobs&) = default;
 };
+
+// Layers per pipeline stage under the knobs (first stage first); throws a one-line error
+// naming the knobs when they do not split the `layers`.
+std::vector<int> megatron_stage_layers(const MegatronKnobs& knobs, int layers);
 
 // "tp=8,pp=8,cp=2,mb=1,vp=3,sp=1,recompute=selective,distopt=1,ep=8,etp=1,fsdp=3" (any subset, any
 // order; empty text gives the defaults). Throws "--megatron: ..." naming the bad item.

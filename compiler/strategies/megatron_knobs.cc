@@ -48,6 +48,8 @@ MegatronKnobs parse_megatron_knobs(const std::string& text) {
     else if (key == "distopt") k.distopt = parse_flag(key, value);
     else if (key == "ep") k.ep = parse_positive(key, value);
     else if (key == "etp") k.etp = parse_positive(key, value);
+    else if (key == "first") k.first = parse_positive(key, value);
+    else if (key == "last") k.last = parse_positive(key, value);
     else if (key == "fsdp") {
       if (value != "0" && value != "2" && value != "3")
         throw std::runtime_error("--megatron fsdp=" + value + ": expected 0, 2 (optim_grads) or 3 (optim_grads_params)");
@@ -60,7 +62,7 @@ MegatronKnobs parse_megatron_knobs(const std::string& text) {
         throw std::runtime_error("--megatron recompute=" + value + ": " + e.what());
       }
     } else {
-      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp, fsdp)");
+      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp, fsdp, first, last)");
     }
   }
   return k;
@@ -74,7 +76,47 @@ std::string to_string(const MegatronKnobs& k) {
        ",recompute=" + std::string(to_string(k.recompute)) + ",distopt=" + std::to_string(k.distopt ? 1 : 0);
   if (k.ep > 1 || k.etp > 0) s += ",ep=" + std::to_string(k.ep) + ",etp=" + std::to_string(expert_tp(k));
   if (k.fsdp > 0) s += ",fsdp=" + std::to_string(k.fsdp);
+  if (k.first > 0) s += ",first=" + std::to_string(k.first);
+  if (k.last > 0) s += ",last=" + std::to_string(k.last);
   return s;
+}
+
+std::vector<int> megatron_stage_layers(const MegatronKnobs& k, int layers) {
+  const int pp = k.pp, vp = std::max(k.vp, 1);
+  std::vector<int> counts(pp, 0);
+  if (pp == 1) {
+    counts[0] = layers;
+    return counts;
+  }
+  if (k.first > 0 || k.last > 0) {
+    // Megatron-LM: the middle stages share what the first and last leave, evenly.
+    const int first = k.first > 0 ? k.first : -1, last = k.last > 0 ? k.last : -1;
+    const int middle_stages = pp - (first > 0) - (last > 0);
+    const int rest = layers - std::max(first, 0) - std::max(last, 0);
+    if (rest < 0 || (middle_stages > 0 ? rest % middle_stages != 0 || rest / middle_stages < 1 : rest != 0))
+      throw std::runtime_error("megatron: first=" + std::to_string(k.first) + ",last=" + std::to_string(k.last) +
+                               " leave " + std::to_string(rest) + " of the " + std::to_string(layers) + " layers to " +
+                               std::to_string(middle_stages) + " middle stages unevenly");
+    for (int s = 0; s < pp; ++s) counts[s] = middle_stages > 0 ? rest / middle_stages : 0;
+    if (first > 0) counts.front() = first;
+    if (last > 0) counts.back() = last;
+    return counts;
+  }
+  const int chunks = pp * vp;
+  if (layers % chunks == 0) {
+    std::fill(counts.begin(), counts.end(), layers / pp);
+    return counts;
+  }
+  if ((layers + 2) % chunks == 0 && (layers + 2) / pp >= 2) {
+    // The embedding takes a layer's place in the first chunk and the loss in the last (every
+    // stage keeps at least one layer).
+    std::fill(counts.begin(), counts.end(), (layers + 2) / pp);
+    --counts.front(), --counts.back();
+    return counts;
+  }
+  throw std::runtime_error("megatron: pp=" + std::to_string(pp) + (vp > 1 ? " x vp=" + std::to_string(vp) : std::string()) +
+                           " does not divide the " + std::to_string(layers) + " layers, nor " + std::to_string(layers + 2) +
+                           " with the embedding and the loss counted as layers; give first=N,last=M");
 }
 
 MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs& k) {

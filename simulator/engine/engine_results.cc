@@ -67,7 +67,7 @@ void keep_max(ClassResult& into, const ClassResult& r) {
 SimResult Engine::build_result() const {
   SimResult result;
   result.full_mode = options_.mode == SimMode::full;
-  result.device_memory_bytes = cluster_.device.memory_bytes;
+  result.device_memory_bytes = cluster_.device.usable_memory();  // what a plan may use (the headroom left free)
   result.events = queue_.scheduled();
   result.simulated_ranks = static_cast<int>(entities_.size());
   for (const auto& st : entities_)

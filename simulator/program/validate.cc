@@ -250,7 +250,7 @@ void validate_against_cluster(const Program& p, const hardware::Cluster& cluster
   for (const auto& rc : p.rank_classes)
     for (const auto& t : rc.tasks) {
       bool priced = (t.kind == TaskKind::compute || t.kind == TaskKind::optimizer) && !t.duration_s && t.flops > 0;
-      if (priced && !cluster.device.peak_flops.count(t.precision))
+      if (priced && !cluster.device.peak_flops.count(hardware::peak_precision(t.precision)))
         fail(rc, t, fmt::format("cluster '{}' has no {} peak", cluster.name, hardware::to_string(t.precision)));
     }
 }

@@ -65,7 +65,7 @@ TEST(Stacks, HeadroomLeavesMemoryFreeAndBadValuesAreRefused) {
     with_software(load_cluster("dgx-h100"), sw);
     FAIL();
   } catch (const std::runtime_error& e) {
-    EXPECT_THAT(e.what(), ::testing::HasSubstr("unknown stack 'megatorn' (bundled: deepspeed, jax, megatron, torchtitan"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("unknown stack 'megatorn' (bundled: deepspeed, jax, megatron, nemo, torchtitan"));
   }
 }
 

@@ -1,0 +1,165 @@
+// Calibration against today's published training runs (tests/data/calibration/runs.csv, from
+// shared/reference/CALIBRATION.md "Today's GPUs, precisions and stacks"): each run simulated
+// with its GPU, stack, precision and layout, its tokens/s per GPU against the published one.
+// The knobs a source leaves unstated are chosen by one rule for every run (runs.csv's README);
+// the stacks' kernel factors (hardware/stacks/*.yaml) are the only fitted parameters, a few per
+// stack and GPU. Prints a table (id, published, predicted, error, step breakdown) and the
+// summary the README quotes.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "compiler/lowering/simulate_plan.h"
+#include "compiler/onnx_import/import.h"
+#include "compiler/strategies/megatron.h"
+#include "hardware/cluster.h"
+#include "hardware/stack.h"
+#include "onnx_models/model_zoo.h"
+#include "onnx_models/presets.h"
+
+namespace symtensor::compiler {
+namespace {
+
+struct PublishedRun {
+  std::string id, source, model, profile, stack, precision, knobs;
+  int gpus = 0;
+  double seq = 0, gbs = 0, published = 0;  // tokens/s per GPU
+};
+
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) fields.emplace_back();
+    else fields.back() += c;
+  }
+  return fields;
+}
+
+std::vector<PublishedRun> load_runs() {
+  std::ifstream in(std::string(SYMTENSOR_TEST_DATA) + "/calibration/runs.csv");
+  std::string line;
+  std::getline(in, line);  // header
+  std::vector<PublishedRun> runs;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const std::vector<std::string> f = csv_fields(line);
+    if (f.size() != 11) throw std::runtime_error("runs.csv: a line has " + std::to_string(f.size()) + " fields: " + line);
+    PublishedRun r{f[0], f[1], f[2], f[3], f[5], f[6], f[9]};
+    r.gpus = std::stoi(f[4]);
+    r.seq = std::stod(f[7]), r.gbs = std::stod(f[8]), r.published = std::stod(f[10]);
+    runs.push_back(r);
+  }
+  return runs;
+}
+
+// The architectures of runs.csv's README, from the zoo's families.
+models::ModelConfig architecture(const std::string& name) {
+  if (name == "gpt3-175b") {
+    models::ModelConfig c = models::preset_config("gpt3-175b");
+    c.vocab = 51200;
+    return c;
+  }
+  if (name == "mixtral-8x7b") return models::preset_config("mixtral-8x7b");
+  models::ModelConfig c = models::preset_config(name == "mixtral-8x22b" ? "mixtral-8x7b" : "llama2-7b");
+  c.name = name;
+  c.kv_heads = 8, c.rope_theta = 500000, c.vocab = 128256;
+  if (name == "llama3-8b") c.layers = 32, c.hidden = 4096, c.heads = 32, c.intermediate = 14336;
+  else if (name == "llama3-70b") c.layers = 80, c.hidden = 8192, c.heads = 64, c.intermediate = 28672;
+  else if (name == "llama3.1-405b") c.layers = 126, c.hidden = 16384, c.heads = 128, c.intermediate = 53248;
+  else if (name == "mixtral-8x22b") c.layers = 56, c.hidden = 6144, c.heads = 48, c.intermediate = 16384, c.vocab = 32768;
+  else throw std::runtime_error("runs.csv: unknown model '" + name + "'");
+  return c;
+}
+
+hardware::Cluster cluster_for(const PublishedRun& r) {
+  const std::string path = std::string(SYMTENSOR_TEST_DATA) + "/calibration/" + r.profile + ".yaml";
+  hardware::Cluster base = hardware::load_cluster(std::ifstream(path).good() ? path : r.profile);
+  // NVIDIA places its NVL72 runs 64 GPUs to a rack (32-GPU EP groups and TP inside a domain).
+  const int per_node = std::min(base.devices_per_node(), base.devices_per_node() >= 64 ? 64 : 8);
+  const int in_node = std::min(r.gpus, per_node);
+  hardware::Software software;
+  software.stack = r.stack;
+  return hardware::with_software(hardware::scale_cluster(base, std::max(1, r.gpus / in_node), in_node), software);
+}
+
+struct RunOutcome {
+  double predicted = 0, error = 0;
+  std::string recompute, note;
+  PlanSimulation simulation;
+};
+
+RunOutcome simulate_run(const PublishedRun& r) {
+  ImportOptions io;
+  io.bindings = {{"batch", r.gbs}, {"seq", r.seq}};
+  io.warn_opaque = false;
+  io.fusion.attention = AttentionMode::fused;  // every run uses fused attention kernels
+  models::ModelConfig config = architecture(r.model);
+  config.seq = static_cast<std::int64_t>(r.seq);
+  Graph graph = import_onnx_model(models::build_model(config), r.id, io);
+  const hardware::Cluster cluster = cluster_for(r);
+  MegatronKnobs k = parse_megatron_knobs(r.knobs);
+  if (k.tp > 1) k.sp = true;
+  if (r.stack == "megatron" || r.stack == "nemo") k.distopt = true;
+  StrategyOptions so;
+  so.precision = *hardware::parse_precision(r.precision);
+  // Recomputation as published; NVIDIA's performance recipes run without it unless they say.
+  const Plan plan = make_megatron_plan(graph, cluster, k, so);
+  sim::SimOptions options;
+  options.record_trace = false;
+  RunOutcome o;
+  o.simulation = simulate_plan(graph, plan, cluster, {}, options);
+  o.recompute = std::string(to_string(k.recompute));
+  if (!o.simulation.report.fits) o.note = "does not fit by the memory model";
+  o.predicted = r.gbs * r.seq / (r.gpus * o.simulation.report.step_time_s);
+  o.error = o.predicted / r.published - 1;
+  return o;
+}
+
+TEST(Calibration, PublishedRunsOfTodaysStacks) {
+  const std::vector<PublishedRun> runs = load_runs();
+  ASSERT_GE(runs.size(), 30u);
+  std::map<std::string, std::vector<double>> by_group;  // stack / GPU -> errors
+  std::vector<double> errors;
+  int fitting = 0;
+  std::printf("%-34s %-9s %-6s %9s %9s %7s  %s\n", "run", "stack", "prec", "published", "predicted", "error",
+              "step: compute / exposed comm / bubble (recompute)");
+  for (const PublishedRun& r : runs) {
+    const RunOutcome o = simulate_run(r);
+    const auto& rep = o.simulation.report;
+    std::printf("%-34s %-9s %-6s %9.0f %9.0f %+6.1f%%  %.2f s: %.2f / %.2f / %.2f (%s)%s%s\n", r.id.c_str(), r.stack.c_str(),
+                r.precision.c_str(), r.published, o.predicted, 100 * o.error, rep.step_time_s, rep.compute_s,
+                rep.exposed_comm_s, rep.bubble_s, o.recompute.c_str(), o.note.empty() ? "" : " ", o.note.c_str());
+    errors.push_back(o.error);
+    fitting += rep.fits ? 1 : 0;
+    by_group[r.stack + " " + r.profile].push_back(o.error);
+  }
+  double mean_abs = 0, worst = 0;
+  int within10 = 0;
+  for (double e : errors) mean_abs += std::abs(e), worst = std::max(worst, std::abs(e)), within10 += std::abs(e) <= 0.10;
+  mean_abs /= errors.size();
+  const double share_within10 = static_cast<double>(within10) / errors.size();
+  std::printf("\n%zu runs: mean |error| %.1f%%, %d within 10%% (%.0f%%), worst %.1f%%; %d fit by the memory model\n",
+              errors.size(), 100 * mean_abs, within10, 100 * share_within10, 100 * worst, fitting);
+  for (const auto& [group, e] : by_group) {
+    double m = 0, bias = 0;
+    for (double x : e) m += std::abs(x), bias += x;
+    std::printf("  %-28s %2zu runs, mean |error| %5.1f%%, mean error %+5.1f%%\n", group.c_str(), e.size(), 100 * m / e.size(),
+                100 * bias / e.size());
+  }
+  // What the fit reaches today (the issue's bar is a mean of 5%, 90% within 10%, none beyond
+  // 20%: not met, see the README). A change that makes any of these worse fails here.
+  EXPECT_LE(mean_abs, 0.09);
+  EXPECT_GE(share_within10, 0.60);
+  EXPECT_LE(worst, 0.27);
+}
+
+}  // namespace
+}  // namespace symtensor::compiler
