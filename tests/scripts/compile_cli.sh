@@ -31,6 +31,21 @@ grep -q '^sequence_parallel: true' "$work/m/deep/plan.yaml" || fail "megatron: s
   --megatron tp=2,pp=2,sp=1,recompute=selective -o "$work/m2" >/dev/null
 cmp -s "$work/m/deep/plan.yaml" "$work/m2/plan.yaml" || fail "megatron: plan.yaml differs between two runs"
 
+# --stack: recorded in plan.yaml (megatron by default); DeepSpeed keeps 16 bytes per parameter
+# of model states where Megatron-LM keeps 18 (fp32 main gradients); an unknown stack is refused
+grep -q '^stack: megatron' "$work/dp/plan.yaml" || fail "plan.yaml lacks the default stack"
+"$symtensor" compile "$work/gpt.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind --strategy dp --stack deepspeed \
+  -o "$work/ds" >"$work/ds.log"
+grep -q '^stack: deepspeed' "$work/ds/plan.yaml" || fail "--stack deepspeed not recorded"
+"$symtensor" compile "$work/gpt.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind --strategy dp -o "$work/mg" >"$work/mg.log"
+grads() { grep -m1 '^    gradients' "$1" | awk '{print $2, $3}'; }
+[ "$(grads "$work/ds.log")" != "$(grads "$work/mg.log")" ] || fail "--stack deepspeed keeps Megatron's gradients: $(grads "$work/ds.log")"
+if "$symtensor" compile "$work/gpt.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind --stack megatorn -o "$work/e0" 2>"$work/e0.err"; then
+  fail "an unknown stack was accepted"
+fi
+grep -q "unknown stack 'megatorn' (bundled: deepspeed, jax, megatron, nemo, torchtitan" "$work/e0.err" || fail "stack error: $(cat "$work/e0.err")"
+[ ! -e "$work/e0/plan.yaml" ] || fail "unknown stack: partial output"
+
 # the default strategy is the SymTensor search; --onnx adds the sharded program
 out="$("$symtensor" compile "$work/gpt.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind -o "$work/sym" --onnx)"
 echo "$out" | grep -q "^strategy *symtensor" || fail "default strategy is not symtensor: $out"
