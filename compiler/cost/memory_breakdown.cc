@@ -19,16 +19,22 @@ std::string zero_text(int zero, int from_stage) {
 std::vector<StageMemoryBreakdown> memory_breakdown(const Graph& graph, const Plan& plan, const PlanAnalysis& analysis) {
   std::vector<StageMemoryBreakdown> out;
   const bool train = plan.mode == ExecutionMode::train;
-  const std::string half = "16-bit";  // the model states of mixed-precision Adam (plan_analysis.cc)
+  const hardware::StackMemory& bytes = analysis.state_bytes;
+  const auto dtype = [](double b) { return b == 4 ? std::string("fp32") : b == 2 ? std::string("16-bit") : fmt::format("{:g} B", b); };
+  const std::string weights =
+      dtype(bytes.weights) + " weights" + (hardware::is_low_precision(plan.precision) ? " + their low-precision copies" : "");
+  const std::string optimizer = bytes.master_weights > 0
+                                    ? fmt::format("fp32 master weights + Adam m, v ({:g} B/parameter)", bytes.master_weights + bytes.optimizer)
+                                    : fmt::format("Adam m, v ({:g} B/parameter)", bytes.optimizer);
   for (std::size_t s = 0; s < analysis.stage_memory.size(); ++s) {
     const StageMemory& m = analysis.stage_memory[s];
     StageMemoryBreakdown b;
     b.stage = static_cast<int>(s);
     b.parameters = m.parameters, b.gradients = m.gradients, b.optimizer = m.optimizer;
     const int zero = plan.zero_stage;
-    b.parameters_detail = fmt::format("{} weights, {}", half, zero_text(zero, 3));
-    b.gradients_detail = train ? fmt::format("{} gradients, {}", half, zero_text(zero, 2)) : "inference: none";
-    b.optimizer_detail = train ? fmt::format("fp32 master weights + Adam m, v (12 B/parameter), {}",
+    b.parameters_detail = fmt::format("{}, {}", weights, zero_text(zero, 3));
+    b.gradients_detail = train ? fmt::format("{} gradients, {}", dtype(bytes.gradients), zero_text(zero, 2)) : "inference: none";
+    b.optimizer_detail = train ? fmt::format("{}, {}", optimizer,
                                              plan.distributed_optimizer && zero == 0 ? "sharded over data parallel (distributed optimizer)"
                                                                                      : zero_text(zero, 1))
                                : "inference: none";

@@ -273,6 +273,7 @@ class Analyzer {
     a.stage_memory.assign(stages, StageMemory{});
     a.p2p_bytes.assign(std::max(stages - 1, 0), 0.0);
     a.device_memory = cluster_.device.usable_memory();
+    a.state_bytes = cluster_.stack.memory;
     for (OpWork& w : a.ops) {
       w.saved_bytes = 0, w.recomputed = false;  // add_activations' part
       add_working_buffers(a.stage_memory[w.stage], w);

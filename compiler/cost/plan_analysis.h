@@ -94,6 +94,7 @@ struct PlanAnalysis {
   std::vector<double> p2p_bytes;  // per stage boundary (s -> s+1), per micro-batch
   double optimizer_seconds_per_stage = 0;
   double device_memory = 0;       // capacity, bytes
+  hardware::StackMemory state_bytes;  // the model states' bytes per parameter, as the stack keeps them
 };
 
 // A plan's analysis summed per pipeline stage, one micro-batch: what the step estimate

@@ -4,7 +4,7 @@
 //   training (2 forward after proj and FC2, 2 backward before QKV and FC1), 2 in inference;
 // - with sequence parallelism each all-reduce becomes a reduce-scatter + all-gather of
 //   the same b·s·h buffer (4 of each in training);
-// - data parallelism: gradient all-reduce volume = the parameters' 16-bit bytes.
+// - data parallelism: gradient all-reduce volume = the parameters in the stack's reduce dtype (fp32).
 #include <map>
 
 #include <gtest/gtest.h>
