@@ -173,7 +173,8 @@ double model_state_bytes(Graph& g, const hardware::Cluster& cluster, int zero, b
   plan.zero_stage = zero;
   plan.distributed_optimizer = distributed_optimizer;
   plan.global_batch = 8;
-  const StageMemory& m = analyze_plan(g, cluster, plan).stage_memory.at(0);
+  const PlanAnalysis a = analyze_plan(g, cluster, plan);
+  const StageMemory& m = a.stage_memory.at(0);
   return m.parameters + m.gradients + m.optimizer;
 }
 
