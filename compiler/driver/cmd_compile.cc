@@ -19,6 +19,7 @@
 #include "compiler/cost/step_prediction.h"
 #include "compiler/driver/command_setup.h"
 #include "compiler/driver/commands.h"
+#include "compiler/driver/recorded_inputs.h"
 #include "compiler/export/export.h"
 #include "compiler/onnx_import/proto_reading.h"
 #include "compiler/plan/plan_yaml.h"
@@ -63,6 +64,7 @@ void run_compile(const CompileOptions& o) {
 
   compiler::Graph graph = import_model(o.input, true);
   compiler::Plan plan = compiler::make_plan(strategy, graph, cluster, so);
+  plan.inputs = recorded_inputs(o.input, o.cluster, cluster);  // `export plan.yaml` needs nothing else
   if (strategy == "file") {  // a plan file keeps its mode and precision unless the command line sets them
     if (!o.mode.empty()) plan.mode = so.mode;
     if (!o.precision.empty()) plan.precision = so.precision;

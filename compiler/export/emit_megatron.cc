@@ -1,10 +1,169 @@
 // Megatron-LM's argument names (megatron/training/arguments.py), one flag per line:
 //   torchrun ... pretrain_gpt.py $(grep -v '^#' megatron.args)
+// Three parts: the model (read from the graph), the plan's parallelism and precision, and
+// the least a benchmark launch on mock data needs. Comments stand on their own lines (a
+// comment after a flag would reach argparse); PLACEHOLDER marks what neither the ONNX nor the
+// plan says.
 #include <fmt/format.h>
 
 #include "compiler/export/emitters.h"
 
 namespace symtensor::compiler {
+namespace {
+
+class MegatronArgs {
+ public:
+  void comment(std::string_view line) { s_ += fmt::format("# {}\n", line); }
+  void flag(std::string_view name) { s_ += fmt::format("--{}\n", name); }
+  template <typename T>
+  void value(std::string_view name, const T& v) {
+    s_ += fmt::format("--{} {}\n", name, v);
+  }
+  std::string& text() { return s_; }
+
+ private:
+  std::string s_;
+};
+
+void model_flags(MegatronArgs& a, const ModelArchitecture& m, const ParallelRecipe& r) {
+  a.comment("model: read from the ONNX graph");
+  for (const auto& line : m.unknown) a.comment("PLACEHOLDER " + line);
+  a.value("num-layers", r.layers > 0 ? r.layers : m.layers);
+  if (m.hidden > 0) a.value("hidden-size", m.hidden);
+  if (m.ffn_hidden > 0) a.value("ffn-hidden-size", m.ffn_hidden);
+  if (m.heads > 0) a.value("num-attention-heads", m.heads);
+  if (m.grouped_query()) {
+    a.flag("group-query-attention");
+    a.value("num-query-groups", m.query_groups);
+  }
+  if (m.head_dim > 0) a.value("kv-channels", m.head_dim);
+  if (m.gated_mlp) {
+    if (!m.silu) a.comment("PLACEHOLDER the gated MLP's activation is not x*sigmoid(x); --swiglu is SiLU");
+    a.flag("swiglu");
+  }
+  if (m.norm != NormKind::unknown) a.value("normalization", megatron_name(m.norm));
+  if (m.norm_epsilon > 0) a.value("norm-epsilon", fmt::format("{:g}", m.norm_epsilon));
+  if (m.position != PositionKind::unknown) a.value("position-embedding-type", megatron_name(m.position));
+  if (m.position == PositionKind::rope && m.rotary_base > 0) a.value("rotary-base", static_cast<long long>(m.rotary_base));
+  const long long seq = static_cast<long long>(r.seq);
+  if (const long long positions = std::max(m.max_positions, seq); positions > 0) a.value("max-position-embeddings", positions);
+  if (!m.tied_embeddings) a.flag("untie-embeddings-and-output-weights");
+  if (!m.linear_bias) a.flag("disable-bias-linear");
+  if (!m.linear_bias && m.qkv_bias) a.flag("add-qkv-bias");
+  if (!m.dropout) {
+    a.comment("the graph has no Dropout");
+    a.value("attention-dropout", "0.0");
+    a.value("hidden-dropout", "0.0");
+  }
+  if (m.vocab > 0) {
+    const long long multiple = 128LL * r.tp;
+    a.comment(fmt::format("vocabulary {} padded to {} (a multiple of 128 x tp={})", m.vocab,
+                          (m.vocab + multiple - 1) / multiple * multiple, r.tp));
+    a.value("make-vocab-size-divisible-by", 128);
+  }
+  if (m.moe()) {
+    a.value("num-experts", m.experts);
+    if (m.top_k > 0) a.value("moe-router-topk", m.top_k);
+    if (m.moe_ffn_hidden > 0) a.value("moe-ffn-hidden-size", m.moe_ffn_hidden);
+    a.comment("the token exchange priced: all-to-all dispatch into grouped expert GEMMs");
+    a.value("moe-token-dispatcher-type", "alltoall");
+    a.flag("moe-grouped-gemm");
+    if (m.capacity_factor > 0) {
+      a.comment("capacity routing as the graph has it (tokens past an expert's capacity dropped)");
+      a.value("moe-expert-capacity-factor", fmt::format("{:g}", m.capacity_factor));
+    }
+    a.comment("PLACEHOLDER load-balancing loss: not in the ONNX");
+    a.value("moe-router-load-balancing-type", "aux_loss");
+    a.value("moe-aux-loss-coeff", "1e-2");
+  }
+}
+
+// How Megatron-LM is told the plan's layers per stage, as megatron_stage_layers splits them:
+// evenly over pp x vp chunks, else with the embedding and the loss counted as a layer each,
+// else with the first and last stages' own counts.
+void pipeline_split_flags(MegatronArgs& a, const ParallelRecipe& r) {
+  if (r.pp <= 1) return;
+  const int vp = std::max(r.vp, 1), chunks = r.pp * vp;
+  if (vp > 1) a.value("num-virtual-stages-per-pipeline-rank", vp);
+  const std::vector<int>& counts = r.layers_per_stage;
+  if (counts.size() != static_cast<std::size_t>(r.pp) || r.layers <= 0) return;
+  if (!r.uneven_stages() && r.layers % chunks == 0) return;
+  std::vector<int> accounted(r.pp, (r.layers + 2) / r.pp);
+  accounted.front() -= 1, accounted.back() -= 1;
+  if ((r.layers + 2) % chunks == 0 && counts == accounted) {
+    a.flag("account-for-embedding-in-pipeline-split");
+    a.flag("account-for-loss-in-pipeline-split");
+    return;
+  }
+  a.value("decoder-first-pipeline-num-layers", counts.front());
+  a.value("decoder-last-pipeline-num-layers", counts.back());
+}
+
+void parallel_flags(MegatronArgs& a, const ExportContext& c) {
+  const ParallelRecipe& r = c.recipe;
+  a.comment("parallelism and precision: the plan");
+  a.value("tensor-model-parallel-size", r.tp);
+  a.value("pipeline-model-parallel-size", r.pp);
+  a.value("context-parallel-size", r.cp);
+  if (r.cp > 1) a.value("cp-comm-type", c.plan.context_parallel_comm == ContextParallelComm::all_gather ? "allgather" : "p2p");
+  if (r.sp && r.tp > 1) a.flag("sequence-parallel");
+  if (r.experts > 0) {
+    a.value("expert-model-parallel-size", r.ep);
+    a.value("expert-tensor-parallel-size", r.etp);
+  }
+  pipeline_split_flags(a, r);
+  if (r.distopt || r.zero_stage == 1) a.flag("use-distributed-optimizer");
+  if (r.zero_stage >= 2) {
+    a.flag("use-megatron-fsdp");
+    a.value("data-parallel-sharding-strategy", r.zero_stage == 2 ? "optim_grads" : "optim_grads_params");
+    a.comment("Megatron-FSDP asserts on this checkpoint format");
+    a.value("ckpt-format", "fsdp_dtensor");
+  }
+  if (r.dp > 1) a.flag("overlap-grad-reduce");
+  if (r.recompute == RecomputePolicy::full) {
+    a.value("recompute-granularity", "full");
+    // block: the first N layers of each stage's chunk; uniform 1: every layer.
+    a.value("recompute-method", r.recompute_layers.empty() ? "uniform" : "block");
+    a.value("recompute-num-layers", r.recompute_num_layers());
+  } else if (r.recompute == RecomputePolicy::selective) {
+    a.value("recompute-granularity", "selective");
+  }
+  a.value("micro-batch-size", r.micro_batch_size);
+  a.value("global-batch-size", static_cast<long long>(r.global_batch));
+  if (r.seq > 0) a.value("seq-length", static_cast<long long>(r.seq));
+  else a.comment("PLACEHOLDER --seq-length: the plan binds no sequence length");
+  if (const auto p = megatron_precision(r.precision); !p.empty()) a.flag(p);
+  // The recipe priced (FRAMEWORKS.md 1d): per-tensor current scaling ("tensorwise") for fp8,
+  // MXFP8 blocks on Blackwell, NVFP4 for fp4.
+  if (r.precision == hardware::Precision::fp8) a.value("fp8-format", "hybrid"), a.value("fp8-recipe", "tensorwise");
+  if (r.precision == hardware::Precision::mxfp8) a.value("fp8-format", "e4m3"), a.value("fp8-recipe", "mxfp8");
+  if (r.precision == hardware::Precision::fp4) a.value("fp4-format", "e2m1"), a.value("fp4-recipe", "nvfp4");
+}
+
+void benchmark_flags(MegatronArgs& a, const ModelArchitecture& m) {
+  a.comment("benchmark launch on mock data (FRAMEWORKS.md 1f)");
+  a.comment("PLACEHOLDER tokenizer: the ONNX holds none; NullTokenizer over the model's vocabulary");
+  a.comment("(Megatron-Core v0.15's NullTokenizer adds one token: the padded vocabulary may grow by a multiple)");
+  a.flag("mock-data");
+  a.value("tokenizer-type", "NullTokenizer");
+  if (m.vocab > 0) a.value("vocab-size", m.vocab);
+  else a.comment("PLACEHOLDER --vocab-size: the graph states no vocabulary");
+  a.comment("PLACEHOLDER steps, learning-rate schedule and optimizer: not in the ONNX nor the plan");
+  a.value("train-iters", 100);
+  a.value("lr", "3e-4");
+  a.value("min-lr", "3e-5");
+  a.value("lr-decay-style", "cosine");
+  a.value("lr-warmup-iters", 10);
+  a.value("weight-decay", "0.1");
+  a.value("clip-grad", "1.0");
+  a.value("adam-beta1", "0.9");
+  a.value("adam-beta2", "0.95");
+  a.value("eval-iters", 0);
+  a.value("eval-interval", 1000);
+  a.value("log-interval", 1);
+}
+
+}  // namespace
 
 std::string comment_block(const std::vector<std::string>& lines, std::string_view prefix) {
   std::string s;
@@ -24,51 +183,16 @@ std::string_view megatron_precision(hardware::Precision p) {
 
 std::string emit_megatron(const ExportContext& c) {
   const ParallelRecipe& r = c.recipe;
-  std::string s = comment_block(c.header, "# ");
-  s += fmt::format("# launch: torchrun --nnodes {} --nproc-per-node {} pretrain_gpt.py $(grep -v '^#' THIS_FILE)\n", r.nodes,
-                   r.gpus_per_node);
-  const auto flag = [&s](std::string_view name) { s += fmt::format("--{}\n", name); };
-  const auto value = [&s](std::string_view name, const auto& v) { s += fmt::format("--{} {}\n", name, v); };
-  value("tensor-model-parallel-size", r.tp);
-  value("pipeline-model-parallel-size", r.pp);
-  value("context-parallel-size", r.cp);
-  if (r.cp > 1) value("cp-comm-type", c.plan.context_parallel_comm == ContextParallelComm::all_gather ? "allgather" : "p2p");
-  if (r.sp && r.tp > 1) flag("sequence-parallel");
-  if (r.experts > 0) {
-    value("num-experts", r.experts);
-    value("expert-model-parallel-size", r.ep);
-    value("expert-tensor-parallel-size", r.etp);
-  }
-  if (r.layers > 0) value("num-layers", r.layers);
-  if (r.vp > 1 && r.pp > 0 && r.layers > 0) value("num-layers-per-virtual-pipeline-stage", r.layers / r.pp / r.vp);
-  if (r.uneven_stages() && r.pp > 1) {
-    value("decoder-first-pipeline-num-layers", r.layers_per_stage.front());
-    value("decoder-last-pipeline-num-layers", r.layers_per_stage.back());
-  }
-  if (r.distopt || r.zero_stage == 1) flag("use-distributed-optimizer");
-  if (r.zero_stage >= 2) {
-    flag("use-megatron-fsdp");
-    value("data-parallel-sharding-strategy", r.zero_stage == 2 ? "optim_grads" : "optim_grads_params");
-  }
-  if (r.dp > 1) flag("overlap-grad-reduce");
-  if (r.recompute == RecomputePolicy::full) {
-    value("recompute-granularity", "full");
-    // block: the first N layers of each stage's chunk; uniform 1: every layer.
-    value("recompute-method", r.recompute_layers.empty() ? "uniform" : "block");
-    value("recompute-num-layers", r.recompute_num_layers());
-  } else if (r.recompute == RecomputePolicy::selective) {
-    value("recompute-granularity", "selective");
-  }
-  value("micro-batch-size", r.micro_batch_size);
-  value("global-batch-size", static_cast<long long>(r.global_batch));
-  if (r.seq > 0) value("seq-length", static_cast<long long>(r.seq));
-  if (const auto p = megatron_precision(r.precision); !p.empty()) flag(p);
-  // The recipe priced (FRAMEWORKS.md 1d): per-tensor current scaling ("tensorwise") for fp8,
-  // MXFP8 blocks on Blackwell, NVFP4 for fp4.
-  if (r.precision == hardware::Precision::fp8) value("fp8-format", "hybrid"), value("fp8-recipe", "tensorwise");
-  if (r.precision == hardware::Precision::mxfp8) value("fp8-format", "e4m3"), value("fp8-recipe", "mxfp8");
-  if (r.precision == hardware::Precision::fp4) value("fp4-format", "e2m1"), value("fp4-recipe", "nvfp4");
-  return s;
+  MegatronArgs a;
+  a.text() = comment_block(c.header, "# ");
+  // Megatron asserts on one connection per device under TP/CP, except with Megatron-FSDP.
+  const bool one_connection = (r.tp > 1 || r.cp > 1) && r.zero_stage < 2;
+  a.comment(fmt::format("launch: {}torchrun --nnodes {} --nproc-per-node {} pretrain_gpt.py $(grep -v '^#' THIS_FILE)",
+                        one_connection ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : "", r.nodes, r.gpus_per_node));
+  model_flags(a, c.arch, r);
+  parallel_flags(a, c);
+  benchmark_flags(a, c.arch);
+  return a.text();
 }
 
 }  // namespace symtensor::compiler

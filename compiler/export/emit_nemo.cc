@@ -9,6 +9,43 @@ namespace {
 
 std::string py_bool(bool b) { return b ? "True" : "False"; }
 
+// The architecture under Megatron-Core's TransformerConfig / NeMo's GPTConfig field names.
+std::string nemo_model_config(const ModelArchitecture& m, const ParallelRecipe& r) {
+  std::string s = "# the model: read from the ONNX graph (llm.GPTConfig(**model_config_kwargs))\n";
+  for (const auto& line : m.unknown) s += "# PLACEHOLDER " + line + "\n";
+  s += "model_config_kwargs = dict(\n";
+  const auto field = [&s](std::string_view name, const auto& v) { s += fmt::format("    {}={},\n", name, v); };
+  field("num_layers", r.layers > 0 ? r.layers : m.layers);
+  if (m.hidden > 0) field("hidden_size", m.hidden);
+  if (m.ffn_hidden > 0) field("ffn_hidden_size", m.ffn_hidden);
+  if (m.heads > 0) field("num_attention_heads", m.heads);
+  if (m.query_groups > 0) field("num_query_groups", m.query_groups);
+  if (m.head_dim > 0) field("kv_channels", m.head_dim);
+  field("gated_linear_unit", py_bool(m.gated_mlp));
+  if (m.norm != NormKind::unknown) field("normalization", fmt::format("\"{}\"", megatron_name(m.norm)));
+  if (m.norm_epsilon > 0) field("layernorm_epsilon", fmt::format("{:g}", m.norm_epsilon));
+  if (m.position != PositionKind::unknown) field("position_embedding_type", fmt::format("\"{}\"", megatron_name(m.position)));
+  if (m.rotary_base > 0) field("rotary_base", static_cast<long long>(m.rotary_base));
+  field("share_embeddings_and_output_weights", py_bool(m.tied_embeddings));
+  field("add_bias_linear", py_bool(m.linear_bias));
+  field("add_qkv_bias", py_bool(m.linear_bias || m.qkv_bias));
+  if (!m.dropout) field("hidden_dropout", "0.0"), field("attention_dropout", "0.0");
+  if (r.seq > 0) field("seq_length", static_cast<long long>(r.seq));
+  field("make_vocab_size_divisible_by", 128);
+  if (m.moe()) {
+    field("num_moe_experts", m.experts);
+    if (m.top_k > 0) field("moe_router_topk", m.top_k);
+    if (m.moe_ffn_hidden > 0) field("moe_ffn_hidden_size", m.moe_ffn_hidden);
+    field("moe_token_dispatcher_type", "\"alltoall\"");
+    field("moe_grouped_gemm", "True");
+  }
+  s += ")\n";
+  if (m.gated_mlp) s += "# with gated_linear_unit: activation_func=torch.nn.functional.silu (SwiGLU)\n";
+  s += fmt::format("# PLACEHOLDER tokenizer, data and learning-rate schedule: not in the ONNX; the tokenizer's vocabulary must be {}\n",
+                   m.vocab);
+  return s;
+}
+
 }  // namespace
 
 std::string emit_nemo(const ExportContext& c) {
@@ -37,6 +74,7 @@ std::string emit_nemo(const ExportContext& c) {
   s += ")\n";
   s += fmt::format("optimizer_config = OptimizerConfig(optimizer=\"adam\", use_distributed_optimizer={}{})\n",
                    py_bool(r.distopt), megatron_precision(r.precision) == "bf16" ? ", bf16=True" : "");
+  s += nemo_model_config(c.arch, r);
   s += fmt::format("trainer_kwargs = dict(devices={}, num_nodes={})\n", r.gpus_per_node, r.nodes);
   s += fmt::format("data_kwargs = dict(micro_batch_size={}, global_batch_size={}{})\n", r.micro_batch_size,
                    static_cast<long long>(r.global_batch), r.seq > 0 ? fmt::format(", seq_length={}", static_cast<long long>(r.seq)) : "");

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/export/model_architecture.h"
 #include "compiler/export/recipe.h"
 #include "compiler/ir/graph.h"
 #include "compiler/plan/plan.h"
@@ -19,6 +20,7 @@ struct ExportContext {
   const hardware::Cluster& cluster;
   const Plan& plan;  // the plan the file expresses (the nearest one when the original is not expressible)
   const ParallelRecipe& recipe;
+  const ModelArchitecture& arch;  // what the model is, read from the graph
   std::vector<std::string> header;
 };
 
@@ -30,6 +32,10 @@ std::string_view megatron_precision(hardware::Precision p);
 std::string emit_megatron(const ExportContext& c);
 std::string emit_nemo(const ExportContext& c);
 std::string emit_torchtitan(const ExportContext& c);
+// The Python module that adds the model's flavor to torchtitan's llama3 (experimental.
+// custom_import), or "" when a bundled flavor is the model.
+std::string emit_torchtitan_flavor(const ExportContext& c);
+inline constexpr const char* kTitanFlavorModule = "symtensor_flavor";
 std::string emit_deepspeed(const ExportContext& c);
 std::string emit_deepspeed_pipeline(const ExportContext& c);  // Python, beside the JSON
 std::string emit_dtensor(const ExportContext& c);

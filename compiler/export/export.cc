@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/analysis/model_stats.h"
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
 #include "compiler/cost/step_prediction.h"
@@ -117,11 +118,16 @@ ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Clus
     header.push_back("not expressible:");
     for (const auto& item : out.not_expressible) header.push_back("  - " + item);
   }
-  ExportContext context{graph, cluster, *expressed, r, header};
+  const ModelArchitecture arch = read_model_architecture(graph, node_iteration_spaces(graph));
+  ExportContext context{graph, cluster, *expressed, r, arch, header};
   switch (target) {
     case ExportTarget::megatron: out.config = emit_megatron(context); break;
     case ExportTarget::nemo: out.config = emit_nemo(context); break;
-    case ExportTarget::torchtitan: out.config = emit_torchtitan(context); break;
+    case ExportTarget::torchtitan:
+      out.config = emit_torchtitan(context);
+      if (std::string flavor = emit_torchtitan_flavor(context); !flavor.empty())
+        out.extra.emplace_back(std::string(kTitanFlavorModule) + ".py", std::move(flavor));
+      break;
     case ExportTarget::deepspeed:
       out.config = emit_deepspeed(context);
       out.extra.emplace_back(".pipeline.py", emit_deepspeed_pipeline(context));
@@ -159,7 +165,7 @@ void write_export(const ExportResult& result, const std::string& path) {
 
 std::vector<std::pair<std::string, std::string>> export_files(const ExportResult& result, const std::string& name) {
   std::vector<std::pair<std::string, std::string>> files = {{name, result.config}};
-  for (const auto& [suffix, content] : result.extra) files.emplace_back(name + suffix, content);
+  for (const auto& [suffix, content] : result.extra) files.emplace_back(suffix.starts_with('.') ? name + suffix : suffix, content);
   if (result.nearest) files.emplace_back(name + ".nearest.yaml", result.nearest_yaml);
   return files;
 }

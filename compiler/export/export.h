@@ -30,7 +30,8 @@ struct ExportResult {
   ParallelRecipe recipe;                 // as the target writes it (adjusted)
   std::vector<std::string> not_expressible;
   std::string config;                    // the exported file's text
-  std::vector<std::pair<std::string, std::string>> extra;  // (suffix to the file name, text) written beside it
+  // Written beside it: (".suffix" appended to the file's name, or a file name of its own, text).
+  std::vector<std::pair<std::string, std::string>> extra;
   std::optional<Plan> nearest;           // set when not_expressible is not empty and a nearest plan exists
   std::string nearest_yaml;              // its plan.yaml, with its prediction
   double original_step_s = 0, nearest_step_s = 0;

@@ -42,6 +42,7 @@ RecipePlan build_recipe_plan(Graph& graph, const hardware::Cluster& cluster, con
       plan.recompute_layers = r.recompute_layers;
     plan.strategy = original.strategy;
     plan.model = original.model;
+    plan.inputs = original.inputs;  // the nearest plan exports on its own, as the original
     out.plan = std::move(plan);
   } catch (const std::exception& e) {
     out.error = e.what();

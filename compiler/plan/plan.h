@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/plan/plan_inputs.h"
 #include "hardware/cluster.h"
 #include "hardware/device_mesh.h"
 
@@ -43,6 +44,7 @@ struct Plan {
   std::string model;     // model file, for the record
   std::string cluster;   // cluster profile name
   std::string stack = "megatron";  // the software stack it was priced for (hardware::Stack::name)
+  PlanInputs inputs;     // what compile was given (empty when not recorded): export needs nothing else
   ExecutionMode mode = ExecutionMode::train;
   hardware::Precision precision = hardware::Precision::bf16;
 

@@ -22,6 +22,8 @@ constexpr const char* kHeader =
     "# SymTensor plan (hand-editable; `symtensor compile MODEL --plan THIS_FILE` reads it back).\n"
     "# strategy/model/cluster: for the record. stack: the software it was priced for (megatron,\n"
     "#   torchtitan, deepspeed, jax). mode: train|infer. precision: fp32|tf32|fp16|bf16|fp8|mxfp8|fp4.\n"
+    "# inputs: what compile was given (the model with its SHA-256, the cluster, stack, --bind ...):\n"
+    "#   `export THIS_FILE --to T` reads them back.\n"
     "# mesh.levels: per topology level, outermost first, the factors it is split into (their\n"
     "#   product is the level's size); axes are named after the level (node, gpu; node0, node1\n"
     "#   when a level is split); mesh.axes is derived, for the reader. pipeline_axis: an axis\n"
@@ -66,6 +68,7 @@ std::string plan_to_yaml(const Plan& plan, Graph& graph, const hardware::Cluster
   out << YAML::Key << "stack" << YAML::Value << plan.stack;
   out << YAML::Key << "mode" << YAML::Value << std::string(to_string(plan.mode));
   out << YAML::Key << "precision" << YAML::Value << std::string(hardware::to_string(plan.precision));
+  if (!plan.inputs.empty()) emit_plan_inputs(out, plan.inputs);
 
   std::vector<std::vector<int>> factors = plan.mesh_factors;
   if (factors.empty())

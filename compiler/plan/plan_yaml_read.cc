@@ -170,7 +170,7 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   }
   r.only_keys(root, "", {"format", "strategy", "model", "cluster", "stack", "mode", "precision", "mesh", "batch", "schedule",
                          "virtual_stages", "recompute", "recompute_layers", "zero_stage", "distributed_optimizer", "sequence_parallel",
-                         "context_parallel_comm", "nodes",
+                         "context_parallel_comm", "nodes", "inputs",
                          "tensors", "predicted"});
   const std::string format = r.get<std::string>(root, "format", "format");
   if (format != "symtensor-plan/1") r.fail(root["format"], "format", "'" + format + "', expected 'symtensor-plan/1'");
@@ -179,6 +179,7 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   plan.model = r.get<std::string>(root, "model", "model");
   plan.cluster = r.get<std::string>(root, "cluster", "cluster");
   if (root["stack"].IsDefined()) plan.stack = r.get<std::string>(root, "stack", "stack");
+  if (root["inputs"].IsDefined()) plan.inputs = plan_inputs_from_yaml(root["inputs"], source);
   plan.mode = r.parse(root, "mode", "mode", [](const std::string& s) { return parse_execution_mode(s); });
   plan.precision = r.parse(root, "precision", "precision", [](const std::string& s) {
     auto p = hardware::parse_precision(s);

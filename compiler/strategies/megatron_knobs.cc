@@ -85,6 +85,8 @@ std::vector<int> megatron_stage_layers(const MegatronKnobs& k, int layers) {
   const int pp = k.pp, vp = std::max(k.vp, 1);
   std::vector<int> counts(pp, 0);
   if (pp == 1) {
+    // Megatron-LM asserts these need a pipeline; ignoring them would price another plan.
+    if (k.first > 0 || k.last > 0) throw std::runtime_error("megatron: first=/last= (layers of the first/last pipeline stage) need pp > 1");
     counts[0] = layers;
     return counts;
   }

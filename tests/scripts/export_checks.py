@@ -13,7 +13,7 @@ import json
 import sys
 import tomllib
 
-INT, FLAG, STR = "int", "flag", "str"
+INT, FLOAT, FLAG, STR = "int", "float", "flag", "str"
 MEGATRON_ARGS = {
     "tensor-model-parallel-size": INT, "pipeline-model-parallel-size": INT, "context-parallel-size": INT,
     "expert-model-parallel-size": INT, "expert-tensor-parallel-size": INT, "num-experts": INT, "sequence-parallel": FLAG,
@@ -24,7 +24,24 @@ MEGATRON_ARGS = {
     "data-parallel-sharding-strategy": ("no_shard", "optim", "optim_grads", "optim_grads_params"),
     "recompute-granularity": ("full", "selective"), "recompute-method": ("uniform", "block"),
     "recompute-num-layers": INT, "micro-batch-size": INT, "global-batch-size": INT, "seq-length": INT,
-    "bf16": FLAG, "fp16": FLAG,
+    "bf16": FLAG, "fp16": FLAG, "fp8-format": ("e4m3", "hybrid"),
+    "fp8-recipe": ("tensorwise", "delayed", "mxfp8", "blockwise", "custom"), "fp4-format": ("e2m1",), "fp4-recipe": ("nvfp4",),
+    # the model (FRAMEWORKS.md 1a, 1c) and a benchmark launch on mock data (1f)
+    "hidden-size": INT, "ffn-hidden-size": INT, "num-attention-heads": INT, "group-query-attention": FLAG,
+    "num-query-groups": INT, "kv-channels": INT, "swiglu": FLAG, "normalization": ("LayerNorm", "RMSNorm"),
+    "norm-epsilon": FLOAT, "position-embedding-type": ("learned_absolute", "rope", "yarn", "mrope", "relative", "none"),
+    "rotary-base": INT, "max-position-embeddings": INT, "untie-embeddings-and-output-weights": FLAG,
+    "disable-bias-linear": FLAG, "add-qkv-bias": FLAG, "attention-dropout": FLOAT, "hidden-dropout": FLOAT,
+    "make-vocab-size-divisible-by": INT, "vocab-size": INT, "moe-router-topk": INT, "moe-ffn-hidden-size": INT,
+    "moe-token-dispatcher-type": ("allgather", "alltoall", "flex"), "moe-grouped-gemm": FLAG,
+    "moe-expert-capacity-factor": FLOAT,
+    "moe-router-load-balancing-type": ("aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "none"),
+    "moe-aux-loss-coeff": FLOAT, "account-for-embedding-in-pipeline-split": FLAG, "account-for-loss-in-pipeline-split": FLAG,
+    "ckpt-format": ("torch", "torch_dist", "torch_dcp", "fsdp_dtensor"), "mock-data": FLAG,
+    "tokenizer-type": ("NullTokenizer", "GPT2BPETokenizer", "HuggingFaceTokenizer"), "train-iters": INT, "lr": FLOAT,
+    "min-lr": FLOAT, "lr-decay-style": ("constant", "linear", "cosine", "inverse-square-root", "WSD"),
+    "lr-warmup-iters": INT, "weight-decay": FLOAT, "clip-grad": FLOAT, "adam-beta1": FLOAT, "adam-beta2": FLOAT,
+    "eval-iters": INT, "eval-interval": INT, "log-interval": INT,
 }
 NEMO_STRATEGY = {"tensor_model_parallel_size": int, "pipeline_model_parallel_size": int,
                  "virtual_pipeline_model_parallel_size": (int, type(None)), "context_parallel_size": int,
@@ -36,8 +53,15 @@ TITAN = {
                     "pipeline_parallel_layers_per_stage": int, "context_parallel_degree": int,
                     "context_parallel_rotate_method": str, "expert_parallel_degree": int},
     "activation_checkpoint": {"mode": str, "selective_ac_option": str},
-    "training": {"local_batch_size": int, "global_batch_size": int, "seq_len": int, "mixed_precision_param": str},
+    "training": {"local_batch_size": int, "global_batch_size": int, "seq_len": int, "mixed_precision_param": str,
+                 "mixed_precision_reduce": str, "steps": int, "dataset": str},
+    "model": {"name": str, "flavor": str, "converters": list},
+    "experimental": {"custom_import": str},
+    "compile": {"enable": bool},
+    "checkpoint": {"enable": bool},
+    "quantize": {"linear": dict},
 }
+TITAN["parallelism"].update({"pipeline_parallel_first_stage_less_layers": int, "pipeline_parallel_last_stage_less_layers": int})
 # Documented signatures (torch 2.6): positional parameters, keyword parameters.
 TORCH_SIGNATURES = {
     "init_device_mesh": (["device_type", "mesh_shape"], {"mesh_dim_names"}),
@@ -91,6 +115,11 @@ def megatron(text, e):
             if not parts[1].isdigit():
                 fail(f"--{name} needs an integer: {parts[1]}")
             args[name] = int(parts[1])
+        elif kind == FLOAT:
+            try:
+                args[name] = float(parts[1])
+            except ValueError:
+                fail(f"--{name} needs a number: {parts[1]}")
         elif parts[1] not in kind:
             fail(f"--{name} {parts[1]}: not one of {kind}")
         else:
@@ -112,12 +141,14 @@ def megatron(text, e):
     if gbs % (mbs * dp):
         fail(f"global batch {gbs} % (micro-batch {mbs} x dp {dp}) != 0")
     layers = args.get("num-layers", 0)
-    vp = 1
+    vp = args.get("num-virtual-stages-per-pipeline-rank", 1)
     if "num-layers-per-virtual-pipeline-stage" in args:
         vp = layers // pp // args["num-layers-per-virtual-pipeline-stage"]
     zero = 1 if "use-distributed-optimizer" in args else 0
     if args.get("data-parallel-sharding-strategy") == "optim_grads": zero = 2
     if args.get("data-parallel-sharding-strategy") == "optim_grads_params": zero = 3
+    if "use-megatron-fsdp" in args and args.get("ckpt-format") != "fsdp_dtensor":
+        fail("--use-megatron-fsdp without --ckpt-format fsdp_dtensor")
     got = dict(tp=tp, pp=pp, vp=vp, cp=cp, dp=dp, mb=mbs, accumulation=gbs // (mbs * dp), batch=gbs, zero=zero,
                recompute=args.get("recompute-granularity", "none"), sp=int("sequence-parallel" in args), world=world,
                ep=ep, etp=etp)
@@ -172,19 +203,25 @@ def torchtitan(text, e):
         for k, v in keys.items():
             if k not in TITAN[section]:
                 fail(f"[{section}] {k} is not a torchtitan key")
-            if not isinstance(v, TITAN[section][k]) or isinstance(v, bool):
+            want = TITAN[section][k]
+            if not isinstance(v, want) or (isinstance(v, bool) and want is not bool):
                 fail(f"[{section}] {k} = {v!r}: wrong type")
     p, t = doc["parallelism"], doc["training"]
     if doc["activation_checkpoint"]["mode"] not in ("none", "selective", "full"):
         fail("activation_checkpoint.mode")
     dp = p["data_parallel_replicate_degree"] * p["data_parallel_shard_degree"]
     pp = p["pipeline_parallel_degree"]
-    mbs = p.get("pipeline_parallel_microbatch_size", t["local_batch_size"])
-    if t["global_batch_size"] != t["local_batch_size"] * dp:
-        fail(f"global_batch_size {t['global_batch_size']} != local_batch_size x dp")
+    # torchtitan: accumulation = global / (local x dp); with a pipeline each step runs
+    # local / pipeline_parallel_microbatch_size micro-batches.
+    local = t["local_batch_size"]
+    mbs = p["pipeline_parallel_microbatch_size"] if pp > 1 else local
+    if t["global_batch_size"] % (local * dp):
+        fail(f"global_batch_size {t['global_batch_size']} % (local_batch_size {local} x dp {dp}) != 0")
+    if local % mbs:
+        fail(f"local_batch_size {local} % pipeline_parallel_microbatch_size {mbs} != 0")
     zero = 3 if p["data_parallel_shard_degree"] > 1 else 0
     return dict(tp=p["tensor_parallel_degree"], pp=pp, cp=p["context_parallel_degree"], dp=dp, mb=mbs,
-                accumulation=t["local_batch_size"] // mbs, batch=t["global_batch_size"], zero=zero,
+                accumulation=t["global_batch_size"] // (local * dp) * (local // mbs), batch=t["global_batch_size"], zero=zero,
                 recompute=doc["activation_checkpoint"]["mode"],
                 world=dp * p["tensor_parallel_degree"] * pp * p["context_parallel_degree"],
                 ep=p.get("expert_parallel_degree", 1))
