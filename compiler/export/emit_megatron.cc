@@ -88,9 +88,7 @@ void pipeline_split_flags(MegatronArgs& a, const ParallelRecipe& r) {
   const std::vector<int>& counts = r.layers_per_stage;
   if (counts.size() != static_cast<std::size_t>(r.pp) || r.layers <= 0) return;
   if (!r.uneven_stages() && r.layers % chunks == 0) return;
-  std::vector<int> accounted(r.pp, (r.layers + 2) / r.pp);
-  accounted.front() -= 1, accounted.back() -= 1;
-  if ((r.layers + 2) % chunks == 0 && counts == accounted) {
+  if (r.embedding_and_loss_as_layers()) {
     a.flag("account-for-embedding-in-pipeline-split");
     a.flag("account-for-loss-in-pipeline-split");
     return;

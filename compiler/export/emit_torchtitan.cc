@@ -47,9 +47,11 @@ std::string parallelism_section(const ExportContext& c) {
     s += fmt::format("pipeline_parallel_schedule = \"{}\"\n", titan_schedule(r));
     s += fmt::format("pipeline_parallel_microbatch_size = {}\n", r.micro_batch_size);
     if (r.layers > 0) {
-      // The plan's even split: the embedding and the output are not counted as layers.
-      s += fmt::format("pipeline_parallel_layers_per_stage = {}\n", r.layers / r.pp / std::max(r.vp, 1));
-      s += "pipeline_parallel_first_stage_less_layers = 0\npipeline_parallel_last_stage_less_layers = 0\n";
+      // torchtitan counts the embedding and the output as `less_layers` layers each: 1 as
+      // Megatron's split with them accounted, 0 for the plan's even split.
+      const int less = r.embedding_and_loss_as_layers() ? 1 : 0;
+      s += fmt::format("pipeline_parallel_layers_per_stage = {}\n", (r.layers + 2 * less) / r.pp / std::max(r.vp, 1));
+      s += fmt::format("pipeline_parallel_first_stage_less_layers = {0}\npipeline_parallel_last_stage_less_layers = {0}\n", less);
     }
   }
   s += fmt::format("context_parallel_degree = {}\n", r.cp);

@@ -37,6 +37,15 @@ bool ParallelRecipe::uneven_stages() const {
          layers_per_stage.end();
 }
 
+bool ParallelRecipe::embedding_and_loss_as_layers() const {
+  const int chunks = pp * std::max(vp, 1);
+  if (pp <= 1 || layers <= 0 || layers_per_stage.size() != static_cast<std::size_t>(pp)) return false;
+  if ((!uneven_stages() && layers % chunks == 0) || (layers + 2) % chunks != 0) return false;
+  std::vector<int> accounted(pp, (layers + 2) / pp);
+  accounted.front() -= 1, accounted.back() -= 1;
+  return layers_per_stage == accounted;
+}
+
 int ParallelRecipe::recompute_num_layers() const {
   if (recompute_layers.empty()) return 1;
   const int most = *std::max_element(recompute_layers.begin(), recompute_layers.end());

@@ -45,6 +45,9 @@ struct ParallelRecipe {
   std::vector<std::string> not_expressible;
 
   bool uneven_stages() const;  // layers_per_stage not all equal
+  // The split Megatron-LM makes with the embedding and the loss counted as a layer each
+  // (megatron_stage_layers when pp x vp does not divide the layers but divides them + 2).
+  bool embedding_and_loss_as_layers() const;
   MegatronKnobs knobs() const; // the Megatron knobs of this recipe
 };
 

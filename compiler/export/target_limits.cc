@@ -89,7 +89,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
                                                                    : fmt::format("ZeRO-{}", r.zero_stage)));
         r.zero_stage = 3, r.distopt = false;
       }
-      even_stages(r, items, "written as even layers per stage");
+      if (!r.embedding_and_loss_as_layers()) even_stages(r, items, "written as even layers per stage");
       every_layer_recomputed(r, items, "activation_checkpoint mode full wraps every block");
       if (r.ep > 1 && r.etp != 1) {
         // [parallelism] states expert_parallel_degree only: experts are not tensor-parallel.

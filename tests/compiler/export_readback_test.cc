@@ -537,6 +537,25 @@ TEST_F(ExportReadback, TorchtitanGroupedQueryWithPipeline) {
   EXPECT_EQ((hidden + multiple - 1) / multiple * multiple, config_.intermediate);
 }
 
+// Megatron's split with the embedding and the loss counted as layers is torchtitan's with
+// one "less layer" on the first and last stage.
+TEST_F(ExportReadback, TorchtitanEmbeddingAndLossAsLayers) {
+  models::Overrides o;
+  o.layers = 6;
+  Graph g = preset("llama2-70b-tiny", o);
+  const hardware::Cluster c = cluster("dgx-a100", 2, 4);
+  const Plan p = plan(g, c, "tp=2,pp=2,vp=2,sp=1,mb=1");
+  ASSERT_EQ(recover_recipe(g, c, p).layers_per_stage, (std::vector<int>{3, 3}));
+  const ExportResult r = export_plan(ExportTarget::torchtitan, g, c, p);
+  EXPECT_TRUE(r.exact()) << r.not_expressible.front();
+  const nlohmann::json job = toml(r.config);
+  if (job.is_null()) GTEST_SKIP() << "no python3 with tomllib";
+  const auto& par = job["parallelism"];
+  EXPECT_EQ(par["pipeline_parallel_first_stage_less_layers"], 1);
+  EXPECT_EQ(par["pipeline_parallel_last_stage_less_layers"], 1);
+  EXPECT_EQ((6 + 2) / par["pipeline_parallel_layers_per_stage"].get<int>(), 4);  // pp x vp stages
+}
+
 TEST_F(ExportReadback, TorchtitanExpertsAndFloat8) {
   Graph g = preset("mixtral-8x7b-tiny");
   const hardware::Cluster c = cluster("dgx-h100", 2, 4);
