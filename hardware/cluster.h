@@ -6,19 +6,10 @@
 #include <string_view>
 #include <vector>
 
+#include "hardware/precision.h"
 #include "hardware/stack.h"
 
 namespace symtensor::hardware {
-
-// fp8: FP8 with per-tensor scales (Transformer Engine's current or delayed scaling); mxfp8:
-// FP8 with a power-of-two scale per 32 values (Blackwell), at the fp8 peak; fp4: NVFP4.
-enum class Precision { fp32, tf32, fp16, bf16, fp8, fp4, mxfp8 };
-std::string_view to_string(Precision p);
-std::optional<Precision> parse_precision(std::string_view text);
-// Only the linear layers' GEMMs run in these (Transformer Engine's recipes).
-bool is_low_precision(Precision p);
-// The peak a precision runs at (mxfp8 at fp8's).
-Precision peak_precision(Precision p);
 
 // Achieved/peak for operations of at least `min_flops` FLOPs (a step function).
 struct EfficiencyPoint {

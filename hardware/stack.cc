@@ -21,20 +21,42 @@ namespace {
 void read_memory(YamlReader& r, const YAML::Node& node, StackMemory& m, bool all) {
   const std::string path = "memory";
   r.expect_map(node, path,
-               {"weights", "master_weights", "gradients", "optimizer", "gradient_reduce", "weight_gather", "loss_per_logit"});
+               {"weights", "master_weights", "gradients", "optimizer", "gradient_reduce", "weight_gather", "loss_per_logit",
+                "low_precision_params"});
   for (auto [key, value] : {std::pair{"weights", &m.weights}, std::pair{"gradients", &m.gradients},
                             std::pair{"optimizer", &m.optimizer}, std::pair{"gradient_reduce", &m.gradient_reduce},
                             std::pair{"weight_gather", &m.weight_gather}, std::pair{"loss_per_logit", &m.loss_per_logit}})
     if (all || node[key].IsDefined()) *value = r.positive(node, path, key);
   if (all || node["master_weights"].IsDefined()) m.master_weights = r.non_negative(node, path, "master_weights");
+  if (const YAML::Node list = node["low_precision_params"]; list.IsDefined()) {
+    const std::string key = path + ".low_precision_params";
+    if (!list.IsSequence()) r.fail(list, key, "expected a list of precisions (fp8, mxfp8, fp4)");
+    m.low_precision_params.clear();
+    for (const YAML::Node& item : list) {
+      const auto p = item.IsScalar() ? parse_precision(item.Scalar()) : std::nullopt;
+      if (!p || !is_low_precision(*p)) r.fail(item, key, "expected fp8, mxfp8 or fp4");
+      m.low_precision_params.push_back(*p);
+    }
+  }
+}
+
+// `gpu: H100` or `gpu: [H100, H200]`.
+std::vector<std::string> read_gpus(YamlReader& r, const YAML::Node& node, const std::string& path) {
+  const YAML::Node value = r.required(node, path, "gpu");
+  std::vector<std::string> gpus;
+  if (value.IsScalar()) gpus.push_back(value.Scalar());
+  else if (value.IsSequence())
+    for (const YAML::Node& item : value) gpus.push_back(item.IsScalar() ? item.Scalar() : "");
+  if (gpus.empty() || std::count(gpus.begin(), gpus.end(), "") > 0)
+    r.fail(value, path + ".gpu", "must name GPUs (prefixes of profiles' device.name), one or a list");
+  return gpus;
 }
 
 StackKernels read_kernels(YamlReader& r, const YAML::Node& node, std::size_t index) {
   const std::string path = fmt::format("kernels[{}]", index);
   r.expect_map(node, path, {"gpu", "gemm", "attention", "fp8_gemm", "source"});
   StackKernels k;
-  k.gpu = r.string(node, path, "gpu");
-  if (k.gpu.empty()) r.fail(node["gpu"], path + ".gpu", "must name a GPU (a prefix of a profile's device.name)");
+  k.gpus = read_gpus(r, node, path);
   for (auto [key, value] : {std::pair{"gemm", &k.gemm}, std::pair{"attention", &k.attention}, std::pair{"fp8_gemm", &k.fp8_gemm}})
     if (node[key].IsDefined()) {
       *value = r.positive(node, path, key);
@@ -48,9 +70,15 @@ StackKernels read_kernels(YamlReader& r, const YAML::Node& node, std::size_t ind
 
 const StackKernels* Stack::kernels_for(const std::string& device_name) const {
   const StackKernels* best = nullptr;
+  std::size_t best_length = 0;
   for (const StackKernels& k : kernels)
-    if (device_name.rfind(k.gpu, 0) == 0 && (!best || k.gpu.size() > best->gpu.size())) best = &k;
+    for (const std::string& gpu : k.gpus)
+      if (device_name.rfind(gpu, 0) == 0 && gpu.size() > best_length) best = &k, best_length = gpu.size();
   return best;
+}
+
+bool StackMemory::low_precision_params_for(Precision p) const {
+  return std::find(low_precision_params.begin(), low_precision_params.end(), p) != low_precision_params.end();
 }
 
 Stack parse_stack(const std::string& yaml_text, const std::string& source) {
@@ -66,11 +94,17 @@ Stack parse_stack(const std::string& yaml_text, const std::string& source) {
   Stack stack;
   if (root["base"].IsDefined()) {
     const std::string base = r.string(root, "", "base");
+    // A chain of bases is short; a longer one is a cycle (a stack naming itself).
+    thread_local int depth = 0;
+    if (depth >= 8) r.fail(root["base"], "base", fmt::format("'{}': the chain of bases does not end (a cycle?)", base));
+    ++depth;
     try {
       stack = load_stack(base);
     } catch (const std::exception& e) {
+      if (--depth > 0) throw;  // the outermost stack names the file
       r.fail(root["base"], "base", e.what());
     }
+    --depth;
   }
   const bool own = !root["base"].IsDefined();
   stack.source = source;
@@ -85,7 +119,9 @@ Stack parse_stack(const std::string& yaml_text, const std::string& source) {
     for (std::size_t i = 0; i < list.size(); ++i) {
       StackKernels k = read_kernels(r, list[i], i);
       for (const StackKernels& other : stack.kernels)
-        if (other.gpu == k.gpu) r.fail(list[i]["gpu"], fmt::format("kernels[{}].gpu", i), fmt::format("'{}' is listed twice", k.gpu));
+        for (const std::string& gpu : k.gpus)
+          if (std::count(other.gpus.begin(), other.gpus.end(), gpu) > 0)
+            r.fail(list[i]["gpu"], fmt::format("kernels[{}].gpu", i), fmt::format("'{}' is listed twice", gpu));
       stack.kernels.push_back(std::move(k));
     }
   }

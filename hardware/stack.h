@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "hardware/precision.h"
+
 namespace symtensor::hardware {
 
 struct Cluster;
@@ -22,11 +24,17 @@ struct StackMemory {
   // Held per logit while the loss runs on the last stage: the logits and the copy the
   // cross-entropy computes in (bf16 logits + an fp32 copy: 6).
   double loss_per_logit = 6;
+  // Low precisions whose compute weights the stack keeps only in that precision (Megatron's
+  // --fp8-param-gather / fp4 param gather): no bf16 copy beside the quantized ones, and the
+  // parameter all-gathers move the quantized copy.
+  std::vector<Precision> low_precision_params;
+  bool low_precision_params_for(Precision p) const;
 };
 
-// Factors on a GPU profile's curves, for the devices whose name starts with `gpu`.
+// Factors on a GPU profile's curves, for the devices whose name starts with one of `gpus`
+// (GPUs of the same silicon share them: H100 and H200, GB200 and B200).
 struct StackKernels {
-  std::string gpu;
+  std::vector<std::string> gpus;
   double gemm = 1;       // the GEMM efficiency curve (and every kernel priced on it)
   double attention = 1;  // the fused attention table
   double fp8_gemm = 1;   // low-precision (FP8, MXFP8, NVFP4) linear GEMMs, on the GEMM curve at their peak
@@ -43,7 +51,7 @@ struct Stack {
   // --tp-comm-overlap, torchtitan's async TP) instead of before or after them.
   bool overlap_tp_comm = false;
 
-  // The factors for a device (the entry with the longest `gpu` prefix of its name), if any.
+  // The factors for a device (the entry with the longest prefix of its name), if any.
   const StackKernels* kernels_for(const std::string& device_name) const;
 };
 

@@ -63,6 +63,9 @@ struct SavedTensor {
   NodeId saved_by = kNone;             // the node (or first node of a region) that keeps it
   bool mask = false;                   // a dropout mask: one byte per element, not the activation precision
   bool quadratic_in_sequence = false;  // attention scores-sized: dropped by selective recompute
+  // A view (reshape, transpose) of a tensor kept already, FlashAttention's output kept as the
+  // output projection's input: no bytes of its own unless that GEMM keeps a quantized copy.
+  bool view_of_kept = false;
 };
 
 class NumericGraph {

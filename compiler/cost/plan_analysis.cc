@@ -187,6 +187,7 @@ struct PlanAnalyzer::State {
     double all_reduce_s = -1, reduce_scatter_s = -1, all_gather_s = -1;  // -1: not priced yet
     int unit = 0;  // ParamWork::gather_unit
     double extra_weight_bytes = 0;  // per element: a low-precision GEMM's quantized copies
+    double weight_gather_bytes = 0;  // per element of its all-gathers
   };
   std::vector<int> param_units;  // per ng_.parameters() entry: its gather unit
   std::vector<ParamGroup> param_groups;
@@ -839,8 +840,15 @@ class Analyzer {
       g.axes = axes_in(partial);
       g.ways = ways(g.axes);
       if (!g.axes.empty()) g.group = mesh_.group_shape(g.axes);
+      g.weight_gather_bytes = cluster_.stack.memory.weight_gather;
       for (const auto& [c, i] : uses.uses)
-        if (low_precision_gemm(c)) g.extra_weight_bytes = low_precision_copy_bytes();
+        if (low_precision_gemm(c)) {
+          // Quantized copies beside the bf16 weights, or instead of them where the stack keeps
+          // the compute weights quantized (and gathers one copy).
+          const bool quantized_only = cluster_.stack.memory.low_precision_params_for(plan_.precision);
+          g.extra_weight_bytes = low_precision_copy_bytes() - (quantized_only ? cluster_.stack.memory.weights : 0);
+          if (quantized_only) g.weight_gather_bytes = low_precision_copy_bytes() / 2;
+        }
     }
   }
 
@@ -863,8 +871,10 @@ class Analyzer {
     if (g.axes.empty()) return p;
     using hardware::Collective;
     const double grad_bytes = g.local_elements * cluster_.stack.memory.gradient_reduce;
-    const double weight_bytes = g.local_elements * cluster_.stack.memory.weight_gather;
-    p.grad_sync = zero >= 2 ? price(g, Collective::reduce_scatter, grad_bytes, g.reduce_scatter_s)
+    const double weight_bytes = g.local_elements * g.weight_gather_bytes;
+    // ZeRO-1 and Megatron's distributed optimizer reduce-scatter the gradients to the shards'
+    // owners (each updates its shard) and all-gather the weights after the step.
+    p.grad_sync = zero >= 1 ? price(g, Collective::reduce_scatter, grad_bytes, g.reduce_scatter_s)
                             : price(g, Collective::all_reduce, grad_bytes, g.all_reduce_s);
     if (zero == 1 || zero == 2) p.regather = price(g, Collective::all_gather, weight_bytes, g.all_gather_s);
     if (zero >= 3) p.gather = price(g, Collective::all_gather, weight_bytes, g.all_gather_s);
@@ -885,7 +895,7 @@ class Analyzer {
     op.axes = g.axes;
     op.group = g.group;
     const hardware::StackMemory& m = cluster_.stack.memory;
-    op.bytes = g.local_elements * (kind == hardware::Collective::all_gather ? m.weight_gather : m.gradient_reduce);
+    op.bytes = g.local_elements * (kind == hardware::Collective::all_gather ? g.weight_gather_bytes : m.gradient_reduce);
     op.seconds = seconds;
     op.tensor = g.tensor;
   }
@@ -904,7 +914,7 @@ class Analyzer {
       using hardware::Collective;
       const ParamPrices seconds = prices(g, zero);
       set_param_comm(p.grad_sync, true, seconds.grad_sync, g,
-                     zero >= 2 ? Collective::reduce_scatter : Collective::all_reduce);
+                     zero >= 1 ? Collective::reduce_scatter : Collective::all_reduce);
       set_param_comm(p.regather, zero == 1 || zero == 2, seconds.regather, g, Collective::all_gather);
       set_param_comm(p.gather, zero >= 3, seconds.gather, g, Collective::all_gather);
       add_model_state(a.stage_memory[g.stage], cluster_.stack.memory, p.local_elements, zero, g.ways, g.extra_weight_bytes);
@@ -938,6 +948,21 @@ class Analyzer {
     add_saved(ng_.saved_tensors(), kept, per_stage, by_node);
   }
 
+  // A saved tensor as the smaller of its producer's and its holder's layouts: sequence
+  // parallelism keeps a linear's input before the all-gather (gathered again in backward), and
+  // a residual add keeps the row-parallel output after the reduce-scatter, not the partial sums.
+  double saved_elements(const SavedTensor& s, NodeId holder) const {
+    const bool produced = produced_sharding(s.tensor).has_value() && produced_sharding(s.tensor)->partial_axes() == 0;
+    double elements = produced ? state_.produced_elements[s.tensor] : std::numeric_limits<double>::infinity();
+    const Node& node = graph_.node(holder);
+    const NumericNode& nn = ng_.node(holder);
+    for (std::size_t i = 0; i < node.inputs.size() && i < nn.space.input_dims.size(); ++i)
+      if (node.inputs[i] == s.tensor)
+        elements = std::min(elements, local_elements(s.tensor, OperandLayout::input(nn.space, plan_.node_cuts[holder], static_cast<int>(i))));
+    if (std::isinf(elements)) elements = ng_.tensor_elements(s.tensor).at(batch_) / cut_ways(plan_.node_cuts[holder], mesh_);
+    return elements;
+  }
+
   // `kept(saved tensor, holder)`: whether it counts (null: all).
   void add_saved(const std::vector<SavedTensor>& saved, const std::function<bool(const SavedTensor&, NodeId)>& kept,
                  std::vector<double>& per_stage, const std::vector<OpWork*>* by_node) const {
@@ -946,9 +971,8 @@ class Analyzer {
       const NodeId holder = saved_tensor_holder(graph_, s);
       if (holder == kNone) continue;
       if (kept && !kept(s, holder)) continue;
-      const double elements = produced_sharding(s.tensor)
-                                  ? state_.produced_elements[s.tensor]
-                                  : ng_.tensor_elements(s.tensor).at(batch_) / cut_ways(plan_.node_cuts[holder], mesh_);
+      if (s.view_of_kept && !low_precision_gemm(holder)) continue;
+      const double elements = saved_elements(s, holder);
       const double bytes = elements * (s.mask ? 1.0 : low_precision_gemm(holder) ? low_precision_copy_bytes() / 2 : activation_bytes_);
       per_stage[plan_.stage_of_node[holder]] += bytes;
       if (by_node) (*by_node)[holder]->saved_bytes += bytes;

@@ -1,5 +1,6 @@
 #include "compiler/cost/saved_activations.h"
 
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -31,6 +32,36 @@ bool linear_in_inputs(const Graph& g, const Node& n) {
   return false;
 }
 
+// Tensors a gradient flows back into: parameters and what is computed from them. RoPE's
+// cos/sin tables, computed from positions, carry none.
+std::vector<bool> carries_gradient(const NumericGraph& ng) {
+  const Graph& g = ng.graph();
+  std::vector<bool> carries(g.tensors().size(), false);
+  for (TensorId t = 0; t < static_cast<TensorId>(g.tensors().size()); ++t)
+    carries[t] = g.tensor(t).is_parameter && is_floating(g.tensor(t).dtype);
+  for (NodeId id : ng.topological_order()) {
+    bool any = false;
+    for (TensorId in : g.node(id).inputs) any = any || (in != kNone && carries[in]);
+    if (any)
+      for (TensorId out : g.node(id).outputs)
+        if (out != kNone) carries[out] = is_floating(g.tensor(out).dtype);
+  }
+  return carries;
+}
+
+// Whether an element-wise op's backward reads input i: a product's factor is read for the
+// other factor's gradient, so q·cos keeps cos (small) but not q when cos carries no gradient.
+bool reads_input(const Graph& g, const Node& n, std::size_t i, const std::vector<bool>& carries) {
+  if (!is_activation(g, n.inputs[i])) return false;
+  if ((n.op_type == "Mul" || n.op_type == "Div") && n.inputs.size() == 2) {
+    const TensorId other = n.inputs[1 - i];
+    if (n.op_type == "Mul") return carries[other];
+    // a / b: the gradient of a reads b; that of b reads a and b.
+    return i == 1 ? carries[n.inputs[0]] || carries[n.inputs[1]] : carries[n.inputs[1]];
+  }
+  return true;
+}
+
 struct Regions {
   std::vector<int> parent;
   int find(int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); }
@@ -58,12 +89,60 @@ std::vector<SavedTensor> saved_tensors(const NumericGraph& ng) {
     if (internal)
       for (NodeId c : tensor.consumers) regions.join(tensor.producer, c);
   }
-  std::vector<bool> region_needs_inputs(n, false);
-  for (NodeId id = 0; id < n; ++id)
-    if (elementwise(id) && !linear_in_inputs(g, g.node(id))) region_needs_inputs[regions.find(id)] = true;
+  // A region keeps what its ops' backward reads: an external input as it is; values computed
+  // inside it either themselves or through the region's inputs they come from (a fused kernel
+  // recomputes the rest), whichever is smaller: GELU keeps x, not erf(x/√2) and its sum; a
+  // residual add feeding an RMSNorm keeps the sum, not its two addends.
+  const std::vector<bool> carries = carries_gradient(ng);
+  auto inside = [&](TensorId in, NodeId id) {
+    const NodeId p = in == kNone ? kNone : g.tensor(in).producer;
+    return p != kNone && elementwise(p) && regions.find(p) == regions.find(id);
+  };
+  std::set<TensorId> read_external;
+  std::map<int, std::set<TensorId>> read_internal;  // by region
+  for (NodeId id = 0; id < n; ++id) {
+    const Node& node = g.node(id);
+    if (!elementwise(id) || linear_in_inputs(g, node)) continue;
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.inputs[i] == kNone || !reads_input(g, node, i, carries)) continue;
+      if (inside(node.inputs[i], id)) read_internal[regions.find(id)].insert(node.inputs[i]);
+      else read_external.insert(node.inputs[i]);
+    }
+  }
+  std::set<TensorId> region_keeps;
+  for (const auto& [region, values] : read_internal) {
+    std::set<TensorId> sources, visited;
+    std::vector<TensorId> stack(values.begin(), values.end());
+    while (!stack.empty()) {
+      const TensorId t = stack.back();
+      stack.pop_back();
+      if (!visited.insert(t).second) continue;
+      for (TensorId in : g.node(g.tensor(t).producer).inputs) {
+        if (in == kNone || !is_saved_activation(ng, in)) continue;
+        if (inside(in, region)) stack.push_back(in);
+        else sources.insert(in);
+      }
+    }
+    auto bytes = [&](const std::set<TensorId>& ts) {
+      double b = 0;
+      for (TensorId t : ts) b += ng.tensor_elements(t).at(1.0);
+      return b;
+    };
+    const std::set<TensorId>& chosen = bytes(values) < bytes(sources) ? values : sources;
+    region_keeps.insert(chosen.begin(), chosen.end());
+  }
 
   std::vector<SavedTensor> saved;
   std::set<TensorId> seen;
+  // Through shape-only ops back to a tensor kept already.
+  auto view_of_kept = [&](TensorId t) {
+    static const std::set<std::string> views = {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
+    for (NodeId p = g.tensor(t).producer; p != kNone && views.count(g.node(p).op_type); p = g.tensor(t).producer) {
+      t = g.node(p).inputs.at(0);
+      if (seen.count(t)) return true;
+    }
+    return false;
+  };
   auto keep = [&](TensorId t, NodeId by) {
     if (!is_saved_activation(ng, t) || !seen.insert(t).second) return;
     saved.push_back({t, by, false, ng.quadratic_in_sequence(t)});
@@ -73,15 +152,18 @@ std::vector<SavedTensor> saved_tensors(const NumericGraph& ng) {
     switch (ng.node(id).kind) {
       case OpKind::gemm:
       case OpKind::convolution:
-        for (TensorId in : node.inputs) keep(in, id);
+        for (TensorId in : node.inputs) {
+          keep(in, id);
+          if (!saved.empty() && saved.back().tensor == in && saved.back().saved_by == id) saved.back().view_of_kept = view_of_kept(in);
+        }
         break;
       case OpKind::softmax:
         keep(node.outputs.at(0), id);
         break;
       case OpKind::attention:
-        // FlashAttention keeps Q, K, V (and O with the row log-sum-exp, which the output
-        // projection keeps as its input already); no score tensor.
+        // FlashAttention keeps Q, K, V and O (with the row log-sum-exp); no score tensor.
         for (std::size_t i = 0; i < node.inputs.size() && i < 3; ++i) keep(node.inputs[i], id);
+        keep(node.outputs.at(0), id);
         break;
       case OpKind::normalization:
         if (!node.inputs.empty()) keep(node.inputs[0], id);
@@ -94,13 +176,8 @@ std::vector<SavedTensor> saved_tensors(const NumericGraph& ng) {
             saved.push_back({mask_like, id, true, ng.quadratic_in_sequence(mask_like)});
           break;
         }
-        if (!region_needs_inputs[regions.find(id)]) break;
-        for (TensorId in : node.inputs) {
-          if (in == kNone) continue;
-          const NodeId p = g.tensor(in).producer;
-          const bool inside = p != kNone && elementwise(p) && regions.find(p) == regions.find(id);
-          if (!inside) keep(in, id);
-        }
+        for (TensorId in : node.inputs)
+          if (in != kNone && (region_keeps.count(in) || (!inside(in, id) && read_external.count(in)))) keep(in, id);
         break;
       default:
         break;

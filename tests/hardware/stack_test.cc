@@ -1,6 +1,8 @@
 // Software stacks (hardware/stacks/*.yaml): the bundled ones load with the memory conventions
 // their frameworks document, a stack's kernel factors reach the device it names and no other,
 // and bad files are one-line errors naming the file, line and key.
+#include <fstream>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -86,6 +88,56 @@ TEST(Stacks, BadFilesAreOneLineErrorsNamingTheKey) {
   EXPECT_THAT(error("name: x\n" + memory + "kernels:\n  - {gpu: H100, gemm: 1}\n"),
               ::testing::HasSubstr("key 'kernels[0].source': missing required field"));
   EXPECT_THAT(error("name: x\n" + memory + "colour: red\n"), ::testing::HasSubstr("s.yaml:3:1: key 'colour': unknown key"));
+}
+
+
+// H200, B200 and B300 are H100's, GB200's and GB300's silicon: the bundled stacks give them
+// the same factors; GB200's name does not match a B200 entry (prefixes, not substrings).
+TEST(Stacks, GpusOfOneSiliconShareTheirFactors) {
+  const Stack megatron = load_stack("megatron");
+  const StackKernels* h100 = megatron.kernels_for("H100-SXM5-80GB");
+  ASSERT_NE(h100, nullptr);
+  EXPECT_EQ(megatron.kernels_for("H200-SXM-141GB"), h100);
+  ASSERT_NE(megatron.kernels_for("GB200-186GB"), nullptr);
+  EXPECT_EQ(megatron.kernels_for("B200-SXM-180GB"), megatron.kernels_for("GB200-186GB"));
+  EXPECT_EQ(megatron.kernels_for("B300-SXM-288GB"), megatron.kernels_for("GB300-288GB"));
+  EXPECT_EQ(megatron.kernels_for("A100-SXM4-80GB"), nullptr);
+  const Stack b200_only = parse_stack(R"(name: test
+memory: {weights: 2, master_weights: 4, gradients: 4, optimizer: 8, gradient_reduce: 4, weight_gather: 2, loss_per_logit: 6}
+kernels:
+  - {gpu: [B200], gemm: 1.1, source: "a test"}
+)", "test.yaml");
+  EXPECT_NE(b200_only.kernels_for("B200-SXM-180GB"), nullptr);
+  EXPECT_EQ(b200_only.kernels_for("GB200-186GB"), nullptr);
+  // The same speed on H100 and H200 under Megatron-LM (H200's curve is H100's, a little higher).
+  const Cluster h100c = with_software(load_cluster("dgx-h100"), Software{});
+  const Cluster h200c = with_software(load_cluster("hgx-h200"), Software{});
+  EXPECT_GE(h200c.device.efficiency.back().efficiency, h100c.device.efficiency.back().efficiency);
+}
+
+// Megatron-Bridge's MXFP8/NVFP4 presets keep the compute weights quantized only.
+TEST(Stacks, LowPrecisionParamsAndBaseCycles) {
+  const Stack nemo = load_stack("nemo");
+  EXPECT_TRUE(nemo.memory.low_precision_params_for(Precision::mxfp8));
+  EXPECT_TRUE(nemo.memory.low_precision_params_for(Precision::fp4));
+  EXPECT_FALSE(nemo.memory.low_precision_params_for(Precision::fp8));
+  EXPECT_FALSE(load_stack("megatron").memory.low_precision_params_for(Precision::mxfp8));
+  const std::string path = ::testing::TempDir() + "/cycle.yaml";
+  std::ofstream(path) << "name: cycle\nbase: " << path << "\n";
+  try {
+    load_stack(path);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_THAT(what, ::testing::HasSubstr("the chain of bases does not end"));
+    EXPECT_EQ(what.find('\n'), std::string::npos);
+  }
+  try {
+    parse_stack("name: x\nbase: megatron\nmemory: {low_precision_params: [bf16]}\n", "s.yaml");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("key 'memory.low_precision_params': expected fp8, mxfp8 or fp4"));
+  }
 }
 
 }  // namespace stack_test
