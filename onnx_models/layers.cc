@@ -65,10 +65,14 @@ std::string gelu(GraphBuilder& g, const std::string& x) {
 std::string silu(GraphBuilder& g, const std::string& x) { return g.op("Mul", {x, g.op("Sigmoid", {x})}); }
 
 Rotary rotary_tables(GraphBuilder& g, const std::string& position_ids, std::int64_t head_dim, double theta) {
-  g.push("rotary_emb");
   std::vector<float> inv_freq;
   for (std::int64_t i = 0; i < head_dim; i += 2)
     inv_freq.push_back(static_cast<float>(1.0 / std::pow(theta, static_cast<double>(i) / head_dim)));
+  return rotary_tables(g, position_ids, inv_freq);
+}
+
+Rotary rotary_tables(GraphBuilder& g, const std::string& position_ids, const std::vector<float>& inv_freq) {
+  g.push("rotary_emb");
   std::string positions = g.op("Cast", {position_ids}, {{"to", std::int64_t{onnx::TensorProto::FLOAT}}});
   std::string column = g.op("Unsqueeze", {positions, g.ints({-1})});      // [b, s, 1]
   std::string freqs = g.op("Mul", {column, g.floats(inv_freq)});         // [b, s, hd/2]
@@ -85,6 +89,16 @@ std::string causal_mask(GraphBuilder& g, const std::string& position_ids) {
   std::string queries = g.op("Unsqueeze", {position_ids, g.ints({2})});  // [b, s, 1]
   std::string future = g.op("Greater", {keys, queries});                 // [b, s, s]
   return g.op("Where", {future, g.float_scalar(-1e9f), g.float_scalar(0.0f)});
+}
+
+std::string sliding_window_mask(GraphBuilder& g, const std::string& position_ids, std::int64_t window) {
+  std::string keys = g.op("Unsqueeze", {position_ids, g.ints({1})});     // [b, 1, s]
+  std::string queries = g.op("Unsqueeze", {position_ids, g.ints({2})});  // [b, s, 1]
+  std::string future = g.op("Greater", {keys, queries});                 // [b, s, s]
+  std::string distance = g.op("Sub", {queries, keys});                   // q - k
+  std::string too_far = g.op("GreaterOrEqual", {distance, g.int_scalar(window)});
+  std::string hidden = g.op("Or", {future, too_far});
+  return g.op("Where", {hidden, g.float_scalar(-1e9f), g.float_scalar(0.0f)});
 }
 
 std::string mask_for_scores(GraphBuilder& g, const std::string& mask3, bool grouped) {
@@ -108,30 +122,35 @@ std::string apply_rotary(GraphBuilder& g, const std::string& x, const std::strin
 
 std::string self_attention(GraphBuilder& g, const std::string& x, const AttentionSpec& spec) {
   const std::int64_t h = spec.hidden;
-  const std::int64_t head_dim = h / spec.heads;
+  const std::int64_t head_dim = spec.head_dim > 0 ? spec.head_dim : h / spec.heads;
+  const std::int64_t width = spec.heads * head_dim;  // q and the context: h, or not (Qwen3)
   const std::int64_t kv = spec.kv_heads;
   const std::int64_t rep = spec.heads / kv;
   const bool grouped = kv != spec.heads;
   std::string q, k, v;
   if (spec.fused_qkv) {
-    std::string qkv = linear(g, x, spec.qkv_name, h, 3 * h, spec.qkv_bias);
+    std::string qkv = linear(g, x, spec.qkv_name, h, 3 * width, spec.qkv_bias);
     auto parts = g.op_n("Split", {qkv}, 3, {{"axis", std::int64_t{2}}});
     q = parts[0], k = parts[1], v = parts[2];
   } else {
-    q = linear(g, x, spec.q_name, h, h, spec.qkv_bias);
+    q = linear(g, x, spec.q_name, h, width, spec.qkv_bias);
     k = linear(g, x, spec.k_name, h, kv * head_dim, spec.qkv_bias);
     v = linear(g, x, spec.v_name, h, kv * head_dim, spec.qkv_bias);
   }
   std::string kv_shape = g.ints({0, 0, kv, head_dim});
   // q: [b, heads, s, d] or, grouped, [b, kv, rep, s, d] so that K/V broadcast over rep.
+  // Qwen3's q_norm/k_norm normalize each head over d, on the [b, s, ..., d] view.
+  auto head_norm = [&](const std::string& t, const char* module) {
+    return spec.qk_norm ? rms_norm(g, t, module, head_dim, spec.qk_norm_epsilon) : t;
+  };
   if (grouped) {
-    q = g.op("Reshape", {q, g.ints({0, 0, kv, rep, head_dim})});
+    q = head_norm(g.op("Reshape", {q, g.ints({0, 0, kv, rep, head_dim})}), "q_norm");
     q = g.op("Transpose", {q}, {{"perm", perm({0, 2, 3, 1, 4})}});
   } else {
-    q = g.op("Reshape", {q, kv_shape});
+    q = head_norm(g.op("Reshape", {q, kv_shape}), "q_norm");
     q = g.op("Transpose", {q}, {{"perm", perm({0, 2, 1, 3})}});
   }
-  k = g.op("Transpose", {g.op("Reshape", {k, kv_shape})}, {{"perm", perm({0, 2, 1, 3})}});  // [b, kv, s, d]
+  k = g.op("Transpose", {head_norm(g.op("Reshape", {k, kv_shape}), "k_norm")}, {{"perm", perm({0, 2, 1, 3})}});  // [b, kv, s, d]
   v = g.op("Transpose", {g.op("Reshape", {v, kv_shape})}, {{"perm", perm({0, 2, 1, 3})}});
   if (spec.rotary) {
     std::string cos = g.op("Unsqueeze", {spec.rotary->cos, g.ints({1})});  // [b, 1, s, d]
@@ -154,8 +173,8 @@ std::string self_attention(GraphBuilder& g, const std::string& x, const Attentio
   std::string probs = g.op("Softmax", {scores}, {{"axis", std::int64_t{-1}}});
   std::string context = g.op("MatMul", {probs, v});
   context = g.op("Transpose", {context}, {{"perm", grouped ? perm({0, 3, 1, 2, 4}) : perm({0, 2, 1, 3})}});
-  context = g.op("Reshape", {context, g.ints({0, 0, h})});
-  return linear(g, context, spec.out_name, h, h, spec.out_bias);
+  context = g.op("Reshape", {context, g.ints({0, 0, width})});
+  return linear(g, context, spec.out_name, width, h, spec.out_bias);
 }
 
 std::string gelu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate,
@@ -190,8 +209,16 @@ std::string moe_mlp(GraphBuilder& g, const std::string& x, const MoeSpec& spec) 
   // Router: logits [b, s, E] -> top-k logits and indices -> softmax over the k logits
   // (equal to Mixtral's softmax-then-renormalize).
   std::string logits = linear(g, x, "gate", h, E, false);
-  auto top = g.op_n("TopK", {logits, g.ints({k})}, 2, {{"axis", std::int64_t{-1}}});
-  std::string weights = g.op("Softmax", {top[0]}, {{"axis", std::int64_t{-1}}});  // [b, s, k]
+  std::vector<std::string> top;
+  std::string weights;  // [b, s, k]
+  if (spec.norm_topk_prob) {
+    top = g.op_n("TopK", {logits, g.ints({k})}, 2, {{"axis", std::int64_t{-1}}});
+    weights = g.op("Softmax", {top[0]}, {{"axis", std::int64_t{-1}}});
+  } else {  // the top-k probabilities of the softmax over all experts, not renormalized
+    std::string probs = g.op("Softmax", {logits}, {{"axis", std::int64_t{-1}}});
+    top = g.op_n("TopK", {probs, g.ints({k})}, 2, {{"axis", std::int64_t{-1}}});
+    weights = top[0];
+  }
   std::vector<std::int64_t> expert_ids;
   for (std::int64_t e = 0; e < E; ++e) expert_ids.push_back(e);
   std::string chosen = g.op("Equal", {g.op("Unsqueeze", {top[1], g.ints({-1})}), g.ints(expert_ids)});

@@ -3,6 +3,7 @@
 // Activations are [batch, seq, hidden]; linear weights are stored [in, out].
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "onnx_models/graph_builder.h"
 
@@ -29,14 +30,22 @@ struct Rotary {
   std::string cos, sin;
 };
 Rotary rotary_tables(GraphBuilder& g, const std::string& position_ids, std::int64_t head_dim, double theta);
+// The same from a given inv_freq table (head_dim / 2 values, e.g. with rope_scaling applied).
+Rotary rotary_tables(GraphBuilder& g, const std::string& position_ids, const std::vector<float>& inv_freq);
 
 // Additive causal mask [batch, seq, seq]: 0 where key position <= query position, -1e9 elsewhere.
 std::string causal_mask(GraphBuilder& g, const std::string& position_ids);
+// Causal and windowed (Mistral's sliding window, as HF's sliding_window_causal mask): a query
+// at position q sees keys k with q - window < k <= q; -1e9 elsewhere. [batch, seq, seq].
+std::string sliding_window_mask(GraphBuilder& g, const std::string& position_ids, std::int64_t window);
 
 struct AttentionSpec {
   std::int64_t hidden = 0;
   std::int64_t heads = 0;
   std::int64_t kv_heads = 0;         // == heads: multi-head; fewer: grouped-query (5-D scores)
+  std::int64_t head_dim = 0;         // 0: hidden / heads; else q is [h, heads*head_dim], o [heads*head_dim, h]
+  bool qk_norm = false;              // Qwen3: RMSNorm "q_norm"/"k_norm" over head_dim on each head, before rotary
+  double qk_norm_epsilon = 1e-6;
   bool fused_qkv = false;            // one [h, 3h] projection split in three (GPT's c_attn)
   bool qkv_bias = false;
   bool out_bias = false;
@@ -69,6 +78,9 @@ std::string swiglu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidde
 struct MoeSpec {
   std::int64_t hidden = 0, intermediate = 0, experts = 0, top_k = 0;
   double capacity_factor = 1.0;
+  // true: softmax over the k top logits (= softmax over all, then renormalized: Mixtral,
+  // Qwen3-MoE norm_topk_prob); false: Softmax over all experts, then TopK of the probabilities.
+  bool norm_topk_prob = true;
 };
 std::string moe_mlp(GraphBuilder& g, const std::string& x, const MoeSpec& spec);
 

@@ -44,6 +44,7 @@ onnx::ModelProto build_model(const ModelConfig& config) {
   add_metadata(model, "symtensor.model", config.name);
   add_metadata(model, "symtensor.family", family_name(config.family));
   add_metadata(model, "symtensor.config", describe(config));
+  if (!config.model_type.empty()) add_metadata(model, "symtensor.hf.model_type", config.model_type);
   if (config.experts > 0) {
     add_metadata(model, "symtensor.moe.experts", std::to_string(config.experts));
     add_metadata(model, "symtensor.moe.top_k", std::to_string(config.top_k));

@@ -5,7 +5,8 @@
 // Weight-free models (Weights::none) keep every parameter as a graph input with its shape
 // and list their names, comma-separated, in the metadata property `symtensor.parameters`.
 // Models with random weights hold them as initializers. Other metadata: `symtensor.model`,
-// `symtensor.family`, `symtensor.config` (describe()), and for mixtures of experts
+// `symtensor.family`, `symtensor.config` (describe()), `symtensor.hf.model_type` (models read
+// from or preset as a Hugging Face config), and for mixtures of experts
 // `symtensor.moe.experts` / `symtensor.moe.top_k` / `symtensor.moe.capacity_factor`
 // (experts run on their capacity of routed tokens, see layers.h moe_mlp).
 #include <cstdint>

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "onnx_models/hf_config.h"
+
 namespace symtensor::models {
 
 namespace {
@@ -43,6 +45,90 @@ ModelConfig encoder(const std::string& name, Family family) {
   return c;
 }
 
+// Today's decoders, each from the architecture fields of its published Hugging Face
+// config.json (copied from the model repository named in the source), read by the same
+// code as `models --hf-config`.
+struct HfPreset {
+  std::string name, repository, config;  // config: the fields of the repository's config.json
+};
+
+constexpr const char* kLlama3 =
+    R"("model_type": "llama", "hidden_act": "silu", "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+       "vocab_size": 128256, "num_key_value_heads": 8, "attention_bias": false, "mlp_bias": false)";
+constexpr const char* kLlama31Rope =
+    R"("max_position_embeddings": 131072, "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0,
+       "high_freq_factor": 4.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"})";
+constexpr const char* kLlama32Rope =
+    R"("max_position_embeddings": 131072, "tie_word_embeddings": true, "rope_scaling": {"factor": 32.0,
+       "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"})";
+constexpr const char* kQwen3 =
+    R"("hidden_act": "silu", "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960,
+       "rms_norm_eps": 1e-06, "rope_theta": 1000000, "rope_scaling": null, "attention_bias": false,
+       "tie_word_embeddings": false, "use_sliding_window": false)";
+
+std::vector<HfPreset> hf_presets() {
+  const std::string llama3 = kLlama3, l31 = kLlama31Rope, l32 = kLlama32Rope, qwen3 = kQwen3;
+  return {
+      {"llama3-8b", "meta-llama/Meta-Llama-3-8B",
+       llama3 + R"(, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                 "num_attention_heads": 32, "max_position_embeddings": 8192, "tie_word_embeddings": false)"},
+      {"llama3-70b", "meta-llama/Meta-Llama-3-70B",
+       llama3 + R"(, "hidden_size": 8192, "intermediate_size": 28672, "num_hidden_layers": 80,
+                 "num_attention_heads": 64, "max_position_embeddings": 8192, "tie_word_embeddings": false)"},
+      {"llama3.1-8b", "meta-llama/Llama-3.1-8B",
+       llama3 + ", " + l31 + R"(, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                 "num_attention_heads": 32, "tie_word_embeddings": false)"},
+      {"llama3.1-70b", "meta-llama/Llama-3.1-70B",
+       llama3 + ", " + l31 + R"(, "hidden_size": 8192, "intermediate_size": 28672, "num_hidden_layers": 80,
+                 "num_attention_heads": 64, "tie_word_embeddings": false)"},
+      {"llama3.1-405b", "meta-llama/Llama-3.1-405B",
+       llama3 + ", " + l31 + R"(, "hidden_size": 16384, "intermediate_size": 53248, "num_hidden_layers": 126,
+                 "num_attention_heads": 128, "tie_word_embeddings": false)"},
+      {"llama3.2-1b", "meta-llama/Llama-3.2-1B",
+       llama3 + ", " + l32 + R"(, "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
+                 "num_attention_heads": 32, "head_dim": 64)"},
+      {"llama3.2-3b", "meta-llama/Llama-3.2-3B",
+       llama3 + ", " + l32 + R"(, "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 28,
+                 "num_attention_heads": 24, "head_dim": 128)"},
+      {"mistral-7b", "mistralai/Mistral-7B-v0.1",
+       R"("model_type": "mistral", "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 14336,
+         "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+         "max_position_embeddings": 32768, "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 4096,
+         "tie_word_embeddings": false)"},
+      {"mixtral-8x22b", "mistralai/Mixtral-8x22B-v0.1",
+       R"("model_type": "mixtral", "hidden_act": "silu", "hidden_size": 6144, "intermediate_size": 16384,
+         "num_hidden_layers": 56, "num_attention_heads": 48, "num_key_value_heads": 8, "vocab_size": 32768,
+         "max_position_embeddings": 65536, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "sliding_window": null,
+         "num_local_experts": 8, "num_experts_per_tok": 2, "tie_word_embeddings": false)"},
+      {"qwen2.5-7b", "Qwen/Qwen2.5-7B",
+       R"("model_type": "qwen2", "hidden_act": "silu", "hidden_size": 3584, "intermediate_size": 18944,
+         "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064,
+         "max_position_embeddings": 131072, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+         "sliding_window": 131072, "use_sliding_window": false, "max_window_layers": 28, "tie_word_embeddings": false)"},
+      {"qwen2.5-72b", "Qwen/Qwen2.5-72B",
+       R"("model_type": "qwen2", "hidden_act": "silu", "hidden_size": 8192, "intermediate_size": 29568,
+         "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8, "vocab_size": 152064,
+         "max_position_embeddings": 131072, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0,
+         "sliding_window": 131072, "use_sliding_window": false, "max_window_layers": 80, "tie_word_embeddings": false)"},
+      {"qwen3-8b", "Qwen/Qwen3-8B",
+       R"("model_type": "qwen3", )" + qwen3 + R"(, "hidden_size": 4096, "intermediate_size": 12288,
+         "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8)"},
+      {"qwen3-32b", "Qwen/Qwen3-32B",
+       R"("model_type": "qwen3", )" + qwen3 + R"(, "hidden_size": 5120, "intermediate_size": 25600,
+         "num_hidden_layers": 64, "num_attention_heads": 64, "num_key_value_heads": 8)"},
+      {"qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B",
+       R"("model_type": "qwen3_moe", )" + qwen3 + R"(, "hidden_size": 2048, "intermediate_size": 6144,
+         "moe_intermediate_size": 768, "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4,
+         "num_experts": 128, "num_experts_per_tok": 8, "norm_topk_prob": true, "decoder_sparse_step": 1,
+         "mlp_only_layers": [])"},
+      {"qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B",
+       R"("model_type": "qwen3_moe", )" + qwen3 + R"(, "hidden_size": 4096, "intermediate_size": 12288,
+         "moe_intermediate_size": 1536, "num_hidden_layers": 94, "num_attention_heads": 64, "num_key_value_heads": 4,
+         "num_experts": 128, "num_experts_per_tok": 8, "norm_topk_prob": true, "decoder_sparse_step": 1,
+         "mlp_only_layers": [])"},
+  };
+}
+
 std::vector<Preset> make_presets() {
   const char* megatron = "Megatron-LM SC'21 Table 1 (V=51200, s=2048)";
   std::vector<Preset> p = {
@@ -78,6 +164,12 @@ std::vector<Preset> make_presets() {
   resnet.name = "resnet50", resnet.family = Family::resnet;
   resnet.image_size = 224, resnet.classes = 1000;
   p.push_back({"resnet50", "ResNet-50, torchvision (25.6M)", resnet});
+  for (const HfPreset& hf : hf_presets()) {
+    const std::string source = hf.repository + " config.json (Hugging Face)";
+    ModelConfig c = config_from_hf_json("{" + hf.config + "}", source);
+    c.name = hf.name;
+    p.push_back({hf.name, source, c});
+  }
   return p;
 }
 
@@ -106,7 +198,10 @@ ModelConfig tiny_variant(const ModelConfig& full) {
   c.kv_heads = full.kv_heads == full.heads ? 4 : 2;
   c.intermediate = full.family == Family::llama ? 96 : 256;
   c.vocab = 128, c.seq = 64;
-  if (full.experts > 0) c.experts = std::min<int64_t>(full.experts, 4);
+  if (full.experts > 0) c.experts = std::min<int64_t>(full.experts, 4), c.top_k = std::min<int64_t>(full.top_k, 2);
+  if (full.head_dim > 0) c.head_dim = 32;  // heads x head_dim != hidden stays so (Qwen3)
+  if (full.sliding_window > 0) c.sliding_window = 4;  // visible at seq 8
+  if (full.rope_scaling.type == "llama3") c.rope_scaling.original_max_positions = 64;
   if (full.family == Family::vit) c.image_size = 32, c.patch_size = 8, c.classes = 10;
   return c;
 }
@@ -164,7 +259,7 @@ ModelConfig apply_overrides(ModelConfig c, const Overrides& o) {
 
 std::string describe(const ModelConfig& c) {
   std::ostringstream s;
-  s << family_name(c.family);
+  s << (c.model_type.empty() ? std::string(family_name(c.family)) : c.model_type);
   if (c.family == Family::resnet) {
     s << ", blocks " << c.resnet_blocks[0] << "-" << c.resnet_blocks[1] << "-" << c.resnet_blocks[2] << "-"
       << c.resnet_blocks[3] << ", width " << c.resnet_width << ", image " << c.image_size << ", classes "
@@ -172,16 +267,20 @@ std::string describe(const ModelConfig& c) {
   } else {
     s << ", " << c.layers << " layers, hidden " << c.hidden << ", " << c.heads << " heads";
     if (c.kv_heads != c.heads) s << " (" << c.kv_heads << " kv)";
+    if (c.head_dim > 0) s << " of " << c.head_dim;
+    if (c.qk_norm) s << ", q/k norm";
+    if (c.sliding_window > 0) s << ", sliding window " << c.sliding_window;
     s << ", mlp " << c.intermediate;
     if (c.experts > 0) {
-      s << " x " << c.experts << " experts (top-" << c.top_k;
+      s << " x " << c.experts << " experts (top-" << c.top_k << (c.norm_topk_prob ? "" : ", not renormalized");
       if (c.capacity_factor != 1.0) s << ", capacity factor " << c.capacity_factor;
       s << ")";
     }
     if (c.family == Family::vit)
       s << ", image " << c.image_size << "/" << c.patch_size << ", classes " << c.classes;
     else
-      s << ", vocab " << c.vocab << ", seq " << c.seq;
+      s << ", vocab " << c.vocab << (c.tied_embeddings ? " (tied)" : "") << ", seq " << c.seq;
+    if (!c.rope_scaling.type.empty()) s << ", rope " << c.rope_scaling.type << " x" << c.rope_scaling.factor;
   }
   s << ", weights " << weights_name(c.weights);
   return s.str();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "compiler/driver/commands.h"
+#include "onnx_models/hf_config.h"
 #include "onnx_models/model_zoo.h"
 
 namespace symtensor::driver {
@@ -15,6 +16,7 @@ namespace {
 
 struct ModelsOptions {
   std::string name;
+  std::string hf_config;
   std::string output;
   std::optional<std::string> weights;
   models::Overrides overrides;
@@ -27,20 +29,26 @@ void list_presets(bool names_only) {
     return;
   }
   for (const auto& p : models::presets()) {
-    std::cout << std::left << std::setw(14) << p.name << " " << models::describe(p.config) << "\n"
-              << std::setw(14) << "" << " source: " << p.source << "\n";
+    std::cout << std::left << std::setw(15) << p.name << " " << models::describe(p.config) << "\n"
+              << std::setw(15) << "" << " source: " << p.source << "\n";
   }
   std::cout << "A family name (gpt, llama, bert, vit, resnet) stands for its first preset, to take overrides.\n"
+               "`models --hf-config config.json -o F.onnx` writes a Hugging Face config's architecture (model_type\n"
+               "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe; others are refused, naming what is missing).\n"
                "Every NAME also exists as NAME-tiny: 2 layers, hidden 64, 4 heads, small vocabulary,\n"
                "random weights (ResNet: one block per stage, width 8), same structure otherwise.\n";
 }
 
 void write_model(const ModelsOptions& o) {
-  if (o.name.empty()) throw std::runtime_error("models: give a model NAME (see `symtensor models list`)");
+  if (!o.name.empty() && !o.hf_config.empty())
+    throw std::runtime_error("models: give either a model NAME or --hf-config FILE, not both");
+  if (o.name.empty() && o.hf_config.empty())
+    throw std::runtime_error("models: give a model NAME (see `symtensor models list`) or --hf-config config.json");
   if (o.output.empty()) throw std::runtime_error("models: give the output file with -o FILE.onnx");
   models::Overrides overrides = o.overrides;
   if (o.weights) overrides.weights = models::parse_weights(*o.weights);
-  models::ModelConfig config = models::apply_overrides(models::preset_config(o.name), overrides);
+  const models::ModelConfig base = o.hf_config.empty() ? models::preset_config(o.name) : models::load_hf_config(o.hf_config);
+  models::ModelConfig config = models::apply_overrides(base, overrides);
   onnx::ModelProto model = models::build_model(config);
   models::save_model(model, o.output);
   std::cout << "wrote " << o.output << ": " << models::describe(config) << "; "
@@ -52,12 +60,16 @@ void write_model(const ModelsOptions& o) {
 
 void add_models_command(CLI::App& app) {
   auto o = std::make_shared<ModelsOptions>();
-  CLI::App* cmd = app.add_subcommand("models", "Write a reference model (GPT, LLaMA-2, Qwen2, Mixtral, BERT, ViT, ResNet)");
+  CLI::App* cmd = app.add_subcommand(
+      "models", "Write a reference model (GPT, Llama 2/3, Mistral, Mixtral, Qwen2/2.5/3, Qwen3-MoE, BERT, ViT, ResNet) "
+                "or one from a Hugging Face config.json");
   CLI::App* list = cmd->add_subcommand("list", "List the model presets");
   list->add_flag("--names", o->names_only, "print only the accepted names, one a line");
   list->callback([o] { list_presets(o->names_only); });
 
   cmd->add_option("name", o->name, "preset name, e.g. gpt-1.7b or llama2-7b-tiny (see `models list`)");
+  cmd->add_option("--hf-config", o->hf_config,
+                  "a Hugging Face config.json (architecture fields only; no weights, no hub access) instead of NAME");
   cmd->add_option("-o,--output", o->output, "output .onnx file (written to a temporary name, then renamed)");
   auto& v = o->overrides;
   cmd->add_option("--layers", v.layers, "number of transformer layers");

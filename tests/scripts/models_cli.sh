@@ -7,8 +7,16 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$symtensor" models list | grep -q '^gpt-1.7b ' || fail "list lacks gpt-1.7b"
-"$symtensor" models list --names | grep -qx 'mixtral-8x7b-tiny' || fail "list --names lacks mixtral-8x7b-tiny"
+# Listed into files: grep -q closing a pipe early would kill the (longer than a pipe
+# buffer) listing with SIGPIPE under pipefail.
+"$symtensor" models list >"$work/list"
+"$symtensor" models list --names >"$work/names"
+grep -q '^gpt-1.7b ' "$work/list" || fail "list lacks gpt-1.7b"
+grep -qx 'mixtral-8x7b-tiny' "$work/names" || fail "list --names lacks mixtral-8x7b-tiny"
+for name in llama3-8b llama3.1-405b mistral-7b mixtral-8x22b qwen2.5-7b qwen2.5-72b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b; do
+  grep -qx "$name" "$work/names" || fail "list --names lacks $name"
+done
+grep -q "meta-llama/Meta-Llama-3-8B config.json" "$work/list" || fail "list does not name the llama3-8b source"
 
 out="$("$symtensor" models llama2-70b -o "$work/l.onnx")"
 echo "$out" | grep -q "68976648192 parameters" || fail "llama2-70b summary: $out"

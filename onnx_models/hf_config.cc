@@ -1,0 +1,308 @@
+#include "onnx_models/hf_config.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace symtensor::models {
+
+namespace {
+
+using Json = nlohmann::json;
+
+// What each refused family has that the zoo does not write yet (one line each).
+const std::map<std::string, std::string>& hf_refused_families() {
+  static const std::map<std::string, std::string> refused = {
+      {"deepseek_v3", "multi-head latent attention (q_lora_rank, kv_lora_rank, decoupled RoPE), shared experts, "
+                      "grouped sigmoid top-k routing and dense first layers (first_k_dense_replace)"},
+      {"deepseek_v2", "multi-head latent attention (q_lora_rank, kv_lora_rank, decoupled RoPE), shared experts "
+                      "and dense first layers (first_k_dense_replace)"},
+      {"gpt_oss", "attention sinks, alternating sliding-window layers, yarn rope scaling and biased, clamped "
+                  "SwiGLU experts"},
+      {"gemma3", "a multimodal config (text_config); and gemma3_text is not written either"},
+      {"gemma3_text", "interleaved sliding-window layers (5 local : 1 global) with two rope bases, GeGLU MLP, "
+                      "the extra pre/post feed-forward norms, q/k norms and the scaled embedding"},
+      {"gemma2", "logit soft-capping, alternating sliding-window layers, GeGLU MLP and the extra norms"},
+      {"gemma", "GeGLU MLP, (1 + weight) RMSNorm and the scaled embedding"},
+      {"nemotron", "squared-ReLU MLP, LayerNorm1p and partial rotary embeddings"},
+      {"qwen2_moe", "the shared expert with its sigmoid gate, and mixed dense/sparse layers"},
+      {"phi3", "fused qkv/gate_up projections and longrope scaling"},
+  };
+  return refused;
+}
+
+class HfReader {
+ public:
+  HfReader(const Json& json, std::string source) : j_(json), source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const std::string& what) const { throw std::runtime_error(source_ + ": " + what); }
+
+  bool has(const char* key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+
+  const Json& at(const char* key) const {
+    if (!j_.contains(key)) fail("missing key '" + std::string(key) + "'" + for_type());
+    return j_.at(key);
+  }
+
+  std::int64_t integer(const Json& v, const std::string& key, bool positive = true) const {
+    std::int64_t value = 0;
+    if (v.is_number_integer()) {
+      value = v.get<std::int64_t>();
+    } else if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() &&
+               std::abs(v.get<double>()) < 9.0e15) {
+      value = static_cast<std::int64_t>(v.get<double>());
+    } else {
+      fail("key '" + key + "' must be an integer, got " + v.dump());
+    }
+    if (positive && value <= 0) fail("key '" + key + "' must be positive, got " + v.dump());
+    if (!positive && value < 0) fail("key '" + key + "' must not be negative, got " + v.dump());
+    return value;
+  }
+  std::int64_t integer(const char* key) const { return integer(at(key), key); }
+  std::int64_t integer_or(const char* key, std::int64_t fallback) const {
+    return has(key) ? integer(j_.at(key), key) : fallback;
+  }
+
+  double number(const Json& v, const std::string& key) const {
+    if (!v.is_number()) fail("key '" + key + "' must be a number, got " + v.dump());
+    return v.get<double>();
+  }
+  double positive_number_or(const char* key, double fallback) const {
+    if (!has(key)) return fallback;
+    const double value = number(j_.at(key), key);
+    if (!(value > 0)) fail("key '" + std::string(key) + "' must be positive, got " + j_.at(key).dump());
+    return value;
+  }
+
+  bool boolean_or(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_.at(key).is_boolean()) fail("key '" + std::string(key) + "' must be true or false, got " + j_.at(key).dump());
+    return j_.at(key).get<bool>();
+  }
+
+  std::string string(const char* key) const {
+    const Json& v = at(key);
+    if (!v.is_string()) fail("key '" + std::string(key) + "' must be a string, got " + v.dump());
+    return v.get<std::string>();
+  }
+
+  // "<source>: model_type 'x': key 'k' = v is not written yet (what is)": refused rather than
+  // written as a different model.
+  [[noreturn]] void refuse(const std::string& key, const std::string& what, const std::string& written = "") const {
+    fail("model_type '" + type_ + "': key '" + key + "' " + what + " is not written yet" +
+         (written.empty() ? "" : " (" + written + ")"));
+  }
+
+  void set_type(const std::string& type) { type_ = type; }
+  const std::string& type() const { return type_; }
+
+ private:
+  std::string for_type() const { return type_.empty() ? "" : " (model_type '" + type_ + "')"; }
+
+  const Json& j_;
+  std::string source_;
+  std::string type_;
+};
+
+// HF's per-class defaults for fields a published config may leave out.
+struct HfDefaults {
+  double norm_epsilon;
+  double rope_theta;
+  std::int64_t max_positions;
+};
+
+HfDefaults hf_defaults(const std::string& type) {
+  if (type == "llama") return {1e-6, 10000.0, 2048};
+  if (type == "mistral") return {1e-6, 10000.0, 4096 * 32};
+  if (type == "mixtral") return {1e-5, 1e6, 4096 * 32};
+  return {1e-6, 10000.0, 32768};  // qwen2, qwen3, qwen3_moe
+}
+
+void read_rope(const HfReader& r, const Json& j, ModelConfig& c, double default_theta) {
+  // transformers >= 4.56 may hold theta and scaling together in rope_parameters.
+  const Json* scaling = nullptr;
+  std::string scaling_key = "rope_scaling";
+  c.rope_theta = r.positive_number_or("rope_theta", default_theta);
+  if (r.has("rope_parameters")) {
+    const Json& p = j.at("rope_parameters");
+    if (!p.is_object()) r.fail("key 'rope_parameters' must be an object, got " + p.dump());
+    if (p.contains("rope_theta")) c.rope_theta = r.number(p.at("rope_theta"), "rope_parameters.rope_theta");
+    scaling = &p, scaling_key = "rope_parameters";
+  } else if (r.has("rope_scaling")) {
+    scaling = &j.at("rope_scaling");
+    if (!scaling->is_object()) r.fail("key 'rope_scaling' must be an object or null, got " + scaling->dump());
+  }
+  if (!scaling) return;
+  const Json& s = *scaling;
+  std::string type;
+  for (const char* key : {"rope_type", "type"})
+    if (s.contains(key) && s.at(key).is_string()) type = s.at(key).get<std::string>();
+  if (type.empty() || type == "default") return;
+  auto field = [&](const char* key) -> const Json& {
+    if (!s.contains(key)) r.fail("missing key '" + scaling_key + "." + key + "' (rope type '" + type + "')");
+    return s.at(key);
+  };
+  if (type == "linear") {
+    c.rope_scaling.type = type;
+    c.rope_scaling.factor = r.number(field("factor"), scaling_key + ".factor");
+  } else if (type == "llama3") {
+    c.rope_scaling.type = type;
+    c.rope_scaling.factor = r.number(field("factor"), scaling_key + ".factor");
+    c.rope_scaling.low_freq_factor = r.number(field("low_freq_factor"), scaling_key + ".low_freq_factor");
+    c.rope_scaling.high_freq_factor = r.number(field("high_freq_factor"), scaling_key + ".high_freq_factor");
+    c.rope_scaling.original_max_positions =
+        r.integer(field("original_max_position_embeddings"), scaling_key + ".original_max_position_embeddings");
+  } else {
+    r.refuse(scaling_key, "with rope type '" + type + "'", "written: default, linear, llama3");
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& hf_model_types() {
+  static const std::vector<std::string> types = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe"};
+  return types;
+}
+
+ModelConfig config_from_hf_json(const std::string& text, const std::string& source) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    throw std::runtime_error(source + ": not valid JSON (" + std::string(e.what()) + ")");
+  }
+  HfReader r(j, source);
+  if (!j.is_object()) r.fail("expected a JSON object (a Hugging Face config.json)");
+  const std::string type = r.string("model_type");
+  r.set_type(type);
+  bool written = false;
+  for (const auto& t : hf_model_types()) written |= t == type;
+  if (!written) {
+    const auto& refused = hf_refused_families();
+    std::string supported;
+    for (const auto& t : hf_model_types()) supported += (supported.empty() ? "" : ", ") + t;
+    if (auto it = refused.find(type); it != refused.end())
+      r.fail("model_type '" + type + "' is not supported yet: " + it->second + " (written: " + supported + ")");
+    r.fail("model_type '" + type + "' is not supported (written: " + supported + ")");
+  }
+
+  const HfDefaults defaults = hf_defaults(type);
+  const bool moe = type == "mixtral" || type == "qwen3_moe";
+  const bool qwen3 = type == "qwen3" || type == "qwen3_moe";
+  ModelConfig c;
+  c.family = Family::llama;
+  c.model_type = type;
+  c.weights = Weights::none;
+  c.layers = r.integer("num_hidden_layers");
+  c.hidden = r.integer("hidden_size");
+  c.heads = r.integer("num_attention_heads");
+  c.vocab = r.integer("vocab_size");
+  // num_key_value_heads: Llama's config takes the heads when it is absent or null; the
+  // others' classes default to a fixed count unrelated to the model, so it must be given.
+  if (type == "llama" || (j.contains("num_key_value_heads") && j.at("num_key_value_heads").is_null()))
+    c.kv_heads = r.integer_or("num_key_value_heads", c.heads);
+  else
+    c.kv_heads = r.integer("num_key_value_heads");
+  if (c.heads % c.kv_heads != 0)
+    r.fail("key 'num_key_value_heads' (" + std::to_string(c.kv_heads) + ") must divide 'num_attention_heads' (" +
+           std::to_string(c.heads) + ")");
+  // head_dim: Qwen3's class defaults to 128 whatever the width, so it must be given there.
+  c.head_dim = qwen3 ? r.integer("head_dim") : r.integer_or("head_dim", 0);
+  if (c.head_dim == 0 && c.hidden % c.heads != 0)
+    r.fail("key 'hidden_size' (" + std::to_string(c.hidden) + ") is not a multiple of 'num_attention_heads' (" +
+           std::to_string(c.heads) + ") and there is no 'head_dim'");
+  if (c.head_dim * c.heads == c.hidden) c.head_dim = 0;  // the usual layout, described as such
+  c.seq = r.integer_or("max_position_embeddings", defaults.max_positions);
+  c.norm_epsilon = r.positive_number_or("rms_norm_eps", defaults.norm_epsilon);
+  read_rope(r, j, c, defaults.rope_theta);
+  c.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
+
+  if (r.has("hidden_act")) {
+    const Json& act = j.at("hidden_act");
+    if (!act.is_string() || act.get<std::string>() != "silu")
+      r.refuse("hidden_act", "= " + act.dump(), "written: \"silu\", the SwiGLU MLP");
+  }
+  if (r.boolean_or("mlp_bias", false)) r.refuse("mlp_bias", "= true");
+  // Biases: Qwen2 has them on q/k/v always; Llama's and Qwen3's attention_bias puts them on
+  // q/k/v and o_proj.
+  if (type == "qwen2") {
+    c.qkv_bias = true;
+  } else if (r.boolean_or("attention_bias", false)) {
+    if (type == "mistral" || type == "mixtral") r.refuse("attention_bias", "= true");
+    c.qkv_bias = c.out_bias = true;
+  }
+  c.qk_norm = qwen3;
+
+  // Sliding window: Mistral and Mixtral mask with it when it is set; Qwen's only under
+  // use_sliding_window (and then on layers from max_window_layers), which is refused.
+  if (type == "mistral" || type == "mixtral") {
+    if (r.has("sliding_window")) c.sliding_window = r.integer(j.at("sliding_window"), "sliding_window");
+  } else if (r.boolean_or("use_sliding_window", false)) {
+    r.refuse("use_sliding_window", "= true", "Qwen's sliding-window layers above max_window_layers");
+  }
+  if (r.has("layer_types")) {
+    const Json& types = j.at("layer_types");
+    if (!types.is_array()) r.fail("key 'layer_types' must be a list, got " + types.dump());
+    for (const Json& t : types)
+      if (!t.is_string() || (t.get<std::string>() != "full_attention" &&
+                             !(c.sliding_window > 0 && t.get<std::string>() == "sliding_attention")))
+        r.refuse("layer_types", "with a layer " + t.dump(), "written: full_attention layers");
+  }
+
+  if (moe) {
+    if (type == "mixtral") {
+      c.experts = r.integer("num_local_experts");
+      c.intermediate = r.integer("intermediate_size");  // each expert's width
+    } else {
+      c.experts = r.integer("num_experts");
+      c.intermediate = r.integer("moe_intermediate_size");
+      // Qwen3MoeConfig's default is false; the published configs say true.
+      c.norm_topk_prob = r.boolean_or("norm_topk_prob", false);
+      if (r.integer_or("decoder_sparse_step", 1) != 1)
+        r.refuse("decoder_sparse_step", "= " + j.at("decoder_sparse_step").dump(), "dense layers between sparse ones");
+      if (r.has("mlp_only_layers")) {
+        const Json& dense = j.at("mlp_only_layers");
+        if (!dense.is_array()) r.fail("key 'mlp_only_layers' must be a list, got " + dense.dump());
+        if (!dense.empty()) r.refuse("mlp_only_layers", "= " + dense.dump(), "dense layers among the sparse ones");
+      }
+      if (r.integer_or("shared_expert_intermediate_size", 0) > 0) r.refuse("shared_expert_intermediate_size", "> 0", "shared experts");
+    }
+    c.top_k = r.integer("num_experts_per_tok");
+    if (c.top_k > c.experts)
+      r.fail("key 'num_experts_per_tok' (" + std::to_string(c.top_k) + ") exceeds the experts (" +
+             std::to_string(c.experts) + ")");
+  } else {
+    c.intermediate = r.integer("intermediate_size");
+  }
+  c.name = type;
+  if (j.contains("_name_or_path") && j.at("_name_or_path").is_string() && !j.at("_name_or_path").get<std::string>().empty())
+    c.name = j.at("_name_or_path").get<std::string>();
+  try {
+    validate(c);
+  } catch (const std::runtime_error& e) {
+    r.fail(e.what());
+  }
+  return c;
+}
+
+ModelConfig load_hf_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open config file '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw std::runtime_error("cannot read config file '" + path + "'");
+  ModelConfig c = config_from_hf_json(text.str(), path);
+  if (c.name == c.model_type) {  // no _name_or_path: the file, or its folder for config.json
+    const std::filesystem::path p(path);
+    const std::filesystem::path folder = std::filesystem::absolute(p).parent_path().filename();
+    c.name = p.filename() == "config.json" && !folder.empty() ? folder.string() : p.stem().string();
+  }
+  return c;
+}
+
+}  // namespace symtensor::models
