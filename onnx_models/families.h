@@ -7,6 +7,7 @@ namespace symtensor::models {
 
 void build_gpt(GraphBuilder& g, const ModelConfig& c);
 void build_llama(GraphBuilder& g, const ModelConfig& c);  // LLaMA-2, Qwen2 (qkv_bias), Mixtral (experts)
+void build_gemma3(GraphBuilder& g, const ModelConfig& c);  // llama family, model_type gemma3_text
 void build_bert(GraphBuilder& g, const ModelConfig& c);
 void build_vit(GraphBuilder& g, const ModelConfig& c);
 void build_resnet(GraphBuilder& g, const ModelConfig& c);

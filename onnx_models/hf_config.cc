@@ -24,9 +24,7 @@ const std::map<std::string, std::string>& hf_refused_families() {
                       "and dense first layers (first_k_dense_replace)"},
       {"gpt_oss", "attention sinks, alternating sliding-window layers, yarn rope scaling and biased, clamped "
                   "SwiGLU experts"},
-      {"gemma3", "a multimodal config (text_config); and gemma3_text is not written either"},
-      {"gemma3_text", "interleaved sliding-window layers (5 local : 1 global) with two rope bases, GeGLU MLP, "
-                      "the extra pre/post feed-forward norms, q/k norms and the scaled embedding"},
+      {"gemma3", "the vision tower of this multimodal config (its text_config alone is a gemma3_text config)"},
       {"gemma2", "logit soft-capping, alternating sliding-window layers, GeGLU MLP and the extra norms"},
       {"gemma", "GeGLU MLP, (1 + weight) RMSNorm and the scaled embedding"},
       {"nemotron", "squared-ReLU MLP, LayerNorm1p and partial rotary embeddings"},
@@ -120,6 +118,7 @@ HfDefaults hf_defaults(const std::string& type) {
   if (type == "llama") return {1e-6, 10000.0, 2048};
   if (type == "mistral") return {1e-6, 10000.0, 4096 * 32};
   if (type == "mixtral") return {1e-5, 1e6, 4096 * 32};
+  if (type == "gemma3_text") return {1e-6, 1e6, 131072};
   return {1e-6, 10000.0, 32768};  // qwen2, qwen3, qwen3_moe
 }
 
@@ -165,7 +164,8 @@ void read_rope(const HfReader& r, const Json& j, ModelConfig& c, double default_
 }  // namespace
 
 const std::vector<std::string>& hf_model_types() {
-  static const std::vector<std::string> types = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe"};
+  static const std::vector<std::string> types = {"llama", "mistral", "mixtral", "qwen2",
+                                                 "qwen3", "qwen3_moe", "gemma3_text"};
   return types;
 }
 
@@ -194,6 +194,7 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
   const HfDefaults defaults = hf_defaults(type);
   const bool moe = type == "mixtral" || type == "qwen3_moe";
   const bool qwen3 = type == "qwen3" || type == "qwen3_moe";
+  const bool gemma3 = type == "gemma3_text";
   ModelConfig c;
   c.family = Family::llama;
   c.model_type = type;
@@ -211,8 +212,9 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
   if (c.heads % c.kv_heads != 0)
     r.fail("key 'num_key_value_heads' (" + std::to_string(c.kv_heads) + ") must divide 'num_attention_heads' (" +
            std::to_string(c.heads) + ")");
-  // head_dim: Qwen3's class defaults to 128 whatever the width, so it must be given there.
-  c.head_dim = qwen3 ? r.integer("head_dim") : r.integer_or("head_dim", 0);
+  // head_dim: Qwen3's and Gemma 3's classes default to 128 / 256 whatever the width, so it
+  // must be given there.
+  c.head_dim = qwen3 || gemma3 ? r.integer("head_dim") : r.integer_or("head_dim", 0);
   if (c.head_dim == 0 && c.hidden % c.heads != 0)
     r.fail("key 'hidden_size' (" + std::to_string(c.hidden) + ") is not a multiple of 'num_attention_heads' (" +
            std::to_string(c.heads) + ") and there is no 'head_dim'");
@@ -220,9 +222,20 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
   c.seq = r.integer_or("max_position_embeddings", defaults.max_positions);
   c.norm_epsilon = r.positive_number_or("rms_norm_eps", defaults.norm_epsilon);
   read_rope(r, j, c, defaults.rope_theta);
-  c.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
-
-  if (r.has("hidden_act")) {
+  c.tied_embeddings = r.boolean_or("tie_word_embeddings", gemma3);  // Gemma3TextConfig ties by default
+  if (gemma3) {
+    if (!c.tied_embeddings) r.refuse("tie_word_embeddings", "= false", "Gemma 3's head is its embedding");
+    const Json& act = r.has("hidden_activation") ? j.at("hidden_activation") : Json("gelu_pytorch_tanh");
+    if (!act.is_string() || act.get<std::string>() != "gelu_pytorch_tanh")
+      r.refuse("hidden_activation", "= " + act.dump(), "written: \"gelu_pytorch_tanh\", GeGLU");
+    for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"})
+      if (r.has(key)) r.refuse(key, "= " + j.at(key).dump(), "soft-capping");
+    if (r.boolean_or("use_bidirectional_attention", false)) r.refuse("use_bidirectional_attention", "= true");
+    c.query_pre_attn_scalar = r.positive_number_or("query_pre_attn_scalar", 256);
+    c.rope_local_theta = r.positive_number_or("rope_local_base_freq", 10000.0);
+    c.sliding_window = r.integer("sliding_window");
+    c.global_every = r.integer_or("sliding_window_pattern", 6);
+  } else if (r.has("hidden_act")) {
     const Json& act = j.at("hidden_act");
     if (!act.is_string() || act.get<std::string>() != "silu")
       r.refuse("hidden_act", "= " + act.dump(), "written: \"silu\", the SwiGLU MLP");
@@ -233,25 +246,40 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
   if (type == "qwen2") {
     c.qkv_bias = true;
   } else if (r.boolean_or("attention_bias", false)) {
-    if (type == "mistral" || type == "mixtral") r.refuse("attention_bias", "= true");
+    if (type == "mistral" || type == "mixtral" || gemma3) r.refuse("attention_bias", "= true");
     c.qkv_bias = c.out_bias = true;
   }
-  c.qk_norm = qwen3;
+  c.qk_norm = qwen3 || gemma3;
 
   // Sliding window: Mistral and Mixtral mask with it when it is set; Qwen's only under
   // use_sliding_window (and then on layers from max_window_layers), which is refused.
   if (type == "mistral" || type == "mixtral") {
     if (r.has("sliding_window")) c.sliding_window = r.integer(j.at("sliding_window"), "sliding_window");
-  } else if (r.boolean_or("use_sliding_window", false)) {
+  } else if (!gemma3 && r.boolean_or("use_sliding_window", false)) {
     r.refuse("use_sliding_window", "= true", "Qwen's sliding-window layers above max_window_layers");
   }
   if (r.has("layer_types")) {
     const Json& types = j.at("layer_types");
     if (!types.is_array()) r.fail("key 'layer_types' must be a list, got " + types.dump());
-    for (const Json& t : types)
-      if (!t.is_string() || (t.get<std::string>() != "full_attention" &&
-                             !(c.sliding_window > 0 && t.get<std::string>() == "sliding_attention")))
-        r.refuse("layer_types", "with a layer " + t.dump(), "written: full_attention layers");
+    if (static_cast<std::int64_t>(types.size()) != c.layers)
+      r.fail("key 'layer_types' lists " + std::to_string(types.size()) + " layers, 'num_hidden_layers' is " +
+             std::to_string(c.layers));
+    // What the model writes, layer by layer: Gemma 3 local except every global_every-th
+    // (from layer_types when it is there); the others all alike.
+    if (gemma3) {
+      c.global_every = 0;
+      for (std::size_t i = 0; i < types.size() && c.global_every == 0; ++i)
+        if (types[i] == "full_attention") c.global_every = static_cast<std::int64_t>(i) + 1;
+    }
+    for (std::size_t i = 0; i < types.size(); ++i) {
+      const bool global = gemma3 ? c.global_every > 0 && (static_cast<std::int64_t>(i) + 1) % c.global_every == 0
+                                 : c.sliding_window == 0;
+      const char* expected = global ? "full_attention" : "sliding_attention";
+      if (types[i] != expected)
+        r.refuse("layer_types", "with layer " + std::to_string(i) + " " + types[i].dump(),
+                 std::string("written: ") + (gemma3 ? "a global layer every " + std::to_string(c.global_every)
+                                                    : std::string("every layer ") + expected));
+    }
   }
 
   if (moe) {

@@ -43,14 +43,16 @@ std::string layer_norm(GraphBuilder& g, const std::string& x, const std::string&
 }
 
 std::string rms_norm(GraphBuilder& g, const std::string& x, const std::string& module, std::int64_t hidden,
-                     double epsilon) {
-  std::string weight = g.parameter(module + ".weight", {hidden}, Init::around(1.0, 0.1));
+                     double epsilon, bool unit_offset) {
+  std::string weight = g.parameter(module + ".weight", {hidden},
+                                   unit_offset ? Init::uniform(0.1) : Init::around(1.0, 0.1));
   std::string squared = g.op("Pow", {x, g.float_scalar(2.0f)});
   std::string mean = g.op("ReduceMean", {squared}, {{"axes", perm({-1})}, {"keepdims", std::int64_t{1}}});
   std::string shifted = g.op("Add", {mean, g.float_scalar(static_cast<float>(epsilon))});
   std::string root = g.op("Sqrt", {shifted});
   std::string inverse = g.op("Div", {g.float_scalar(1.0f), root});
   std::string normed = g.op("Mul", {x, inverse});
+  if (unit_offset) weight = g.op("Add", {weight, g.float_scalar(1.0f)});
   return g.op("Mul", {weight, normed});
 }
 
@@ -63,6 +65,14 @@ std::string gelu(GraphBuilder& g, const std::string& x) {
 }
 
 std::string silu(GraphBuilder& g, const std::string& x) { return g.op("Mul", {x, g.op("Sigmoid", {x})}); }
+
+std::string gelu_tanh(GraphBuilder& g, const std::string& x) {
+  std::string cube = g.op("Pow", {x, g.float_scalar(3.0f)});
+  std::string inner = g.op("Add", {x, g.op("Mul", {cube, g.float_scalar(0.044715f)})});
+  std::string t = g.op("Tanh", {g.op("Mul", {inner, g.float_scalar(0.7978845608028654f)})});
+  std::string half = g.op("Mul", {x, g.float_scalar(0.5f)});
+  return g.op("Mul", {half, g.op("Add", {t, g.float_scalar(1.0f)})});
+}
 
 Rotary rotary_tables(GraphBuilder& g, const std::string& position_ids, std::int64_t head_dim, double theta) {
   std::vector<float> inv_freq;
@@ -141,7 +151,7 @@ std::string self_attention(GraphBuilder& g, const std::string& x, const Attentio
   // q: [b, heads, s, d] or, grouped, [b, kv, rep, s, d] so that K/V broadcast over rep.
   // Qwen3's q_norm/k_norm normalize each head over d, on the [b, s, ..., d] view.
   auto head_norm = [&](const std::string& t, const char* module) {
-    return spec.qk_norm ? rms_norm(g, t, module, head_dim, spec.qk_norm_epsilon) : t;
+    return spec.qk_norm ? rms_norm(g, t, module, head_dim, spec.qk_norm_epsilon, spec.qk_norm_unit_offset) : t;
   };
   if (grouped) {
     q = head_norm(g.op("Reshape", {q, g.ints({0, 0, kv, rep, head_dim})}), "q_norm");
@@ -168,7 +178,8 @@ std::string self_attention(GraphBuilder& g, const std::string& x, const Attentio
   }
   std::string k_t = g.op("Transpose", {k}, {{"perm", grouped ? perm({0, 1, 2, 4, 3}) : perm({0, 1, 3, 2})}});
   std::string scores = g.op("MatMul", {q, k_t});
-  scores = g.op("Div", {scores, g.float_scalar(std::sqrt(static_cast<float>(head_dim)))});
+  const double divisor = spec.score_divisor > 0 ? spec.score_divisor : std::sqrt(static_cast<double>(head_dim));
+  scores = g.op("Div", {scores, g.float_scalar(static_cast<float>(divisor))});
   if (!spec.mask.empty()) scores = g.op("Add", {scores, spec.mask});
   std::string probs = g.op("Softmax", {scores}, {{"axis", std::int64_t{-1}}});
   std::string context = g.op("MatMul", {probs, v});
@@ -183,10 +194,11 @@ std::string gelu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden,
   return linear(g, gelu(g, up), out_name, intermediate, hidden, true);
 }
 
-std::string swiglu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate) {
+std::string swiglu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate,
+                       bool gelu_tanh_gate) {
   std::string gate = linear(g, x, "gate_proj", hidden, intermediate, false);
   std::string up = linear(g, x, "up_proj", hidden, intermediate, false);
-  std::string act = g.op("Mul", {silu(g, gate), up});
+  std::string act = g.op("Mul", {gelu_tanh_gate ? gelu_tanh(g, gate) : silu(g, gate), up});
   return linear(g, act, "down_proj", intermediate, hidden, false);
 }
 

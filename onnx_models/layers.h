@@ -19,11 +19,14 @@ std::string gemm_linear(GraphBuilder& g, const std::string& x, const std::string
 std::string layer_norm(GraphBuilder& g, const std::string& x, const std::string& module, std::int64_t hidden,
                        double epsilon);
 // x * weight / sqrt(mean(x^2) + eps): Pow, ReduceMean, Add, Sqrt, Div, Mul, Mul.
+// unit_offset (Gemma): the weight is stored as an offset from 1, x * (1 + weight) / ...
 std::string rms_norm(GraphBuilder& g, const std::string& x, const std::string& module, std::int64_t hidden,
-                     double epsilon);
+                     double epsilon, bool unit_offset = false);
 // Exact GELU as x * 0.5 * (1 + erf(x / sqrt(2))): Div, Erf, Add, Mul, Mul.
 std::string gelu(GraphBuilder& g, const std::string& x);
 std::string silu(GraphBuilder& g, const std::string& x);  // x * Sigmoid(x)
+// gelu_pytorch_tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+std::string gelu_tanh(GraphBuilder& g, const std::string& x);
 
 // cos/sin of rotary embeddings for position_ids [batch, seq]: [batch, seq, head_dim].
 struct Rotary {
@@ -46,6 +49,8 @@ struct AttentionSpec {
   std::int64_t head_dim = 0;         // 0: hidden / heads; else q is [h, heads*head_dim], o [heads*head_dim, h]
   bool qk_norm = false;              // Qwen3: RMSNorm "q_norm"/"k_norm" over head_dim on each head, before rotary
   double qk_norm_epsilon = 1e-6;
+  bool qk_norm_unit_offset = false;  // Gemma's (1 + weight) norms
+  double score_divisor = 0;          // scores / score_divisor; 0: sqrt(head_dim)
   bool fused_qkv = false;            // one [h, 3h] projection split in three (GPT's c_attn)
   bool qkv_bias = false;
   bool out_bias = false;
@@ -67,8 +72,9 @@ std::string mask_for_scores(GraphBuilder& g, const std::string& mask3, bool grou
 // fc_in -> GELU -> fc_out with biases.
 std::string gelu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate,
                      const char* in_name, const char* out_name);
-// down(silu(gate(x)) * up(x)), no biases.
-std::string swiglu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate);
+// down(silu(gate(x)) * up(x)), no biases; gelu_tanh_gate: GeGLU (Gemma) instead.
+std::string swiglu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate,
+                       bool gelu_tanh_gate = false);
 // Top-k routed mixture of SwiGLU experts with GShard-style capacity routing (static shapes):
 // router -> TopK -> softmax weights; each sequence is one group, each expert takes at most
 // C = ceil(capacity_factor * top_k * seq / experts) of its tokens (first come, first served;

@@ -60,6 +60,9 @@ void validate(const ModelConfig& c) {
       require(c.head_dim >= 0, c, "head dim must not be negative");
       require(head_size(c) % 2 == 0, c, "head size must be even for rotary embeddings");
       require(c.sliding_window >= 0, c, "sliding window must not be negative");
+      require(c.global_every >= 0, c, "global layer period must not be negative");
+      require(c.model_type != "gemma3_text" || (c.sliding_window > 0 && c.tied_embeddings && c.qk_norm), c,
+              "gemma3_text needs a sliding window, q/k norms and the tied head");
       require(c.rope_scaling.type.empty() || c.rope_scaling.type == "linear" || c.rope_scaling.type == "llama3", c,
               "rope scaling '" + c.rope_scaling.type + "' is not one of linear, llama3");
       require(c.rope_scaling.type.empty() || c.rope_scaling.factor > 0, c, "rope scaling factor must be positive");

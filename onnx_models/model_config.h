@@ -48,6 +48,12 @@ struct ModelConfig {
   std::int64_t sliding_window = 0;  // [sliding_window] > 0: a query sees the last `window` keys
   bool norm_topk_prob = true;       // MoE: top-k weights renormalized (Mixtral, Qwen3-MoE); false: softmax over all
   RopeScaling rope_scaling;         // [rope_scaling]
+  // Gemma 3 (model_type gemma3_text): GeGLU (tanh), (1 + weight) RMSNorms also after attention
+  // and around the MLP, embedding x sqrt(hidden), tied head, q/k norms; local layers use the
+  // sliding window and rope_local_theta, every `global_every`-th layer is global.
+  std::int64_t global_every = 0;    // [sliding_window_pattern] 0: every layer alike
+  double rope_local_theta = 10000.0;  // [rope_local_base_freq]
+  double query_pre_attn_scalar = 0;   // [query_pre_attn_scalar] scores / sqrt(it); 0: head size
   std::int64_t image_size = 0;      // vit, resnet
   std::int64_t patch_size = 0;      // vit
   std::int64_t classes = 0;         // vit, resnet

@@ -36,7 +36,12 @@ onnx::ModelProto build_model(const ModelConfig& config) {
   GraphBuilder g(graph, config.weights, config.seed);
   switch (config.family) {
     case Family::gpt: build_gpt(g, config); break;
-    case Family::llama: build_llama(g, config); break;
+    case Family::llama:
+      if (config.model_type == "gemma3_text")
+        build_gemma3(g, config);
+      else
+        build_llama(g, config);
+      break;
     case Family::bert: build_bert(g, config); break;
     case Family::vit: build_vit(g, config); break;
     case Family::resnet: build_resnet(g, config); break;

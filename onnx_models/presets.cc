@@ -126,6 +126,13 @@ std::vector<HfPreset> hf_presets() {
          "moe_intermediate_size": 1536, "num_hidden_layers": 94, "num_attention_heads": 64, "num_key_value_heads": 4,
          "num_experts": 128, "num_experts_per_tok": 8, "norm_topk_prob": true, "decoder_sparse_step": 1,
          "mlp_only_layers": [])"},
+      {"gemma3-1b", "google/gemma-3-1b-pt",
+       R"("model_type": "gemma3_text", "attention_bias": false, "attn_logit_softcapping": null,
+         "final_logit_softcapping": null, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+         "hidden_size": 1152, "intermediate_size": 6912, "max_position_embeddings": 32768, "num_attention_heads": 4,
+         "num_hidden_layers": 26, "num_key_value_heads": 1, "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06,
+         "rope_local_base_freq": 10000, "rope_scaling": null, "rope_theta": 1000000, "sliding_window": 512,
+         "sliding_window_pattern": 6, "vocab_size": 262144)"},
   };
 }
 
@@ -201,6 +208,7 @@ ModelConfig tiny_variant(const ModelConfig& full) {
   if (full.experts > 0) c.experts = std::min<int64_t>(full.experts, 4), c.top_k = std::min<int64_t>(full.top_k, 2);
   if (full.head_dim > 0) c.head_dim = 32;  // heads x head_dim != hidden stays so (Qwen3)
   if (full.sliding_window > 0) c.sliding_window = 4;  // visible at seq 8
+  if (full.global_every > 0) c.global_every = 2;     // a local and a global layer
   if (full.rope_scaling.type == "llama3") c.rope_scaling.original_max_positions = 64;
   if (full.family == Family::vit) c.image_size = 32, c.patch_size = 8, c.classes = 10;
   return c;
@@ -270,6 +278,7 @@ std::string describe(const ModelConfig& c) {
     if (c.head_dim > 0) s << " of " << c.head_dim;
     if (c.qk_norm) s << ", q/k norm";
     if (c.sliding_window > 0) s << ", sliding window " << c.sliding_window;
+    if (c.global_every > 0) s << " (global every " << c.global_every << ")";
     s << ", mlp " << c.intermediate;
     if (c.experts > 0) {
       s << " x " << c.experts << " experts (top-" << c.top_k << (c.norm_topk_prob ? "" : ", not renormalized");

@@ -34,7 +34,8 @@ void list_presets(bool names_only) {
   }
   std::cout << "A family name (gpt, llama, bert, vit, resnet) stands for its first preset, to take overrides.\n"
                "`models --hf-config config.json -o F.onnx` writes a Hugging Face config's architecture (model_type\n"
-               "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe; others are refused, naming what is missing).\n"
+               "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma3_text; others are refused, naming what is\n"
+               "missing).\n"
                "Every NAME also exists as NAME-tiny: 2 layers, hidden 64, 4 heads, small vocabulary,\n"
                "random weights (ResNet: one block per stage, width 8), same structure otherwise.\n";
 }
@@ -61,7 +62,8 @@ void write_model(const ModelsOptions& o) {
 void add_models_command(CLI::App& app) {
   auto o = std::make_shared<ModelsOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "models", "Write a reference model (GPT, Llama 2/3, Mistral, Mixtral, Qwen2/2.5/3, Qwen3-MoE, BERT, ViT, ResNet) "
+      "models", "Write a reference model (GPT, Llama 2/3, Mistral, Mixtral, Qwen2/2.5/3, Qwen3-MoE, Gemma 3, BERT, ViT, "
+                "ResNet) "
                 "or one from a Hugging Face config.json");
   CLI::App* list = cmd->add_subcommand("list", "List the model presets");
   list->add_flag("--names", o->names_only, "print only the accepted names, one a line");

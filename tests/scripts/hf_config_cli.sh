@@ -23,6 +23,8 @@ declare -A configs=(
   [qwen3]="{\"model_type\": \"qwen3\", $common, \"head_dim\": 32}"
   [qwen3_moe]="{\"model_type\": \"qwen3_moe\", $common, \"head_dim\": 32, \"moe_intermediate_size\": 32,
                \"num_experts\": 8, \"num_experts_per_tok\": 2, \"norm_topk_prob\": false}"
+  [gemma3_text]="{\"model_type\": \"gemma3_text\", $common, \"head_dim\": 32, \"sliding_window\": 4,
+                 \"sliding_window_pattern\": 2, \"query_pre_attn_scalar\": 24}"
 )
 for family in "${!configs[@]}"; do
   echo "${configs[$family]}" >"$work/$family.json"
