@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "compiler/cost/kernel_precision.h"
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/saved_activations.h"
 #include "compiler/sharding/cut_sharding.h"
@@ -395,6 +396,9 @@ class Analyzer {
   // Whether the backward pass runs the operator's forward again.
   bool recomputed(NodeId id) const {
     if (layer_recompute()) return in_recomputed_layer_[id];
+    // Full recomputation re-runs the layers; the operators outside them (embedding, final
+    // norm, head) keep their tensors (layer_checkpoints) and are not run again.
+    if (plan_.recompute == RecomputePolicy::full && ng_.num_layers() > 0) return ng_.node_layers()[id] >= 0;
     return plan_.recompute == RecomputePolicy::full ||
            (plan_.recompute == RecomputePolicy::selective && ng_.node(id).quadratic_output);
   }
@@ -419,20 +423,8 @@ class Analyzer {
     return p == hardware::Precision::fp32 || p == hardware::Precision::tf32 ? 4 : 2;
   }
 
-  // Transformer Engine runs only the linear layers' GEMMs (an operand is a weight) in FP8 or
-  // FP4; attention, normalizations and element-wise ops stay bf16 (CALIBRATION.md section 5).
-  // Megatron's output layer (the LM head, outside the layers) is not a TE module: bf16.
-  bool low_precision_gemm(NodeId id) const {
-    if (!hardware::is_low_precision(plan_.precision) || ng_.node(id).kind != OpKind::gemm) return false;
-    if (ng_.num_layers() > 0 && ng_.node_layers()[id] < 0) return false;
-    for (TensorId t : graph_.node(id).inputs)
-      if (t != kNone && (ng_.facts(t).parameter || ng_.facts(t).weight_derived)) return true;
-    return false;
-  }
-  hardware::Precision kernel_precision(NodeId id) const {
-    if (!hardware::is_low_precision(plan_.precision)) return plan_.precision;
-    return low_precision_gemm(id) ? plan_.precision : hardware::Precision::bf16;
-  }
+  bool low_precision_gemm(NodeId id) const { return runs_low_precision_gemm(ng_, id, plan_.precision); }
+  hardware::Precision kernel_precision(NodeId id) const { return compiler::kernel_precision(ng_, id, plan_.precision); }
   // Bytes per element of a low-precision GEMM's quantized copies (a rowwise and a columnwise
   // one: Hopper's FP8 GEMMs read only the TN layout, and MXFP8/NVFP4 quantize both
   // directions from high precision) with their scales (MXFP8: one byte per 32 values; NVFP4:
@@ -689,11 +681,13 @@ class Analyzer {
     // Tensor-parallel communication overlap (the stack's): the collectives feeding a GEMM or
     // leaving one run in chunks under it (Megatron's userbuffers, async TP).
     const NodeId producer = graph_.tensor(t).producer;
+    // TP communication overlap pipelines the gathers and reduce-scatters beside a GEMM, not
+    // the expert dispatch's all-to-all.
     const bool beside_gemm = cluster_.stack.overlap_tp_comm &&
                              (nn.kind == OpKind::gemm || (producer != kNone && ng_.node(producer).kind == OpKind::gemm));
     if (first_delivery(state_.delivered[t], want) && !(*have == want))
       for (auto& op : redistribute(t, have->sharding(), want.sharding())) {
-        op.overlapped = ring || beside_gemm;
+        op.overlapped = ring || (beside_gemm && op.kind != hardware::Collective::all_to_all);
         w.fwd_comm.push_back(std::move(op));
       }
     // Gradients arriving in the same layout from several consumers are summed locally
@@ -707,7 +701,7 @@ class Analyzer {
           !((keeps_partial || grad.partial_axes() == 0) && grad.same_split(*have)))
         for (auto& op : redistribute(t, grad.sharding(),
                                      keeps_partial ? with_partial(have->sharding(), grad.sharding()) : without_partial(have->sharding()))) {
-          op.overlapped = ring || beside_gemm;
+          op.overlapped = ring || (beside_gemm && op.kind != hardware::Collective::all_to_all);
           w.bwd_comm.push_back(std::move(op));
         }
     }

@@ -207,9 +207,23 @@ std::vector<SavedTensor> layer_checkpoints(const NumericGraph& ng) {
     // Pow/ReduceMean/Sqrt/Div/Mul, none at all): each layer keeps what it reads from outside
     // itself; the operators outside the layers (embedding, final norm, head) are not
     // recomputed and keep what they would without recomputation.
+    std::set<TensorId> kept;
     for (const SavedTensor& s : ng.saved_tensors()) {
       const NodeId holder = saved_tensor_holder(g, s);
-      if (holder != kNone && (ng.node_layers()[holder] < 0 || read_from_outside_its_layer(ng, s, holder))) saved.push_back(s);
+      if (holder != kNone && (ng.node_layers()[holder] < 0 || read_from_outside_its_layer(ng, s, holder)))
+        saved.push_back(s), kept.insert(s.tensor);
+    }
+    // A layer's input is kept even where no operator inside saves it as read (a layer that
+    // begins with a Cast or a Reshape): the recomputation starts from it. (Tables carrying no
+    // gradient, RoPE's, are kept where they are read.)
+    const std::vector<bool> carries = carries_gradient(ng);
+    for (NodeId id : ng.topological_order()) {
+      if (ng.node_layers()[id] < 0) continue;
+      for (TensorId in : g.node(id).inputs) {
+        if (in == kNone || !carries[in] || !is_saved_activation(ng, in) || kept.count(in)) continue;
+        const SavedTensor s{in, id, false, false};
+        if (read_from_outside_its_layer(ng, s, id)) saved.push_back(s), kept.insert(in);
+      }
     }
     return saved;
   }

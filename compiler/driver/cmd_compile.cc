@@ -35,6 +35,7 @@ struct CompileOptions {
   ModelChoice input;
   std::string strategy, megatron, plan, mode, precision, out, export_to;
   ClusterChoice cluster;
+  CLI::Option *stack_option = nullptr, *headroom_option = nullptr, *cluster_option = nullptr;
   bool allow_oom = false, onnx = false;
 };
 
@@ -47,7 +48,8 @@ std::string mesh_text(const compiler::Plan& plan, const hardware::DeviceMesh& me
   return s;
 }
 
-void run_compile(const CompileOptions& o) {
+void run_compile(CompileOptions o) {
+  if (!o.plan.empty()) take_recorded_software(o.plan, given_software(o.stack_option, o.headroom_option, o.cluster_option), o.cluster);
   const hardware::Cluster cluster = load_cluster(o.cluster);
   const compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);
   std::string strategy = o.strategy;
@@ -141,6 +143,9 @@ void add_compile_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("compile", "Plan a model on a cluster, price the plan and write DIR/plan.yaml");
   cmd->add_option("model", o->input.path, "ONNX model file")->required();
   add_cluster_options(cmd, o->cluster);
+  o->stack_option = cmd->get_option("--stack");
+  o->headroom_option = cmd->get_option("--memory-headroom");
+  o->cluster_option = cmd->get_option("--cluster");
   add_model_options(cmd, o->input, "dim values, e.g. batch=512,seq=2048 (batch is required)");
   cmd->add_option("--strategy", o->strategy, "symtensor (default) | megatron | dp | zero3 | ilp");
   cmd->add_option("--megatron", o->megatron, "Megatron knobs: tp=8,pp=8,mb=1,vp=3,sp=1,recompute=selective,distopt=1");

@@ -6,6 +6,7 @@
 
 #include "compiler/cost/memory_breakdown.h"
 #include "compiler/driver/command_setup.h"
+#include "compiler/driver/recorded_inputs.h"
 #include "compiler/driver/commands.h"
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/strategies/strategy.h"
@@ -19,15 +20,17 @@ struct SimulateOptions {
   ModelChoice input;
   std::string plan, strategy, megatron, trace, mode = "train", precision = "bf16";
   ClusterChoice cluster;
+  CLI::Option *stack_option = nullptr, *headroom_option = nullptr, *cluster_option = nullptr;
   bool full = false, json = false, no_overlap = false;
   double bucket_mb = 25;
 };
 
-void run_simulate(const SimulateOptions& o) {
+void run_simulate(SimulateOptions o) {
   const std::string strategy = implied_strategy(o.strategy, o.megatron, "simulate");
   if (o.plan.empty() == strategy.empty())
     throw std::runtime_error("simulate: give exactly one of --plan FILE or --strategy NAME (or --megatron KNOBS)");
   if (o.bucket_mb <= 0) throw std::runtime_error("simulate: --bucket-mb must be positive");
+  if (!o.plan.empty()) take_recorded_software(o.plan, given_software(o.stack_option, o.headroom_option, o.cluster_option), o.cluster);
   const hardware::Cluster cluster = load_cluster(o.cluster);
   compiler::Graph graph = import_model(o.input, !o.json);
   const compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);
@@ -56,6 +59,9 @@ void add_simulate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate one training step of a plan: step time, MFU, breakdown, memory");
   cmd->add_option("model", o->input.path, "ONNX model file")->required();
   add_cluster_options(cmd, o->cluster);
+  o->stack_option = cmd->get_option("--stack");
+  o->headroom_option = cmd->get_option("--memory-headroom");
+  o->cluster_option = cmd->get_option("--cluster");
   add_model_options(cmd, o->input, "bind dim symbols, e.g. batch=512,seq=2048 (batch = global batch)");
   cmd->add_option("--plan", o->plan, "plan.yaml to simulate");
   cmd->add_option("--strategy", o->strategy, "plan generator: dp, zero3, megatron, ...");

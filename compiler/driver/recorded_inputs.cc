@@ -72,4 +72,27 @@ void merge_recorded_inputs(const std::string& plan_path, const GivenOptions& giv
   take(given.seq_dim, model.sequence_dim, r.seq_dim, "--seq-dim", shown(model.sequence_dim), shown(r.seq_dim));
 }
 
+GivenOptions given_software(const CLI::Option* stack, const CLI::Option* headroom, const CLI::Option* cluster) {
+  GivenOptions g;
+  g.stack = stack && stack->count() > 0;
+  g.headroom = headroom && headroom->count() > 0;
+  g.cluster = cluster && cluster->count() > 0;
+  return g;
+}
+
+void take_recorded_software(const std::string& plan_path, const GivenOptions& given, ClusterChoice& cluster) {
+  const std::optional<compiler::PlanInputs> recorded = compiler::read_plan_inputs(plan_path);
+  if (!recorded) return;
+  const compiler::PlanInputs& r = *recorded;
+  take(given.stack, cluster.software.stack, r.stack, "--stack", cluster.software.stack, r.stack);
+  take(given.headroom, cluster.software.memory_headroom, r.memory_headroom, "--memory-headroom",
+       fmt::format("{}", cluster.software.memory_headroom), fmt::format("{}", r.memory_headroom));
+  const std::string profile = std::filesystem::path(cluster.profile).extension() == ".yaml"
+                                  ? std::filesystem::absolute(cluster.profile).lexically_normal().string()
+                                  : cluster.profile;
+  if (given.cluster && profile != r.cluster)
+    std::cerr << fmt::format("symtensor: note: --cluster {} differs from the plan's {} (the plan is priced on {})\n",
+                             cluster.profile, r.cluster, cluster.profile);
+}
+
 }  // namespace symtensor::driver

@@ -6,6 +6,7 @@
 #include <string>
 #include <tuple>
 
+#include "compiler/cost/kernel_precision.h"
 #include "compiler/ir/element_type.h"
 #include "compiler/sharding/cut_sharding.h"
 #include "hardware/collectives.h"
@@ -227,9 +228,10 @@ class LevelBuilder {
       if (c_.ng->facts(t).graph_output && s.is_partial(axis_)) activation_comm += coll(Collective::all_reduce, b);
     }
     const hardware::Device& dev = c_.cluster->device;
-    double compute = dev.kernel_seconds(c_.precision, flops, bytes);
+    const hardware::Precision precision = kernel_precision(*c_.ng, id, c_.precision);
+    double compute = dev.kernel_seconds(precision, flops, bytes);
     if (c_.train && gradient_inputs > 0)
-      compute += dev.kernel_seconds(c_.precision, flops * gradient_inputs, bytes * (1 + gradient_inputs));
+      compute += dev.kernel_seconds(precision, flops * gradient_inputs, bytes * (1 + gradient_inputs));
     ch.cost = m * (compute + activation_comm) + param_sync + c_.memory_weight * state;
     return ch;
   }

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/cost/kernel_precision.h"
 #include "compiler/search/ilp_solver.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/pipeline_stages.h"
@@ -207,7 +208,8 @@ class Search {
         }
       }
       const double ways = cut_ways(cut, mesh);
-      cost[id] = cluster_.device.kernel_seconds(options_.precision, nn.flops.at(b) / ways, nn.bytes.at(b) / ways) *
+      cost[id] = cluster_.device.kernel_seconds(kernel_precision(ng_, id, options_.precision), nn.flops.at(b) / ways,
+                                                nn.bytes.at(b) / ways) *
                  (train_ ? 3 : 1);
     }
     const StageSplit split = split_pipeline_stages(ng_, cost, b, pp);

@@ -80,13 +80,20 @@ class MegatronBuilder {
       fix_batch(n);
       const auto& data_dims = spaces_[n].input_dims.at(0);
       if (!data_dims.empty() && data_dims[0] >= 0) set(n, data_dims[0], tp, "the vocabulary (parallel embedding)");
+      // A lookup along the vocabulary (Gather axis 0) has no vocabulary loop: split the table's
+      // columns instead, the same memory per device as Megatron's vocabulary-parallel rows
+      // (one all-gather of the looked-up rows where Megatron all-reduces partial sums).
+      else if (data_dims.size() > 1 && data_dims.back() >= 0) set(n, data_dims.back(), tp, "the embedding's columns");
     }
-    if (k_.sp && !tp.empty()) {
+    if (!tp.empty()) {
       for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes().size()); ++n) {
         const bool sequence_region = s_.norm_region[n] >= 0 ||
                                      std::count(s_.residual_adds.begin(), s_.residual_adds.end(), n) > 0;
         if (!sequence_region) continue;
+        // Without sequence parallelism the residual stream and the norms are whole on every
+        // tensor-parallel rank.
         fix_batch(n);
+        if (!k_.sp) continue;
         const int seq = sequence_loop(n);
         // Context parallelism's axes stay major: a piece of the sequence per cp rank, cut
         // again over tp.

@@ -112,6 +112,26 @@ TEST_F(ExportCli, ThePlanIsTheWholeInput) {
   EXPECT_FALSE(fs::exists(path("x.args")));
 }
 
+// A plan priced for torchtitan is simulated under torchtitan unless --stack says otherwise
+// (then with a notice), and another cluster than the plan's gets a notice.
+TEST_F(ExportCli, SimulateAPlanUnderTheStackItWasPricedFor) {
+  ASSERT_EQ(run("models llama2-70b-tiny -o " + path("m.onnx")), 0) << err_;
+  const std::string model = path("m.onnx") + " --bind batch=16,seq=32 ";
+  ASSERT_EQ(run("compile " + model + "--cluster dgx-a100 --nodes 1 --gpus 4 --stack torchtitan --megatron tp=2 -o " + path("c")), 0)
+      << err_;
+  ASSERT_EQ(run("simulate " + model + "--cluster dgx-a100 --nodes 1 --gpus 4 --plan " + path("c/plan.yaml") + " --json"), 0) << err_;
+  EXPECT_EQ(err_, "");
+  const std::string planned = out_;
+  ASSERT_EQ(run("simulate " + model + "--cluster dgx-a100 --nodes 1 --gpus 4 --stack torchtitan --megatron tp=2 --json"), 0) << err_;
+  EXPECT_EQ(planned, out_);  // the same stack's conventions and kernels
+  ASSERT_EQ(run("simulate " + model + "--cluster dgx-a100 --nodes 1 --gpus 4 --stack megatron --plan " + path("c/plan.yaml") + " --json"),
+            0);
+  EXPECT_EQ(err_, "symtensor: note: --stack megatron differs from the plan's torchtitan (the command line wins)\n");
+  EXPECT_NE(planned, out_);
+  ASSERT_EQ(run("simulate " + model + "--cluster dgx-h100 --nodes 1 --gpus 4 --plan " + path("c/plan.yaml") + " --json"), 0);
+  EXPECT_EQ(err_, "symtensor: note: --cluster dgx-h100 differs from the plan's dgx-a100 (the plan is priced on dgx-h100)\n");
+}
+
 TEST_F(ExportCli, APlanWithoutInputsNeedsModelAndCluster) {
   ASSERT_EQ(run("models llama2-70b-tiny -o " + path("m.onnx")), 0) << err_;
   ASSERT_EQ(run("compile " + path("m.onnx") + " --cluster dgx-a100 --gpus 4 --bind batch=16,seq=32 --megatron tp=2 -o " +

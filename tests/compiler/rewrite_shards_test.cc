@@ -127,18 +127,18 @@ void expect_elements_add_up(const Compiled& c, int expected_split_weights) {
 
 // Per layer Megatron splits c_attn (weight and bias), the attention c_proj weight and the
 // MLP's c_fc (weight and bias) and c_proj weight: 6 per layer, 2 layers, plus the embedding
-// that GPT-2 ties to its output layer (vocab parallel).
+// that GPT-2 ties to its output layer (vocab parallel) and the position table (its columns).
 TEST(RewriteShards, InitializerElementsAddUpToReplicationGpt) {
   const Compiled c = compile("gpt2-small-tiny", 8, "tp=2,pp=2");
   EXPECT_EQ(c.program.stages, 2);
-  expect_elements_add_up(c, 6 * 2 + 1);
+  expect_elements_add_up(c, 6 * 2 + 2);
 }
 
 // q, k, v (GQA: 2 KV heads, so tp=2), o, gate, up and down per layer, 2 layers, plus the
-// untied output layer; RMSNorm weights and the input embedding stay whole.
+// untied output layer and the input embedding (its columns); RMSNorm weights stay whole.
 TEST(RewriteShards, InitializerElementsAddUpToReplicationLlama) {
   const Compiled c = compile("llama2-70b-tiny", 4, "tp=2");
-  expect_elements_add_up(c, 7 * 2 + 1);
+  expect_elements_add_up(c, 7 * 2 + 2);
 }
 
 }  // namespace
