@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <set>
 
 namespace symtensor::compiler {
 namespace {
 
 constexpr int kRmsSearchDepth = 8;
+constexpr int kHeadNormSearchDepth = 8;
 
 bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
@@ -53,7 +55,48 @@ class StructureFinder {
     return false;
   }
 
-  // Extends a region by the element-wise ops applying parameters to its output.
+  // The last dim of a tensor, when its shape is known.
+  std::optional<GiNaC::ex> last_dim(TensorId t) const {
+    const Tensor& x = g_.tensor(t);
+    if (!x.shape_known || x.shape.empty()) return std::nullopt;
+    return x.shape.back();
+  }
+
+  // Whether a normalization of `input` normalizes each head of a weight GEMM's output (Qwen3's
+  // and Gemma 3's q_norm/k_norm): `input` comes from a weight GEMM through data movement
+  // (Reshape to [b, s, heads, d], Transpose) and the element-wise ops applying parameters (a
+  // bias), and its last dim is narrower than the GEMM's output width (one head, not the
+  // hidden). A norm of the residual stream, or of a whole GEMM output (Gemma's post-attention
+  // and post-MLP norms, read from o_proj and down_proj), is not one.
+  bool normalizes_heads(TensorId input) const {
+    const auto width = last_dim(input);
+    if (!width) return false;
+    TensorId t = input;
+    for (int depth = 0; depth < kHeadNormSearchDepth; ++depth) {
+      const NodeId p = g_.tensor(t).producer;
+      if (p == kNone) return false;
+      if (s_.weight_gemm[p]) {
+        const auto gemm_width = last_dim(g_.node(p).outputs.at(0));
+        return gemm_width && !(*gemm_width - *width).is_zero();
+      }
+      const auto& inputs = g_.node(p).inputs;
+      if (kind(p) == OpKind::data_movement && !inputs.empty() && inputs[0] != kNone) {
+        t = inputs[0];
+      } else if (applies_parameter(p)) {
+        TensorId activation = kNone;
+        for (TensorId in : inputs)
+          if (in != kNone && !s_.weight_derived[in] && !g_.tensor(in).is_constant) activation = in;
+        if (activation == kNone) return false;
+        t = activation;
+      } else {
+        return false;
+      }
+    }
+    return false;
+  }
+
+  // Extends a region by the element-wise ops applying parameters to its output. A per-head
+  // norm is no region: it belongs to the attention block, cut over the heads like the rest.
   void add_region(std::vector<NodeId> nodes, TensorId input) {
     NodeId last = nodes.back();
     for (;;) {
@@ -61,6 +104,11 @@ class StructureFinder {
       if (consumers.size() != 1 || !applies_parameter(consumers[0])) break;
       last = consumers[0];
       nodes.push_back(last);
+    }
+    if (normalizes_heads(input)) {
+      for (NodeId n : nodes) head_norm_node_[n] = true;
+      s_.head_norms.insert(s_.head_norms.end(), nodes.begin(), nodes.end());
+      return;
     }
     const int region = static_cast<int>(s_.norm_anchors.size());
     NodeId anchor = nodes.front();
@@ -75,8 +123,9 @@ class StructureFinder {
 
   void find_norm_regions() {
     s_.norm_region.assign(g_.nodes().size(), -1);
+    head_norm_node_.assign(g_.nodes().size(), false);
     for (NodeId n : order_) {
-      if (s_.norm_region[n] >= 0) continue;
+      if (s_.norm_region[n] >= 0 || head_norm_node_[n]) continue;
       const Node& node = g_.node(n);
       if (kind(n) == OpKind::normalization) {
         add_region({n}, node.inputs.at(0));
@@ -209,6 +258,7 @@ class StructureFinder {
   std::vector<NodeId> order_;
   std::vector<int> position_;
   std::vector<TensorId> region_output_;
+  std::vector<bool> head_norm_node_;
   TransformerStructure s_;
 };
 

@@ -5,7 +5,10 @@
 //   (a parameter, or a data-movement op such as Transpose of one);
 // - normalization regions: a normalization operator (LayerNormalization ...) or a
 //   decomposed RMSNorm (x -> Pow/Mul -> ReduceMean over the last dim -> ... -> x * that),
-//   each extended by the element-wise ops that apply parameters (scale, bias);
+//   each extended by the element-wise ops that apply parameters (scale, bias); a norm whose
+//   input comes from a weight GEMM (through data movement and bias adds) and is narrower than
+//   that GEMM's output — a per-head norm such as Qwen3's and Gemma 3's q_norm/k_norm over
+//   head_dim — is no region but part of the attention block (head_norms), cut over the heads;
 // - column-parallel GEMMs: the first weight GEMMs reached from a normalization region's
 //   output whose output in turn reaches a weight GEMM before any normalization region;
 //   those GEMMs are row-parallel, and the nodes in between form the tensor-parallel region
@@ -29,6 +32,7 @@ struct TransformerStructure {
   std::vector<int> norm_region;      // per node: region index, or -1
   std::vector<NodeId> norm_anchors;  // per region: its first node in topological order
   std::vector<TensorId> norm_inputs; // per region: the residual stream tensor it normalizes
+  std::vector<NodeId> head_norms;    // nodes of per-head norms inside attention (q_norm, k_norm)
   std::vector<NodeId> column, row, attention, vocab_heads, embeddings, residual_adds;
   std::vector<bool> in_tp_region;    // per node: between a column and its row GEMMs
   std::vector<NodeId> layer_anchors; // one per layer, topological order

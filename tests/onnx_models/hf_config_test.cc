@@ -142,15 +142,19 @@ TEST_P(HfTiny, ImportFindsTheLayersHeadsAndTensorParallelPairs) {
   EXPECT_EQ(s.row.size(), f.arch.L * per_layer_rows);
   EXPECT_EQ(s.vocab_heads.size(), 1u);
   EXPECT_EQ(s.embeddings.size(), 1u);
-  if (f.arch.qk_norm) {
-    // Known gap (#31): transformer_structure stops at every normalization region, so the
-    // per-head q_norm/k_norm of Qwen3 and Gemma 3 hide q_proj and k_proj from the
-    // column-parallel GEMMs (only v, gate and up are found). The fix belongs in
-    // compiler/strategies.
-    EXPECT_EQ(s.column.size(), f.arch.L * (per_layer_columns - 2));
-    GTEST_SKIP() << "q_proj/k_proj behind per-head q_norm/k_norm are not found column-parallel yet";
-  }
+  // Qwen3's and Gemma 3's per-head q_norm/k_norm belong to the attention block (no layer
+  // boundary): q_proj and k_proj behind them are column-parallel like v_proj.
   EXPECT_EQ(s.column.size(), f.arch.L * per_layer_columns);
+  // Each q/k norm's nodes (Pow, ReduceMean, ..., the weight's Mul) are in the tensor-parallel region.
+  if (f.arch.qk_norm) {
+    EXPECT_FALSE(s.head_norms.empty());
+    for (compiler::NodeId n : s.head_norms) {
+      EXPECT_TRUE(s.in_tp_region[n]) << g.node(n).name;
+      EXPECT_LT(s.norm_region[n], 0) << g.node(n).name;
+    }
+  } else {
+    EXPECT_TRUE(s.head_norms.empty());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, HfTiny, ::testing::ValuesIn(kTiny),
