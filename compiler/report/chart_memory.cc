@@ -1,10 +1,15 @@
 #include <algorithm>
+#include <limits>
 
 #include "compiler/report/charts.h"
 #include "compiler/report/svg.h"
 #include "compiler/report/units.h"
 
 namespace symtensor::compiler {
+
+// The axis stops at this many times the capacity: a plan needing 800 GiB of an 80 GiB
+// device would otherwise squash the ones that fit (64 against 74.5 GiB) to a few pixels.
+constexpr double kMemoryAxisCapacities = 2.0;
 
 std::string memory_chart(const std::vector<MemoryGroup>& groups, double capacity_bytes) {
   constexpr double kGiB = 1024.0 * 1024 * 1024;
@@ -19,7 +24,9 @@ std::string memory_chart(const std::vector<MemoryGroup>& groups, double capacity
   const double left = 70, top = 20, plot_h = 240;
   const double plot_w = std::max(300.0, (shown + groups.size()) * bar_w);
   svg::Canvas c(left + plot_w + 30, top + plot_h + 90, "chart memory");
-  const double axis_max = std::max(max_bytes / kGiB * 1.05, 1.0);
+  const double clip_gib = capacity_bytes > 0 ? kMemoryAxisCapacities * capacity_bytes / kGiB
+                                             : std::numeric_limits<double>::infinity();
+  const double axis_max = std::max(std::min(max_bytes / kGiB, clip_gib) * 1.05, 1.0);
   svg::Frame frame(left, top, plot_w, plot_h, {0, 1, ""}, {0, axis_max, "peak memory per device (GiB)"});
   for (double t : svg::nice_ticks(0, axis_max)) {
     const double y = frame.py(t);
@@ -38,9 +45,19 @@ std::string memory_chart(const std::vector<MemoryGroup>& groups, double capacity
     const double start = x;
     for (std::size_t s = 0; s < g.stage_bytes.size() && drawn < shown; ++s, ++drawn) {
       const double b = g.stage_bytes[s];
-      const std::string fill = b > capacity_bytes ? "#D55E00" : svg::palette(static_cast<int>(gi));
-      c.rect(x, frame.py(b / kGiB), bar_w * 0.85, top + plot_h - frame.py(b / kGiB), fill,
-             g.label + " stage " + std::to_string(s) + ": " + format_bytes(b), "stage-memory");
+      const bool fits = capacity_bytes <= 0 || b <= capacity_bytes;
+      const bool clipped = b / kGiB > axis_max;
+      const std::string fill = fits ? svg::palette(static_cast<int>(gi)) : "#D55E00";
+      const double bar_top = frame.py(std::min(b / kGiB, axis_max));
+      c.rect(x, bar_top, bar_w * 0.85, top + plot_h - bar_top, fill,
+             g.label + " stage " + std::to_string(s) + ": " + format_bytes(b) + (fits ? "" : " (does not fit)"),
+             clipped ? "stage-memory clipped" : "stage-memory");
+      if (clipped) {  // a break across the bar's top: it goes on past the axis
+        c.line(x - 1, top + 8, x + bar_w * 0.85 + 1, top + 4, "#fff", 2);
+        c.line(x - 1, top + 14, x + bar_w * 0.85 + 1, top + 10, "#fff", 2);
+      }
+      if (!fits)
+        c.text(x + bar_w * 0.425 + 4, top + plot_h - 6, "does not fit: " + format_bytes(b), "start", 10, "#222", -90);
       x += bar_w;
     }
     c.text((start + x) / 2, top + plot_h + 16, g.label.substr(0, 28), "middle", 11);

@@ -1,0 +1,67 @@
+// What a newcomer reads in the compare and sweep reports (#34): a memory chart whose axis
+// lets the plans that fit be told apart, a largest batch that a plan can run, Markdown
+// tables that are tables, plan labels that say every degree in words.
+#include <cmath>
+#include <filesystem>
+#include <regex>
+
+#include <gtest/gtest.h>
+
+#include "compiler/report/charts.h"
+#include "compiler/report/compare.h"
+#include "compiler/report/report_files.h"
+#include "compiler/report/units.h"
+#include "hardware/cluster.h"
+#include "tests/compiler/report_test_util.h"
+
+namespace symtensor::compiler {
+namespace {
+
+constexpr double kNewcomerGiB = 1024.0 * 1024 * 1024;
+
+// Every rect of class stage-memory*: its height in pixels, by the hover title.
+std::map<std::string, double> memory_bar_heights(const std::string& svg) {
+  std::map<std::string, double> out;
+  const std::regex rect(R"re(<rect [^>]*height="([0-9.]+)"[^>]*class="stage-memory[^"]*"><title>([^<]*)</title>)re");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), rect); it != std::sregex_iterator(); ++it)
+    out[(*it)[2]] = std::stod((*it)[1]);
+  return out;
+}
+
+// 64 and 74.5 GiB of 80 GiB beside a plan needing 800 GiB: the axis stops at twice the
+// capacity, so the two that fit stay readable, and the 800 GiB bar says it does not fit.
+TEST(MemoryChart, AxisIsClippedNearTheCapacityAndTheRestSaysDoesNotFit) {
+  const std::string svg =
+      memory_chart({{"a", {64 * kNewcomerGiB}}, {"b", {74.5 * kNewcomerGiB}}, {"huge", {800 * kNewcomerGiB}}}, 80 * kNewcomerGiB);
+  const auto h = memory_bar_heights(svg);
+  ASSERT_EQ(h.size(), 3u) << svg;
+  const double a = h.at("a stage 0: " + format_bytes(64 * kNewcomerGiB));
+  const double b = h.at("b stage 0: " + format_bytes(74.5 * kNewcomerGiB));
+  const double huge = h.at("huge stage 0: " + format_bytes(800 * kNewcomerGiB) + " (does not fit)");
+  // The plot is 240 px high; the axis at 2 x 80 GiB x 1.05 puts 64 GiB at 91 px.
+  EXPECT_GT(a, 80) << svg;
+  EXPECT_GT(b - a, 12) << "64 and 74.5 GiB must differ visibly";
+  EXPECT_DOUBLE_EQ(huge, 240);  // up to the top, no further
+  EXPECT_NE(svg.find("does not fit: " + format_bytes(800 * kNewcomerGiB)), std::string::npos) << svg;
+  EXPECT_NE(svg.find("stage-memory clipped"), std::string::npos);
+  // The tick labels stop at the clipped axis (168 GiB).
+  const std::regex tick(R"re(text-anchor="end" fill="#444">([0-9.]+)</text>)re");
+  double top_tick = 0;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), tick); it != std::sregex_iterator(); ++it)
+    top_tick = std::max(top_tick, std::stod((*it)[1]));
+  EXPECT_GE(top_tick, 150);
+  EXPECT_LE(top_tick, 168);
+  // Only the plan above the capacity is marked.
+  std::size_t marks = 0;
+  for (std::size_t at = 0; (at = svg.find("does not fit:", at)) != std::string::npos; ++at) ++marks;
+  EXPECT_EQ(marks, 1u);
+}
+
+TEST(MemoryChart, AllFittingKeepsTheFullAxis) {
+  const std::string svg = memory_chart({{"a", {10 * kNewcomerGiB}}, {"b", {20 * kNewcomerGiB}}}, 80 * kNewcomerGiB);
+  EXPECT_EQ(svg.find("does not fit"), std::string::npos);
+  EXPECT_EQ(svg.find("clipped"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace symtensor::compiler
