@@ -72,7 +72,7 @@ std::string formulas_html(const CompareResults& r) {
                     "multiple of " + format_count(f.batch_granule),
                     html::raw("<code>" + html::esc(format_bytes(f.memory_constant) + " + " +
                                                    format_bytes(f.memory_per_sample) + " x batch") + "</code>"),
-                    batch_text(f.max_batch_that_fits)});
+                    describe_max_batch(f)});
   }
   out += html::table({"plan", "step time formula", "at the bound batch", "valid for batch", "batch", "peak memory",
                       "largest batch that fits"},

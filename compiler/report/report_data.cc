@@ -92,6 +92,13 @@ std::string describe_step_lower_bound(const CompareResults& r) {
          "communication, bubble or recomputation)";
 }
 
+std::string describe_max_batch(const StepFormula& f) {
+  if (!std::isfinite(f.max_batch_that_fits)) return "unbounded (activations do not grow with the batch)";
+  if (f.max_batch_that_fits < f.batch_granule)
+    return "none: even a batch of " + format_count(f.batch_granule) + " does not fit";
+  return format_count(f.max_batch_that_fits) + " (a multiple of " + format_count(f.batch_granule) + ")";
+}
+
 std::string describe_mfu_conventions(const PalmFlops& palm) {
   return std::string(kExactMfuLabel) +
          ": every operator's FLOPs as its kernel computes them (a causal fused attention half of its "

@@ -15,6 +15,9 @@ std::vector<std::string> breakdown_components();
 std::vector<double> breakdown_values(const StrategyResult& r);
 // "no plan steps faster than 1.2 s (...)": CompareResults::step_lower_bound_s in words; "" when unknown.
 std::string describe_step_lower_bound(const CompareResults& r);
+// StepFormula::max_batch_that_fits in words: "1,024 (a multiple of 512)", "none: even a batch
+// of 512 does not fit", "unbounded (...)".
+std::string describe_max_batch(const StepFormula& f);
 // What the two MFU columns count: the exact count, and 6N + 12Lhs with its terms.
 std::string describe_mfu_conventions(const PalmFlops& palm);
 

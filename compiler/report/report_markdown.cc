@@ -63,7 +63,7 @@ std::string compare_markdown(const CompareResults& r) {
     if (s.ok && s.formula)
       out += "- " + md(s.label) + ": `T(batch) = " + s.formula->text() + "`; peak memory `" +
              format_bytes(s.formula->memory_constant) + " + " + format_bytes(s.formula->memory_per_sample) +
-             " x batch`\n";
+             " x batch`; largest batch that fits: " + describe_max_batch(*s.formula) + "\n";
   out += "\n## Break-even points\n\n";
   if (r.break_evens.empty()) out += "None at a positive batch.\n";
   for (const auto& b : r.break_evens)

@@ -191,6 +191,9 @@ class Builder {
       }
       if (grow > 0) f.max_batch_that_fits = std::min(f.max_batch_that_fits, (a_.device_memory - fixed) / grow);
     }
+    // A batch the plan can run: a whole multiple of dp x micro-batches, 0 when not even one fits.
+    if (std::isfinite(f.max_batch_that_fits))
+      f.max_batch_that_fits = std::max(0.0, std::floor(f.max_batch_that_fits / f.batch_granule)) * f.batch_granule;
     return f;
   }
 

@@ -35,7 +35,9 @@ struct StepFormula {
   double valid_from = 0, valid_to = 0;  // batch range of the active branches (to may be inf)
   // Peak memory per device of the fullest stage: memory_constant + memory_per_sample * batch.
   double memory_constant = 0, memory_per_sample = 0;
-  double max_batch_that_fits = 0;  // inf when activations do not grow with the batch
+  // The largest multiple of batch_granule whose peak fits the device: 0 when none does,
+  // inf when activations do not grow with the batch.
+  double max_batch_that_fits = 0;
 
   double at(double batch_value) const { return constant_s + per_sample_s * batch_value; }
   std::string text() const;  // "0.0123 + 4.56e-05*batch s"

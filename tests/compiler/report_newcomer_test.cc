@@ -63,5 +63,72 @@ TEST(MemoryChart, AllFittingKeepsTheFullAxis) {
   EXPECT_EQ(svg.find("clipped"), std::string::npos);
 }
 
+class NewcomerCompareTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    CompareOptions o;
+    o.model = symtensor::testing::tiny_gpt_path();
+    o.bind = "batch=16,seq=32";
+    o.strategies = {"symtensor", "dp", "megatron", "nonsense"};
+    o.megatron = "tp=2,pp=2,mb=1";
+    o.simulate = false;
+    const auto cluster = hardware::scale_cluster(hardware::load_cluster("dgx-a100"), std::nullopt, 4);
+    results_ = new CompareResults(run_compare(o, cluster));
+    dir_ = new std::string((std::filesystem::path(o.model).parent_path() / "newcomer").string());
+    write_compare_report(*results_, *dir_);
+  }
+  static void TearDownTestSuite() {
+    delete results_;
+    delete dir_;
+  }
+  static CompareResults* results_;
+  static std::string* dir_;
+};
+CompareResults* NewcomerCompareTest::results_ = nullptr;
+std::string* NewcomerCompareTest::dir_ = nullptr;
+
+// The largest batch that fits is a batch the plan can run: a multiple of dp x micro-batches.
+TEST_F(NewcomerCompareTest, LargestBatchThatFitsIsAMultipleOfTheGranule) {
+  int formulas = 0;
+  const std::string md = symtensor::testing::read_text(*dir_ + "/report.md");
+  const std::string html = symtensor::testing::read_text(*dir_ + "/report.html");
+  for (const auto& s : results_->strategies) {
+    if (!s.ok || !s.formula) continue;
+    ++formulas;
+    const StepFormula& f = *s.formula;
+    ASSERT_GE(f.batch_granule, 1);
+    if (!std::isfinite(f.max_batch_that_fits)) continue;
+    EXPECT_GE(f.max_batch_that_fits, 0) << s.label;
+    EXPECT_EQ(std::fmod(f.max_batch_that_fits, f.batch_granule), 0) << s.label << ": " << f.max_batch_that_fits;
+    // One granule more does not fit.
+    const double next = f.max_batch_that_fits + f.batch_granule;
+    EXPECT_GT(f.memory_constant + f.memory_per_sample * next, results_->device_memory_bytes * 0.999) << s.label;
+    const std::string text = describe_max_batch(f);
+    EXPECT_EQ(text, format_count(f.max_batch_that_fits) + " (a multiple of " + format_count(f.batch_granule) + ")");
+    EXPECT_NE(md.find("largest batch that fits: " + text), std::string::npos) << s.label;
+    EXPECT_NE(html.find(text), std::string::npos) << s.label;
+  }
+  EXPECT_GE(formulas, 2);
+}
+
+// A device too small for the model states: no batch fits, said in words, never a negative batch.
+TEST(NewcomerCompare, NoBatchFitsIsSaidNotNegative) {
+  CompareOptions o;
+  o.model = symtensor::testing::tiny_gpt_path();
+  o.bind = "batch=16,seq=32";
+  o.strategies = {"dp"};
+  o.simulate = false;
+  auto cluster = hardware::scale_cluster(hardware::load_cluster("dgx-a100"), std::nullopt, 4);
+  cluster.device.memory_bytes = 1024;  // 1 KiB: the tiny GPT's weights alone exceed it
+  const CompareResults r = run_compare(o, cluster);
+  ASSERT_EQ(r.strategies.size(), 1u);
+  ASSERT_TRUE(r.strategies[0].ok) << r.strategies[0].error;
+  ASSERT_TRUE(r.strategies[0].formula);
+  const StepFormula& f = *r.strategies[0].formula;
+  EXPECT_EQ(f.max_batch_that_fits, 0);
+  EXPECT_EQ(describe_max_batch(f), "none: even a batch of " + format_count(f.batch_granule) + " does not fit");
+  EXPECT_NE(compare_markdown(r).find("largest batch that fits: none: even a batch of"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace symtensor::compiler
