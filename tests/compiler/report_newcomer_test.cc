@@ -87,6 +87,38 @@ class NewcomerCompareTest : public ::testing::Test {
 CompareResults* NewcomerCompareTest::results_ = nullptr;
 std::string* NewcomerCompareTest::dir_ = nullptr;
 
+// The cells of a Markdown table row: split at '|' not escaped as "\|".
+std::size_t markdown_cells(const std::string& row) {
+  std::size_t pipes = 0;
+  for (std::size_t i = 0; i < row.size(); ++i)
+    if (row[i] == '|' && (i == 0 || row[i - 1] != '\\')) ++pipes;
+  return pipes - 1;
+}
+
+// Every table of report.md: a header, a separator row of as many "---" cells, rows of as many cells.
+TEST_F(NewcomerCompareTest, EveryMarkdownTableHasASeparatorOfItsWidth) {
+  std::istringstream in(symtensor::testing::read_text(*dir_ + "/report.md"));
+  std::vector<std::vector<std::string>> tables;
+  bool in_table = false;
+  for (std::string line; std::getline(in, line);) {
+    const bool row = !line.empty() && line.front() == '|';
+    if (row && !in_table) tables.emplace_back();
+    if (row) tables.back().push_back(line);
+    in_table = row;
+  }
+  ASSERT_GE(tables.size(), 4u);  // strategies, breakdown, memory, chosen plan
+  const std::regex separator(R"(^\|(\s*:?-{3,}:?\s*\|)+$)");
+  bool breakdown_seen = false;
+  for (const auto& t : tables) {
+    ASSERT_GE(t.size(), 2u) << t[0];
+    EXPECT_TRUE(std::regex_match(t[1], separator)) << t[1];
+    const std::size_t width = markdown_cells(t[0]);
+    for (const auto& row : t) EXPECT_EQ(markdown_cells(row), width) << t[0] << "\n" << row;
+    if (t[0].find("| strategy | compute |") == 0) breakdown_seen = true;
+  }
+  EXPECT_TRUE(breakdown_seen);
+}
+
 // The largest batch that fits is a batch the plan can run: a multiple of dp x micro-batches.
 TEST_F(NewcomerCompareTest, LargestBatchThatFitsIsAMultipleOfTheGranule) {
   int formulas = 0;
