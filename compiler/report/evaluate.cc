@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "compiler/report/plan_label.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/symtensor_search.h"
 
@@ -30,6 +31,12 @@ EvaluatedPlan evaluate_strategy(const std::string& strategy, Graph& graph, const
   } else {
     e.plan = make_plan(strategy, graph, cluster, options);
     if (strategy == "megatron") e.label = "megatron " + options.megatron;
+  }
+  // The label every report shows: degrees and batching in words ("8 micro-batches of 4 samples").
+  try {
+    e.label = plan_label(strategy, plan_degrees(graph, e.plan, cluster), e.plan);
+  } catch (const std::exception&) {
+    // keep the search's own summary
   }
   e.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!analysed) e.analysis = analyze_plan(graph, cluster, e.plan);

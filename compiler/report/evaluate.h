@@ -11,7 +11,7 @@
 namespace symtensor::compiler {
 
 struct EvaluatedPlan {
-  std::string label;         // "megatron tp=8,pp=2,..." or the strategy name
+  std::string label;         // plan_label: "megatron tp=8 dp=2 pp=2 cp=1 ep=1, 16 micro-batches of 2 samples"
   Plan plan;
   PlanAnalysis analysis;
   StepEstimate estimate;

@@ -143,6 +143,21 @@ TEST_F(NewcomerCompareTest, LargestBatchThatFitsIsAMultipleOfTheGranule) {
   EXPECT_GE(formulas, 2);
 }
 
+// Labels say every degree and the batching in words: "m=16" read like a micro-batch of 16.
+TEST_F(NewcomerCompareTest, PlanLabelsSayDegreesAndMicroBatchesInWords) {
+  std::map<std::string, std::string> labels;
+  for (const auto& s : results_->strategies)
+    if (s.ok) labels[s.strategy] = s.label;
+  EXPECT_EQ(labels["megatron"].rfind("megatron tp=2 dp=1 pp=2 cp=1 ep=1, 16 micro-batches of 1 sample", 0), 0u)
+      << labels["megatron"];
+  EXPECT_EQ(labels["dp"].rfind("dp tp=1 dp=4 pp=1 cp=1 ep=1, 1 micro-batch of 4 samples", 0), 0u) << labels["dp"];
+  const std::regex words(R"(^symtensor tp=[0-9]+ dp=[0-9]+ pp=[0-9]+ cp=1 ep=1, [0-9]+ micro-batch(es)? of [0-9]+ samples?)");
+  EXPECT_TRUE(std::regex_search(labels["symtensor"], words)) << labels["symtensor"];
+  const std::string md = symtensor::testing::read_text(*dir_ + "/report.md");
+  for (const auto& [strategy, label] : labels) EXPECT_NE(md.find("| " + label + " |"), std::string::npos) << label;
+  EXPECT_EQ(md.find(",m="), std::string::npos);
+}
+
 // A device too small for the model states: no batch fits, said in words, never a negative batch.
 TEST(NewcomerCompare, NoBatchFitsIsSaidNotNegative) {
   CompareOptions o;

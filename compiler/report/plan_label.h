@@ -1,0 +1,29 @@
+#pragma once
+// A plan's label in the reports: its parallel degrees and batching in words that cannot be
+// misread ("tp=2 dp=4 pp=2 cp=1 ep=1, 8 micro-batches of 4 samples, ..."), read off the
+// plan's cuts of the transformer's weight GEMMs (compiler/strategies/transformer_structure.h)
+// as the export recipe reads them, never from node names.
+#include <string>
+
+#include "compiler/ir/graph.h"
+#include "compiler/plan/plan.h"
+#include "hardware/cluster.h"
+
+namespace symtensor::compiler {
+
+struct PlanDegrees {
+  int tp = 1, dp = 1, pp = 1, cp = 1, ep = 1, vp = 1;
+  int micro_batches = 1;
+  double micro_batch_size = 1;  // samples per micro-batch per data-parallel rank
+};
+
+// tp: the column GEMMs' output width ways; dp: their batch loop's; cp: their sequence loop's;
+// ep: the expert GEMMs' expert loop's. Without column GEMMs (not a transformer): dp the widest
+// batch cut, tp the widest other cut of a weight GEMM.
+PlanDegrees plan_degrees(Graph& graph, const Plan& plan, const hardware::Cluster& cluster);
+
+// "<strategy> tp=2 dp=4 pp=2 cp=1 ep=1, 8 micro-batches of 4 samples[, vp=2][, recompute
+// full][, ZeRO-1][, distributed optimizer][, sequence parallel]".
+std::string plan_label(const std::string& strategy, const PlanDegrees& d, const Plan& plan);
+
+}  // namespace symtensor::compiler
