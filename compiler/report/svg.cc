@@ -118,6 +118,8 @@ std::string tick_label(double v) {
   return buf;
 }
 
+double text_width(std::string_view text, double size) { return 0.6 * size * static_cast<double>(text.size()); }
+
 Frame::Frame(double left, double top, double width, double height, Axis x, Axis y)
     : left_(left), top_(top), width_(width), height_(height), x_(std::move(x)), y_(std::move(y)) {}
 
@@ -142,10 +144,12 @@ double Frame::px(double x) const { return left_ + fraction(x_, x) * width_; }
 double Frame::py(double y) const { return top_ + height_ - fraction(y_, y) * height_; }
 
 void Frame::draw(Canvas& c) const {
+  double widest = 0;  // of the y tick labels: the axis title goes left of them
   for (double t : axis_ticks(y_)) {
     const double y = py(t);
     c.line(left_, y, left_ + width_, y, "#e4e4e4");
     c.text(left_ - 6, y + 4, tick_label(t), "end", 11, "#444");
+    widest = std::max(widest, text_width(tick_label(t), 11));
   }
   for (double t : axis_ticks(x_)) {
     const double x = px(t);
@@ -155,7 +159,9 @@ void Frame::draw(Canvas& c) const {
   c.line(left_, top_ + height_, left_ + width_, top_ + height_, "#444");
   c.line(left_, top_, left_, top_ + height_, "#444");
   c.text(left_ + width_ / 2, top_ + height_ + 36, x_.label, "middle", 12);
-  c.text(left_ - 48, top_ + height_ / 2, y_.label, "middle", 12, "#222", -90);
+  // Turned a quarter left, the title's glyphs rise leftwards from x and descend 0.25 em right of it.
+  const double title_x = std::max(left_ - 6 - widest - 4 - 0.25 * 12, 0.75 * 12);
+  c.text(title_x, top_ + height_ / 2, y_.label, "middle", 12, "#222", -90);
 }
 
 }  // namespace symtensor::compiler::svg

@@ -42,6 +42,9 @@ class Canvas {
 std::vector<double> nice_ticks(double lo, double hi, int count = 5);
 // A tick label: "0", "250 ms" style is up to the caller; this prints the number compactly.
 std::string tick_label(double v);
+// The width a sans-serif text of `size` px takes at most (0.6 em per character: digits,
+// '.', '+' and 'e' are narrower), for keeping labels apart.
+double text_width(std::string_view text, double size);
 
 struct Axis {
   double min = 0, max = 1;
