@@ -1,5 +1,5 @@
 // symtensor sweep MODEL.onnx --clusters dgx-a100,dgx-h100 [--gpus 8..1024] [--bind ...]
-//                 [--tokens 1e12] [--strategies ...] [--jobs N] -o DIR
+//                 [--tokens 1e12] [--strategies ...] [--price GPU=USD/h] [--jobs N] -o DIR
 #include <unistd.h>
 
 #include <iostream>
@@ -27,6 +27,7 @@ struct SweepCli {
   int jobs = compiler::default_jobs();
   std::string attention;
   std::string shard = "1/1";
+  std::vector<std::string> prices;  // --price, each "GPU=USD/h[,...]"
   std::string out;
 };
 
@@ -34,6 +35,8 @@ void run(SweepCli& cli) {
   cli.options.clusters = split_list(cli.clusters, "--clusters");
   for (const auto& name : cli.options.clusters) hardware::load_cluster(name);  // a bad name fails now, not per point
   hardware::with_software(hardware::load_cluster(cli.options.clusters.front()), cli.options.software);  // so does a bad stack
+  for (const auto& text : cli.prices)
+    for (const auto& [cluster, usd] : compiler::parse_prices(text, cli.options.clusters)) cli.options.prices[cluster] = usd;
   cli.options.strategies = strategy_list(cli.strategies, "--strategies");
   sim::check_output_dir(cli.out, "-o");
   cli.options.gpus = compiler::parse_gpu_counts(cli.gpus);
@@ -66,6 +69,10 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--strategies", cli->strategies,
                   "comma-separated: symtensor,megatron,dp,zero3 (default symtensor, whose search starts from "
                   "Megatron-LM's and data-parallel layouts)");
+  cmd->add_option("--price", cli->prices,
+                  "your price per GPU-hour in USD, GPU=USD/h: a swept profile or its GPU (dgx-h100=2.5, "
+                  "H100-SXM5-80GB=2.5); comma-separated or repeated; the others keep the profiles' illustrative prices")
+      ->allow_extra_args(false);  // one GPU=USD/h per --price: the model after it stays the model
   cmd->add_option("--jobs", cli->jobs, "worker processes (default: one per processor)");
   cmd->add_option("--shard", cli->shard, "K/N: compute only every N-th point from the K-th (a job array's task); "
                                          "join the N folders with `symtensor merge`");

@@ -190,6 +190,25 @@ nlohmann::json compare_json(const CompareResults& r) {
   return j;
 }
 
+const SweepPoint* fastest_point(const SweepResults& r) {
+  const SweepPoint* best = nullptr;
+  for (const auto& p : r.points)
+    if (p.ok && p.samples_per_s > 0 && (!best || p.samples_per_s > best->samples_per_s)) best = &p;
+  return best;
+}
+
+const SweepPoint* cheapest_point(const SweepResults& r) {
+  const SweepPoint* best = nullptr;
+  for (const auto& p : r.points)
+    if (p.ok && p.cost_usd > 0 && (!best || p.cost_usd < best->cost_usd)) best = &p;
+  return best;
+}
+
+std::string describe_price(const SweepResults& r, const SweepPoint& p) {
+  if (!(p.price_per_gpu_hour > 0)) return "no price";
+  return format_usd(p.price_per_gpu_hour) + "/GPU-hour" + (r.prices_given.count(p.cluster) ? " (yours)" : " (illustrative)");
+}
+
 std::string sweep_csv(const SweepResults& r) {
   std::string out =
       "cluster,gpus,ok,strategy,evaluator,step_time_s,samples_per_s,tokens_per_s,mfu,mfu_6n,peak_memory_bytes,"
@@ -223,6 +242,7 @@ nlohmann::json sweep_json(const SweepResults& r) {
                    {"elapsed_s", num(r.elapsed_s)}, {"evaluator", "analytic"},
                    {"palm_flops", palm_flops_json(r.palm)}};
   j["shard"] = nlohmann::json{{"index", r.shard_index}, {"count", r.shard_count}};
+  j["prices_given"] = r.prices_given;  // --price; the others are the profiles' illustrative prices
   j["points"] = nlohmann::json::array();
   for (const auto& p : r.points) {
     nlohmann::json row{{"cluster", p.cluster}, {"gpus", p.gpus}, {"ok", p.ok}, {"rejected", p.rejected}};

@@ -26,6 +26,13 @@ nlohmann::json compare_json(const CompareResults& r);
 std::string compare_markdown(const CompareResults& r);
 std::string compare_html(const CompareResults& r);
 
+// The sweep's headline points: the shortest time to train, and the lowest cost (a point
+// with a price); nullptr when none.
+const SweepPoint* fastest_point(const SweepResults& r);
+const SweepPoint* cheapest_point(const SweepResults& r);
+// "$2.50 (yours)", "$4.00 (illustrative)" or "no price": the point's price per GPU-hour and where it came from.
+std::string describe_price(const SweepResults& r, const SweepPoint& p);
+
 std::string sweep_csv(const SweepResults& r);
 nlohmann::json sweep_json(const SweepResults& r);
 std::string sweep_markdown(const SweepResults& r);

@@ -86,20 +86,31 @@ std::string compare_markdown(const CompareResults& r) {
 std::string sweep_markdown(const SweepResults& r) {
   std::string out = "# SymTensor sweep\n\nModel `" + r.model + "`, training " + format_si(r.tokens, "tokens") +
                     "; best plan per point by the analytic estimate; swept in " + format_seconds(r.elapsed_s) +
-                    ".\n\n| cluster | GPUs | best plan | step time | tokens/s | " + kExactMfuLabel + " | " +
-                    md(palm_mfu_label(r.palm)) + " | time to train | cost | per M tokens |\n"
-                    "|---|---|---|---|---|---|---|---|---|---|\n";
+                    ".\n\n";
+  if (const SweepPoint* f = fastest_point(r))
+    out += "**Fastest: " + f->cluster + " x" + std::to_string(f->gpus) + "** with " + md(f->strategy) + ": " +
+           format_duration(f->time_to_train_s) +
+           (f->price_per_gpu_hour > 0 ? ", " + format_usd(f->cost_usd) + " at " + describe_price(r, *f) : ", no price") +
+           ".\n\n";
+  if (const SweepPoint* c = cheapest_point(r))
+    out += "**Cheapest: " + c->cluster + " x" + std::to_string(c->gpus) + "** with " + md(c->strategy) + ": " +
+           format_duration(c->time_to_train_s) + ", " + format_usd(c->cost_usd) + " at " + describe_price(r, *c) + ".\n\n";
+  out += "| cluster | GPUs | best plan | step time | tokens/s | " + std::string(kExactMfuLabel) + " | " +
+         md(palm_mfu_label(r.palm)) + " | time to train | price | cost | per M tokens |\n"
+         "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& p : r.points) {
     if (!p.ok) {
-      out += "| " + p.cluster + " | " + std::to_string(p.gpus) + " | no plan: " + md(p.error) + " | | | | | | | |\n";
+      out += "| " + p.cluster + " | " + std::to_string(p.gpus) + " | no plan: " + md(p.error) + " | | | | | | | | |\n";
       continue;
     }
     out += "| " + p.cluster + " | " + std::to_string(p.gpus) + " | " + md(p.strategy) + " | " +
            format_seconds(p.step_time_s) + " | " + format_si(p.tokens_per_s, "") + " | " + format_percent(p.mfu) +
            " | " + format_percent(p.mfu_6n) + " | " + format_duration(p.time_to_train_s) + " | " +
-           format_usd(p.cost_usd) + " | " + format_usd(p.cost_per_million_tokens) + " |\n";
+           describe_price(r, p) + " | " + format_usd(p.cost_usd) + " | " + format_usd(p.cost_per_million_tokens) + " |\n";
   }
-  return out + "\n" + describe_mfu_conventions(r.palm) + "\n";
+  return out + "\n" + describe_mfu_conventions(r.palm) +
+         "\n\nPrices marked illustrative are the profiles', not quotes: `symtensor sweep --price GPU=USD/h` "
+         "(a profile name or its GPU) uses yours.\n";
 }
 
 }  // namespace symtensor::compiler

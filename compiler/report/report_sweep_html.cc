@@ -27,13 +27,20 @@ std::string sweep_html(const SweepResults& r) {
           ". Each point is the best plan over the strategies by the <b>analytic estimate</b> (the simulator "
           "is the referee in <code>symtensor compare</code>); swept in " + format_seconds(r.elapsed_s) + ".</p>\n";
 
-  const SweepPoint* best = nullptr;
-  for (const auto& p : r.points)
-    if (p.ok && p.cost_usd > 0 && (!best || p.cost_usd < best->cost_usd)) best = &p;
+  const SweepPoint* best = cheapest_point(r);
+  const SweepPoint* fastest = fastest_point(r);
+  if (fastest)
+    body += "<p><b>Fastest: " + html::esc(fastest->cluster) + " x" + std::to_string(fastest->gpus) + "</b> with " +
+            html::esc(fastest->strategy) + ": " + format_duration(fastest->time_to_train_s) +
+            (fastest->price_per_gpu_hour > 0 ? ", " + format_usd(fastest->cost_usd) + " at " +
+                                                   html::esc(describe_price(r, *fastest))
+                                             : std::string(", no price")) +
+            ".</p>\n";
   if (best)
     body += "<p><b>Cheapest: " + html::esc(best->cluster) + " x" + std::to_string(best->gpus) + "</b> with " +
             html::esc(best->strategy) + ": " + format_duration(best->time_to_train_s) + ", " +
-            format_usd(best->cost_usd) + " (" + format_usd(best->cost_per_million_tokens) + " per million tokens).</p>\n";
+            format_usd(best->cost_usd) + " (" + format_usd(best->cost_per_million_tokens) + " per million tokens) at " +
+            html::esc(describe_price(r, *best)) + ".</p>\n";
 
   std::map<std::string, Series> throughput, cost;
   for (const auto& p : r.points) {
@@ -57,7 +64,7 @@ std::string sweep_html(const SweepResults& r) {
     if (!p.ok) {
       std::string why = p.error;
       for (const auto& rj : p.rejected) why += "; " + rj;
-      rows.push_back({"\x02" "failed", p.cluster, std::to_string(p.gpus), "—", "—", "—", "—", "—", "—", "—", "—", "—", why});
+      rows.push_back({"\x02" "failed", p.cluster, std::to_string(p.gpus), "—", "—", "—", "—", "—", "—", "—", "—", "—", "—", why});
       continue;
     }
     rows.push_back({best == &p ? "\x02" "chosen" : "\x02" "row", p.cluster, std::to_string(p.gpus), p.strategy,
@@ -67,16 +74,19 @@ std::string sweep_html(const SweepResults& r) {
                     format_percent(p.mfu), format_percent(p.mfu_6n),
                     format_bytes(p.peak_memory_bytes) + " / " + format_bytes(p.memory_capacity_bytes),
                     peak_stage_parts(p),
-                    format_duration(p.time_to_train_s), p.price_per_gpu_hour > 0 ? format_usd(p.cost_usd) : "no price",
+                    format_duration(p.time_to_train_s), describe_price(r, p),
+                    p.price_per_gpu_hour > 0 ? format_usd(p.cost_usd) : "no price",
                     p.price_per_gpu_hour > 0 ? format_usd(p.cost_per_million_tokens) : "no price"});
   }
   body += "<h2>All points</h2>\n" +
           html::table({"cluster", "GPUs", "best plan", "step time", "throughput", kExactMfuLabel, palm_mfu_label(r.palm),
-                       "peak memory / capacity", "its stage, part by part", "time to train", "cost", "per million tokens"},
+                       "peak memory / capacity", "its stage, part by part", "time to train", "price per GPU-hour",
+                       "cost", "per million tokens"},
                       rows, "sweep") +
           "<p class=\"note\">" + html::esc(describe_mfu_conventions(r.palm)) + "</p>\n";
-  body += "<p class=\"note\">Prices are the profiles' illustrative price per GPU-hour. Same numbers: results.csv, "
-          "results.json, report.md.</p>\n";
+  body += "<p class=\"note\">Prices marked illustrative are the profiles' (<code>price_per_gpu_hour_usd</code>), "
+          "not quotes; give your own with <code>symtensor sweep --price GPU=USD/h</code> (a profile name or its GPU, "
+          "e.g. <code>--price dgx-h100=2.5</code>). Same numbers: results.csv, results.json, report.md.</p>\n";
   return html::page("SymTensor sweep: " + r.model, body);
 }
 

@@ -87,6 +87,9 @@ struct SweepResults {
   double tokens_per_sample = 0;
   PalmFlops palm;     // the terms of every point's mfu_6n
   double tokens = 0;  // to train
+  // The prices given with --price (USD per GPU-hour, by cluster name); the other clusters'
+  // prices are their profiles' illustrative ones.
+  std::map<std::string, double> prices_given;
   std::vector<std::string> clusters;
   std::vector<int> gpus;
   std::vector<SweepPoint> points;

