@@ -120,6 +120,9 @@ Cluster load_cluster(const std::string& name_or_path);
 Cluster parse_cluster(const std::string& yaml_text, const std::string& source);
 // Stems of the bundled profiles (hardware/profiles/*.yaml), sorted.
 std::vector<std::string> list_profiles();
+// Bundled profiles within a few edits of `name` (case-insensitive), the nearest first:
+// the "did you mean" of an unknown name ("dgx-h10" -> dgx-h100). Empty when none is close.
+std::vector<std::string> similar_profiles(const std::string& name);
 std::string profile_directory();
 
 // `nodes` sets the outermost level's size; `gpus` sets level 0's size (part of a node, any

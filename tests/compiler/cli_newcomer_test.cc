@@ -56,5 +56,13 @@ TEST_F(NewcomerCli, SweepTakesYourPriceAndMarksTheOthersIllustrative) {
                   "dgx-a100 (A100-SXM4-80GB)\n");
 }
 
+TEST_F(NewcomerCli, ProfileNamesInAnyCaseAndDidYouMean) {
+  ASSERT_EQ(run("compile " + model() + " --cluster DGX-A100 --gpus 4 --bind batch=16,seq=32 -o " + path("c")), 0) << err_;
+  EXPECT_NE(out_.find("dgx-a100 (4 devices)"), std::string::npos) << out_;
+  EXPECT_NE(run("compile " + model() + " --cluster dgx-a10 --gpus 4 --bind batch=16,seq=32 -o " + path("d")), 0);
+  EXPECT_EQ(err_.rfind("symtensor: error: unknown hardware profile 'dgx-a10': did you mean 'dgx-a100'? (bundled: ", 0), 0u)
+      << err_;
+}
+
 }  // namespace
 }  // namespace symtensor::compiler
