@@ -43,6 +43,26 @@ class NewcomerCli : public ::testing::Test {
   std::string out_, err_;
 };
 
+TEST_F(NewcomerCli, MicroBatchesThatDoNotDivideTheBatchNameTheKey) {
+  const std::string bind = " --cluster dgx-a100 --gpus 4 --bind batch=512,seq=32 ";
+  ASSERT_EQ(run("compile " + model() + bind + "--strategy dp -o " + path("c")), 0) << err_;
+  // The plan as written, then edited to micro_batches: 3.
+  std::string plan = symtensor::testing::read_text(path("c/plan.yaml"));
+  const std::regex micro(R"((\nbatch: \{global: 512, micro_batches: )[0-9]+)");
+  ASSERT_TRUE(std::regex_search(plan, micro)) << plan;
+  plan = std::regex_replace(plan, micro, "$013");
+  std::ofstream(path("edited.yaml")) << plan;
+  int line = 1;
+  for (std::size_t at = 0; at < plan.find("micro_batches: 3}"); ++at) line += plan[at] == '\n';
+  const std::string expected = "symtensor: error: " + path("edited.yaml") + ":" + std::to_string(line) +
+                               ": key 'batch.micro_batches': 3 does not divide the global batch 512 (batch.global); "
+                               "the micro-batches must split it into whole samples (and each data-parallel rank's share)\n";
+  EXPECT_NE(run("compile " + model() + bind + "--plan " + path("edited.yaml") + " -o " + path("d")), 0);
+  EXPECT_EQ(err_, expected);
+  EXPECT_NE(run("simulate " + model() + bind + "--plan " + path("edited.yaml")), 0);
+  EXPECT_EQ(err_, expected);
+}
+
 TEST_F(NewcomerCli, SweepTakesYourPriceAndMarksTheOthersIllustrative) {
   ASSERT_EQ(run("sweep " + model() + " --clusters dgx-a100,dgx-h100 --gpus 4 --bind batch=16,seq=32 --jobs 1 "
                 "--price A100-SXM4-80GB=1.5 -o " + path("s")),
