@@ -25,8 +25,10 @@ struct FitOptions {
 };
 
 std::string plan_text(const compiler::FitPlan& p) {
-  return fmt::format("{}: {} per step, peak {} of {}", p.label, compiler::format_seconds(p.step_time_s),
-                     compiler::format_bytes(p.peak_memory), compiler::format_bytes(p.capacity));
+  const std::string impractical = compiler::describe_impractical_step(p.step_time_s);
+  return fmt::format("{}: {} per step{}, peak {} of {}", p.label, compiler::format_seconds(p.step_time_s),
+                     impractical.empty() ? "" : " (" + impractical + ")", compiler::format_bytes(p.peak_memory),
+                     compiler::format_bytes(p.capacity));
 }
 
 void print(const std::string& what, const compiler::FitAnswer& a, const std::string& unit, bool smallest) {

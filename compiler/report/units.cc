@@ -72,6 +72,11 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
+std::string describe_impractical_step(double step_time_s) {
+  if (!(step_time_s > kImpracticalStepS)) return "";
+  return "impractical: " + format_duration(step_time_s) + " per step, 10,000 steps in " + format_duration(1e4 * step_time_s);
+}
+
 std::string format_usd(double dollars) {
   if (dollars < 100) {
     char buf[32];

@@ -16,5 +16,10 @@ std::string format_percent(std::optional<double> fraction);     // the same, "n/
 std::string format_duration(double seconds);                    // 3.2 days, 5.1 h, 12 min
 std::string format_usd(double dollars);                         // $1,234,567
 std::string to_text(const GiNaC::ex& e);                        // GiNaC's printed form
+// "" for a step a training run can take; past ten minutes a step, why it cannot:
+// "impractical: 4.17 h per step, 10,000 steps in 4.8 years".
+std::string describe_impractical_step(double step_time_s);
+// The practical step limit of describe_impractical_step, in seconds.
+inline constexpr double kImpracticalStepS = 600;
 
 }  // namespace symtensor::compiler

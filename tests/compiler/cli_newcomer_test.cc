@@ -43,6 +43,33 @@ class NewcomerCli : public ::testing::Test {
   std::string out_, err_;
 };
 
+TEST(ImpracticalStep, SaidPastTenMinutes) {
+  EXPECT_EQ(describe_impractical_step(1.2), "");
+  EXPECT_EQ(describe_impractical_step(600), "");
+  EXPECT_EQ(describe_impractical_step(4 * 3600.0), "impractical: 4.0 h per step, 10,000 steps in 1666.7 days");
+}
+
+TEST_F(NewcomerCli, CompilePrintsTokensPerSecondAndMfu) {
+  ASSERT_EQ(run("compile " + model() + " --cluster dgx-a100 --gpus 4 --bind batch=16,seq=32 -o " + path("c")), 0) << err_;
+  EXPECT_TRUE(std::regex_search(out_, std::regex(R"(\nthroughput +[0-9.]+ [KMG]?tokens/s \([0-9.]+ [KMG]?samples/s\)\n)")))
+      << out_;
+  EXPECT_TRUE(std::regex_search(out_, std::regex(R"(\nMFU +[0-9.]+ ?%\n)"))) << out_;
+  EXPECT_EQ(out_.find("impractical"), std::string::npos) << out_;
+  EXPECT_EQ(out_.find("0.00 samples/s"), std::string::npos) << out_;
+}
+
+// A batch of ten billion samples of the tiny GPT on 4 GPUs: over an hour per step, said so.
+TEST_F(NewcomerCli, CompileSaysWhenAStepIsImpractical) {
+  ASSERT_EQ(run("compile " + model() + " --cluster dgx-a100 --gpus 4 --bind batch=10000000000,seq=32 --strategy dp "
+                "--allow-oom -o " + path("c")),
+            0)
+      << err_;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out_, m, std::regex(R"(\nstep time +([^\n]*)\n)"))) << out_;
+  EXPECT_NE(m[1].str().find(" (impractical: "), std::string::npos) << m[1];
+  EXPECT_NE(m[1].str().find(" per step, 10,000 steps in "), std::string::npos) << m[1];
+}
+
 TEST_F(NewcomerCli, MicroBatchesThatDoNotDivideTheBatchNameTheKey) {
   const std::string bind = " --cluster dgx-a100 --gpus 4 --bind batch=512,seq=32 ";
   ASSERT_EQ(run("compile " + model() + bind + "--strategy dp -o " + path("c")), 0) << err_;
