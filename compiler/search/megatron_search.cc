@@ -42,10 +42,18 @@ std::vector<int> context_parallel_sizes(const Graph& graph, const TransformerStr
   return sizes;
 }
 
+// The candidates of one knob: the given value alone when the constraints give it.
+std::vector<int> given_or(const MegatronConstraints* c, const char* key, int value, std::vector<int> candidates) {
+  if (c && c->has(key)) return {value};
+  return candidates;
+}
+
 class MegatronSearch {
  public:
-  MegatronSearch(PlanAnalyzer& analyzer, const StrategyOptions& options, MegatronSpace space)
-      : analyzer_(analyzer), graph_(analyzer.graph()), cluster_(analyzer.cluster()), options_(options), space_(space) {}
+  MegatronSearch(PlanAnalyzer& analyzer, const StrategyOptions& options, MegatronSpace space,
+                 const MegatronConstraints* constraints = nullptr)
+      : analyzer_(analyzer), graph_(analyzer.graph()), cluster_(analyzer.cluster()), options_(options), space_(space),
+        c_(constraints) {}
 
   MegatronSearchResult run() {
     MegatronLayouts layouts(graph_, analyzer_.numeric().spaces());
@@ -59,27 +67,46 @@ class MegatronSearch {
     const int devices = cluster_.num_devices();
     train_ = options_.mode == ExecutionMode::train;
     const bool seed = space_ == MegatronSpace::seed;
-    const std::vector<int> cps = context_parallel_sizes(graph_, structure, spaces, devices);
+    const MegatronKnobs& given = c_ ? c_->knobs : MegatronKnobs{};
+    if (c_) check_constraints(heads, layers, experts);
+    const std::vector<int> cps = given_or(c_, "cp", given.cp, context_parallel_sizes(graph_, structure, spaces, devices));
 
     UpwardWalk widths;
-    for (int tp : divisors(cluster_.devices_per_node())) {
+    for (int tp : given_or(c_, "tp", given.tp, divisors(cluster_.devices_per_node()))) {
       double best_of_tp = kInfinity;
       for (int cp : cps) {
         if ((heads > 0 && heads % tp != 0) || (seed && tp == 1 && cp == 1)) continue;
+        if (c_ && c_->has("sp") && given.sp && tp == 1) continue;  // sequence parallelism needs tp > 1
         UpwardWalk depths;
-        for (int pp : divisors(std::max(layers, 1))) {
-          if (devices % (tp * pp * cp) != 0 || (!train_ && pp > 1)) continue;
+        for (int pp : given_or(c_, "pp", given.pp, divisors(std::max(layers, 1)))) {
+          if (devices % (tp * pp * cp) != 0) {
+            last_error_ = "tp=" + std::to_string(tp) + " x pp=" + std::to_string(pp) + " x cp=" + std::to_string(cp) +
+                          " does not divide the " + std::to_string(devices) + " devices";
+            continue;
+          }
+          // Inference runs without a pipeline, unless the knobs ask for one.
+          if (!train_ && pp > 1 && !(c_ && c_->has("pp"))) continue;
           const int dp = devices / (tp * pp * cp);
-          if (B_ % dp != 0) continue;
+          if (c_ && c_->has("dp") && dp != given.dp) {
+            last_error_ = "dp=" + std::to_string(given.dp) + " but the devices leave dp=" + std::to_string(dp) +
+                          " at tp=" + std::to_string(tp) + ", pp=" + std::to_string(pp) + ", cp=" + std::to_string(cp);
+            continue;
+          }
+          if (B_ % dp != 0) {
+            last_error_ = "batch " + std::to_string(B_) + " is not divisible by dp=" + std::to_string(dp);
+            continue;
+          }
           double best_of_pp = kInfinity;
           int least_recompute = 3;  // of the options that fit at this depth (3: none fits)
           // Sequence parallelism has tensor parallelism's communication volume and less
           // memory; the seed takes it whenever tp > 1.
-          const std::vector<int> sps = tp == 1 ? std::vector<int>{0} : seed ? std::vector<int>{1} : std::vector<int>{0, 1};
+          const std::vector<int> sps = given_or(c_, "sp", given.sp ? 1 : 0,
+                                                tp == 1 ? std::vector<int>{0} : seed ? std::vector<int>{1} : std::vector<int>{0, 1});
           for (const auto& [sp, ep, etp] : layer_layouts(sps, tp, dp, experts)) {
             MegatronKnobs base;
             base.tp = tp, base.pp = pp, base.cp = cp, base.sp = sp == 1, base.dp = dp;
             base.ep = ep, base.etp = etp;
+            base.first = given.first, base.last = given.last;
             Plan plan;
             try {
               plan = layouts.make(cluster_, base, options_);
@@ -88,14 +115,26 @@ class MegatronSearch {
               continue;
             }
             UpwardWalk interleavings(2);
-            for (int vp : divisors(std::max(layers / pp, 1))) {
-              if (vp > 1 && pp == 1) continue;
+            for (int vp : given_or(c_, "vp", given.vp, divisors(std::max(layers / pp, 1)))) {
+              if (vp > 1 && pp == 1) {
+                last_error_ = "vp=" + std::to_string(vp) + " (interleaving) needs pp > 1";
+                continue;
+              }
               double best_of_vp = kInfinity;
               int vp_recompute = 3;
               UpwardWalk sizes;
-              for (int mb : divisors(B_ / dp)) {
+              for (int mb : given_or(c_, "mb", given.mb, divisors(B_ / dp))) {
+                if ((B_ / dp) % mb != 0) {
+                  last_error_ = "mb=" + std::to_string(mb) + " does not divide the " + std::to_string(B_ / dp) +
+                                " samples per replica (batch " + std::to_string(B_) + " / dp=" + std::to_string(dp) + ")";
+                  continue;
+                }
                 const int m = static_cast<int>(B_ / dp / mb);
-                if (vp > 1 && m % pp != 0) continue;
+                if (vp > 1 && m % pp != 0) {
+                  last_error_ = "the interleaved schedule needs micro-batches (" + std::to_string(m) +
+                                ") to be a multiple of pp=" + std::to_string(pp);
+                  continue;
+                }
                 bool any_fit = false;
                 const double t = price_memory_options(plan, base, m, mb, vp, any_fit, vp_recompute);
                 best_of_vp = std::min(best_of_vp, t);
@@ -123,14 +162,68 @@ class MegatronSearch {
       // groups trade more communication for memory the deeper pipelines save as well.
       if (seed && best_of_tp < kInfinity && widths.stop(best_of_tp)) break;
     }
-    if (!best_eval_.valid) throw std::runtime_error("megatron search: no valid configuration (" + last_error_ + ")");
+    if (!best_eval_.valid) {
+      if (c_) throw std::runtime_error("--megatron " + c_->text() + ": no valid configuration (" + last_error_ + ")");
+      throw std::runtime_error("megatron search: no valid configuration (" + last_error_ + ")");
+    }
     return best_;
   }
 
  private:
+  // Constraints no configuration can meet, named in one line before searching.
+  void check_constraints(long long heads, int layers, long long experts) const {
+    const MegatronKnobs& k = c_->knobs;
+    const int per_node = cluster_.devices_per_node(), devices = cluster_.num_devices();
+    auto refuse = [&](const std::string& key, const std::string& why) {
+      std::string value;
+      for (const std::string& item : c_->items)
+        if (item.compare(0, key.size() + 1, key + "=") == 0) value = item.substr(key.size() + 1);
+      throw std::runtime_error("--megatron " + key + "=" + value + ": " + why);
+    };
+    if (c_->has("tp") && per_node % k.tp != 0)
+      refuse("tp", "tp must divide the " + std::to_string(per_node) + " GPUs per node of '" + cluster_.name + "'");
+    if (c_->has("tp") && heads > 0 && heads % k.tp != 0)
+      refuse("tp", "tp does not divide the " + std::to_string(heads) + " attention heads");
+    if (c_->has("pp") && k.pp > std::max(layers, 1))
+      refuse("pp", "more pipeline stages than the " + std::to_string(layers) + " layers");
+    for (const char* key : {"tp", "pp", "cp", "dp"}) {
+      const int v = std::string(key) == "tp" ? k.tp : std::string(key) == "pp" ? k.pp : std::string(key) == "cp" ? k.cp : k.dp;
+      if (c_->has(key) && devices % v != 0)
+        refuse(key, std::string(key) + " does not divide the " + std::to_string(devices) + " devices");
+    }
+    if (c_->has("mb") && B_ % k.mb != 0) refuse("mb", "mb does not divide the batch of " + std::to_string(B_));
+    if (c_->has("ep") && k.ep > 1 && experts == 0) refuse("ep", "the model has no expert layers");
+    if (c_->has("ep") && experts > 0 && experts % k.ep != 0)
+      refuse("ep", "ep does not divide the " + std::to_string(experts) + " experts");
+    if (c_->has("etp") && c_->has("tp") && k.etp != 1 && k.etp != k.tp) refuse("etp", "etp must be 1 or tp");
+    if ((c_->has("first") || c_->has("last")) && !(c_->has("pp") && k.pp > 1))
+      refuse(c_->has("first") ? "first" : "last",
+             "first=/last= (layers of the first/last pipeline stage) need pp > 1; give pp as well");
+    if (c_->has("vp") && k.vp > 1 && c_->has("pp") && k.pp == 1) refuse("vp", "interleaving needs pp > 1");
+    if (c_->has("sp") && k.sp && c_->has("tp") && k.tp == 1) refuse("sp", "sequence parallelism needs tp > 1");
+  }
+
   // (sp, ep, etp) for one (tp, dp): every ep dividing the experts whose etp x ep grid
   // folds over the tp x dp ranks (etp = tp, or 1 when ep is a multiple of tp), for MoE models.
-  static std::vector<std::tuple<int, int, int>> layer_layouts(const std::vector<int>& sps, int tp, int dp, long long experts) {
+  std::vector<std::tuple<int, int, int>> layer_layouts(const std::vector<int>& sps, int tp, int dp, long long experts) const {
+    std::vector<std::tuple<int, int, int>> out;
+    if (c_ && (c_->has("ep") || c_->has("etp"))) {
+      // The given expert layout (etp = tp written 0, as the search writes it); the layout
+      // generator names what does not fold.
+      const int ep = c_->has("ep") ? c_->knobs.ep : 0;
+      for (const auto& [sp, e, etp] : layer_layouts_unconstrained(sps, tp, dp, experts)) {
+        const int etp_size = etp > 0 ? etp : tp;
+        if ((ep == 0 || e == ep) && (!c_->has("etp") || etp_size == c_->knobs.etp)) out.emplace_back(sp, e, etp);
+      }
+      if (out.empty())
+        for (int sp : sps) out.emplace_back(sp, std::max(ep, 1), c_->has("etp") ? c_->knobs.etp : 0);
+      return out;
+    }
+    return layer_layouts_unconstrained(sps, tp, dp, experts);
+  }
+
+  static std::vector<std::tuple<int, int, int>> layer_layouts_unconstrained(const std::vector<int>& sps, int tp, int dp,
+                                                                            long long experts) {
     std::vector<std::tuple<int, int, int>> out;
     for (int sp : sps) {
       out.emplace_back(sp, 1, 0);
@@ -158,7 +251,21 @@ class MegatronSearch {
     };
     std::vector<Sharding> shardings;
     const bool seed = space_ == MegatronSpace::seed;
-    if (train_) {
+    if (c_ && (c_->has("distopt") || c_->has("fsdp"))) {
+      // The given sharding, or those the given knob leaves (fsdp implies the distributed optimizer).
+      const bool distopt = c_->knobs.distopt;
+      if (c_->has("fsdp")) {
+        if (c_->knobs.fsdp > 0 && c_->has("distopt") && !distopt) {
+          last_error_ = "fsdp=" + std::to_string(c_->knobs.fsdp) + " implies the distributed optimizer (distopt=0 given)";
+          return kInfinity;
+        }
+        shardings.push_back({distopt || c_->knobs.fsdp > 0, c_->knobs.fsdp});
+      } else if (!distopt) {
+        shardings.push_back({false, 0});
+      } else {
+        for (int fsdp : train_ ? std::vector<int>{0, 2, 3} : std::vector<int>{0}) shardings.push_back({true, fsdp});
+      }
+    } else if (train_) {
       if (!seed) shardings.push_back({false, 0});
       shardings.push_back({true, 0});
       shardings.push_back({true, 2});
@@ -174,6 +281,7 @@ class MegatronSearch {
     const RecomputePolicy policies[] = {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
     for (int r = 0; r < (train_ ? 3 : 1); ++r)
       for (int d = 0; d < static_cast<int>(shardings.size()); ++d) {
+        if (c_ && c_->has("recompute") && policies[r] != c_->knobs.recompute) continue;
         const Sharding sharding = shardings[d];
         ++best_.configurations;
         bool dominated = false;
@@ -225,6 +333,7 @@ class MegatronSearch {
   const hardware::Cluster& cluster_;
   const StrategyOptions& options_;
   MegatronSpace space_;
+  const MegatronConstraints* c_;
   long long B_ = 0;
   bool train_ = true;
   MegatronSearchResult best_;
@@ -246,9 +355,20 @@ MegatronSearchResult megatron_search(Graph& graph, const hardware::Cluster& clus
   return r;
 }
 
+MegatronSearchResult megatron_search(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options,
+                                     const MegatronConstraints& constraints) {
+  const NumericGraph ng(graph);
+  PlanAnalyzer analyzer(graph, cluster, ng);
+  MegatronSearchResult r = MegatronSearch(analyzer, options, MegatronSpace::exhaustive, &constraints).run();
+  r.analysis = analyzer.analyze(r.plan);
+  return r;
+}
+
 Plan make_megatron_best_plan(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options) {
-  if (!options.megatron.empty()) return make_megatron_plan(graph, cluster, parse_megatron_knobs(options.megatron), options);
-  return megatron_search(graph, cluster, options).plan;
+  if (options.megatron.empty()) return megatron_search(graph, cluster, options).plan;
+  const MegatronConstraints constraints = parse_megatron_constraints(options.megatron);
+  if (constraints.fully_fixed()) return make_megatron_plan(graph, cluster, constraints.knobs, options);
+  return megatron_search(graph, cluster, options, constraints).plan;
 }
 
 }  // namespace symtensor::compiler

@@ -53,7 +53,24 @@ MegatronSearchResult megatron_search(Graph& graph, const hardware::Cluster& clus
 // With the caller's analyzer (its graph and cluster), e.g. a search pricing other plans too.
 MegatronSearchResult megatron_search(PlanAnalyzer& analyzer, const StrategyOptions& options, MegatronSpace space);
 
-// make_plan's entry: the knobs in options.megatron when given, else the search.
+// The exhaustive search restricted to the given knobs (issue #30: partial knobs are
+// constraints): each knob the text gives takes that value only, the others are searched as
+// above. A given knob no configuration can meet (tp not dividing the GPUs per node or the
+// heads, ep not dividing the experts, first=/last= without pp > 1, ...) throws one line naming
+// it ("--megatron tp=3: ..."); when every configuration fails, the line names the knobs and
+// the last reason. Inference keeps pp = 1 unless pp is given.
+MegatronSearchResult megatron_search(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options,
+                                     const MegatronConstraints& constraints);
+
+// make_plan's entry for options.megatron:
+// - empty: the exhaustive search above;
+// - fully fixed (MegatronConstraints::fully_fixed: tp, pp and mb all given): exactly that plan,
+//   the knobs left out at their defaults (cp=1, vp=1, sp=0, recompute=none, distopt=0, ep=1,
+//   etp=tp, fsdp=0), built by make_megatron_plan as before constraints existed. tp, pp and mb
+//   fix the mesh (dp is what they leave) and the micro-batch count; the others are options
+//   Megatron-LM itself leaves off unless asked, so "tp=8,pp=2,mb=1" is one configuration;
+// - otherwise (e.g. "tp=2", "pp=2,sp=1", "fsdp=3,mb=1"): the constrained search, the fastest
+//   plan that fits among those with the given knobs.
 Plan make_megatron_best_plan(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options);
 
 }  // namespace symtensor::compiler

@@ -17,6 +17,7 @@
 // tokens reach the experts by an all-to-all over the ep axes and return by another.
 // See compiler/strategies/transformer_structure.h for how the structure is found.
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,22 @@ std::vector<int> megatron_stage_layers(const MegatronKnobs& knobs, int layers);
 // order; empty text gives the defaults). Throws "--megatron: ..." naming the bad item.
 MegatronKnobs parse_megatron_knobs(const std::string& text);
 std::string to_string(const MegatronKnobs& knobs);  // ep, etp and fsdp only when set
+
+// The same text read as constraints: the knobs, and which keys it gave (a key given twice is
+// refused). fully_fixed(): tp, pp and mb are all given — the knobs that fix the mesh (dp is
+// implied) and the micro-batch count; such a set is one plan, every knob it leaves out at its
+// default (cp=1, vp=1, sp=0, recompute=none, distopt=0, ep=1, etp=tp, fsdp=0), as Megatron-LM
+// defaults them. Otherwise the given knobs constrain a search of the rest
+// (make_megatron_best_plan).
+struct MegatronConstraints {
+  MegatronKnobs knobs;
+  std::set<std::string> given;
+  std::vector<std::string> items;  // "key=value" as given, in order
+  bool has(const std::string& key) const { return given.count(key) > 0; }
+  bool fully_fixed() const;
+  std::string text() const;  // the items joined by commas
+};
+MegatronConstraints parse_megatron_constraints(const std::string& text);
 // The expert tensor-parallel size the knobs mean (etp, or tp when etp is 0).
 inline int expert_tp(const MegatronKnobs& k) { return k.etp > 0 ? k.etp : k.tp; }
 

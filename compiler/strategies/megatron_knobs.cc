@@ -29,8 +29,19 @@ bool parse_flag(const std::string& key, const std::string& value) {
 
 }  // namespace
 
-MegatronKnobs parse_megatron_knobs(const std::string& text) {
-  MegatronKnobs k;
+MegatronKnobs parse_megatron_knobs(const std::string& text) { return parse_megatron_constraints(text).knobs; }
+
+bool MegatronConstraints::fully_fixed() const { return has("tp") && has("pp") && has("mb"); }
+
+std::string MegatronConstraints::text() const {
+  std::string s;
+  for (const std::string& item : items) s += (s.empty() ? "" : ",") + item;
+  return s;
+}
+
+MegatronConstraints parse_megatron_constraints(const std::string& text) {
+  MegatronConstraints c;
+  MegatronKnobs& k = c.knobs;
   std::stringstream items(text);
   std::string item;
   while (std::getline(items, item, ',')) {
@@ -38,6 +49,7 @@ MegatronKnobs parse_megatron_knobs(const std::string& text) {
     const auto eq = item.find('=');
     if (eq == std::string::npos) throw std::runtime_error("--megatron: '" + item + "' is not KEY=VALUE");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (c.has(key)) throw std::runtime_error("--megatron: '" + key + "' given twice");
     if (key == "tp") k.tp = parse_positive(key, value);
     else if (key == "pp") k.pp = parse_positive(key, value);
     else if (key == "cp") k.cp = parse_positive(key, value);
@@ -64,8 +76,10 @@ MegatronKnobs parse_megatron_knobs(const std::string& text) {
     } else {
       throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp, fsdp, first, last)");
     }
+    c.given.insert(key);
+    c.items.push_back(item);
   }
-  return k;
+  return c;
 }
 
 std::string to_string(const MegatronKnobs& k) {
