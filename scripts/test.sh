@@ -11,5 +11,5 @@ if [ "${SYMTENSOR_SKIP_SANITIZE:-0}" != 1 ]; then
   TARGETS="hardware_tests simulator_tests onnx_models_tests compiler_tests symtensor" \
     bash "$root/scripts/build.sh" "$root/build-asan" -DSYMTENSOR_SANITIZE=ON
   (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    LSAN_OPTIONS="suppressions=$root/tests/lsan.supp" ctest --output-on-failure -j "$jobs" -LE scripts)
+    LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0" ctest --output-on-failure -j "$jobs" -LE scripts)
 fi

@@ -66,6 +66,8 @@ struct SavedTensor {
   // A view (reshape, transpose) of a tensor kept already, FlashAttention's output kept as the
   // output projection's input: no bytes of its own unless that GEMM keeps a quantized copy.
   bool view_of_kept = false;
+  // In layer_checkpoints() only: a layer's input no operator saves (kept for recomputation).
+  bool layer_input_only = false;
 };
 
 class NumericGraph {

@@ -940,6 +940,10 @@ class Analyzer {
       return !in_recomputed_layer_[holder] || read_from_outside_its_layer(ng_, s, holder);
     };
     add_saved(ng_.saved_tensors(), kept, per_stage, by_node);
+    // The inputs of recomputed layers that no operator saves (layer_checkpoints).
+    add_saved(ng_.layer_checkpoints(),
+              [&](const SavedTensor& s, NodeId holder) { return s.layer_input_only && in_recomputed_layer_[holder]; },
+              per_stage, by_node);
   }
 
   // A saved tensor as the smaller of its producer's and its holder's layouts: sequence

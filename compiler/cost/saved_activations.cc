@@ -221,7 +221,8 @@ std::vector<SavedTensor> layer_checkpoints(const NumericGraph& ng) {
       if (ng.node_layers()[id] < 0) continue;
       for (TensorId in : g.node(id).inputs) {
         if (in == kNone || !carries[in] || !is_saved_activation(ng, in) || kept.count(in)) continue;
-        const SavedTensor s{in, id, false, false};
+        SavedTensor s{in, id, false, false};
+        s.layer_input_only = true;
         if (read_from_outside_its_layer(ng, s, id)) saved.push_back(s), kept.insert(in);
       }
     }

@@ -102,14 +102,17 @@ TEST(MegatronFsdp, SeedPricesContextParallelismFrom8kTokens) {
 
 // LLaMA-2 70B on eight PCIe nodes of L4 (24 GB): only full sharding under a pipeline fits
 // (Megatron-best tp=2 x pp=4 x vp=10 with FSDP and full recomputation). The seed prices FSDP
-// under a pipeline when nothing fits without recomputation (it had fallen to 0.74x), and
-// recomputes the layers only, not the embedding and the head.
+// under a pipeline when nothing fits without recomputation (it had fallen to 0.74x), with
+// full recomputation of every layer (which re-runs the layers only, not the embedding and
+// the head), written as recompute: full or as every stage's layer count.
 TEST(MegatronFsdp, SeedTakesFsdpUnderAPipelineWhereNothingElseFits) {
   const BothSearches b("llama2-70b", 64, 2048, "pcie-l4", 8);
   EXPECT_GT(b.megatron.knobs.pp, 1) << to_string(b.megatron.knobs);
   EXPECT_EQ(b.megatron.knobs.fsdp, 3) << to_string(b.megatron.knobs);
   b.expect_symtensor_no_slower();
-  EXPECT_EQ(b.symtensor.plan.recompute_layers.size(), static_cast<std::size_t>(b.symtensor.plan.pipeline_stages()))
+  EXPECT_EQ(b.symtensor.plan.recompute, RecomputePolicy::full) << b.symtensor.summary;
+  EXPECT_TRUE(b.symtensor.plan.recompute_layers.empty() ||
+              b.symtensor.plan.recompute_layers.size() == static_cast<std::size_t>(b.symtensor.plan.pipeline_stages()))
       << b.symtensor.summary;
 }
 
