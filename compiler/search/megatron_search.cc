@@ -208,12 +208,14 @@ class MegatronSearch {
   std::vector<std::tuple<int, int, int>> layer_layouts(const std::vector<int>& sps, int tp, int dp, long long experts) const {
     std::vector<std::tuple<int, int, int>> out;
     if (c_ && (c_->has("ep") || c_->has("etp"))) {
-      // The given expert layout (etp = tp written 0, as the search writes it); the layout
-      // generator names what does not fold.
+      // The given expert layout (etp = tp written 0, as the search writes it). ep given
+      // without etp means etp = tp, as Megatron-LM's --expert-model-parallel-size alone does;
+      // etp alone leaves ep to the search. What does not fold, the layout generator names.
       const int ep = c_->has("ep") ? c_->knobs.ep : 0;
       for (const auto& [sp, e, etp] : layer_layouts_unconstrained(sps, tp, dp, experts)) {
         const int etp_size = etp > 0 ? etp : tp;
-        if ((ep == 0 || e == ep) && (!c_->has("etp") || etp_size == c_->knobs.etp)) out.emplace_back(sp, e, etp);
+        const bool etp_ok = c_->has("etp") ? etp_size == c_->knobs.etp : ep == 0 || etp == 0;
+        if ((ep == 0 || e == ep) && etp_ok) out.emplace_back(sp, e, etp);
       }
       if (out.empty())
         for (int sp : sps) out.emplace_back(sp, std::max(ep, 1), c_->has("etp") ? c_->knobs.etp : 0);

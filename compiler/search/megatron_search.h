@@ -58,7 +58,8 @@ MegatronSearchResult megatron_search(PlanAnalyzer& analyzer, const StrategyOptio
 // above. A given knob no configuration can meet (tp not dividing the GPUs per node or the
 // heads, ep not dividing the experts, first=/last= without pp > 1, ...) throws one line naming
 // it ("--megatron tp=3: ..."); when every configuration fails, the line names the knobs and
-// the last reason. Inference keeps pp = 1 unless pp is given.
+// the last reason. Inference keeps pp = 1 unless pp is given. ep given without etp means
+// etp = tp (Megatron-LM's default for --expert-model-parallel-size); sp=1 rules out tp = 1.
 MegatronSearchResult megatron_search(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options,
                                      const MegatronConstraints& constraints);
 

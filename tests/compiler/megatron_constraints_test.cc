@@ -169,5 +169,18 @@ TEST(MegatronConstraints, FirstAndLastStageLayersWithAGivenPipeline) {
   EXPECT_EQ(megatron_stage_layers(r.knobs, 6), (std::vector<int>{2, 4}));
 }
 
+// Expert layouts: ep given alone keeps etp = tp (Megatron-LM's default); etp given alone
+// leaves ep to the search.
+TEST(MegatronConstraints, ExpertParallelismGivenKeepsExpertTensorParallelismAtTp) {
+  Graph g = testing::zoo_graph("mixtral-8x7b-tiny", models::Overrides{}, 8, 32);
+  const hardware::Cluster c = testing::cluster_of("dgx-a100", 1, 4);
+  const MegatronSearchResult ep = megatron_search(g, c, StrategyOptions{}, parse_megatron_constraints("tp=2,ep=2"));
+  EXPECT_EQ(ep.knobs.ep, 2);
+  EXPECT_EQ(expert_tp(ep.knobs), 2);
+  const MegatronSearchResult etp = megatron_search(g, c, StrategyOptions{}, parse_megatron_constraints("tp=2,etp=1"));
+  EXPECT_EQ(expert_tp(etp.knobs), 1);
+  EXPECT_EQ(etp.knobs.ep % 2, 0) << to_string(etp.knobs);  // etp = 1 folds ep over the tp ranks
+}
+
 }  // namespace
 }  // namespace symtensor::compiler
