@@ -1,6 +1,7 @@
 #include "compiler/search/megatron_search.h"
 
 #include <cmath>
+#include <map>
 #include <limits>
 #include <stdexcept>
 #include <tuple>
@@ -80,7 +81,7 @@ class MegatronSearch {
         UpwardWalk depths;
         for (int pp : given_or(c_, "pp", given.pp, divisors(std::max(layers, 1)))) {
           if (devices % (tp * pp * cp) != 0) {
-            last_error_ = "tp=" + std::to_string(tp) + " x pp=" + std::to_string(pp) + " x cp=" + std::to_string(cp) +
+            last_skip_ = "tp=" + std::to_string(tp) + " x pp=" + std::to_string(pp) + " x cp=" + std::to_string(cp) +
                           " does not divide the " + std::to_string(devices) + " devices";
             continue;
           }
@@ -88,12 +89,12 @@ class MegatronSearch {
           if (!train_ && pp > 1 && !(c_ && c_->has("pp"))) continue;
           const int dp = devices / (tp * pp * cp);
           if (c_ && c_->has("dp") && dp != given.dp) {
-            last_error_ = "dp=" + std::to_string(given.dp) + " but the devices leave dp=" + std::to_string(dp) +
+            last_skip_ = "dp=" + std::to_string(given.dp) + " but the devices leave dp=" + std::to_string(dp) +
                           " at tp=" + std::to_string(tp) + ", pp=" + std::to_string(pp) + ", cp=" + std::to_string(cp);
             continue;
           }
           if (B_ % dp != 0) {
-            last_error_ = "batch " + std::to_string(B_) + " is not divisible by dp=" + std::to_string(dp);
+            last_skip_ = "batch " + std::to_string(B_) + " is not divisible by dp=" + std::to_string(dp);
             continue;
           }
           double best_of_pp = kInfinity;
@@ -112,12 +113,13 @@ class MegatronSearch {
               plan = layouts.make(cluster_, base, options_);
             } catch (const std::exception& e) {
               last_error_ = e.what();
+              ++build_errors_[last_error_];
               continue;
             }
             UpwardWalk interleavings(2);
             for (int vp : given_or(c_, "vp", given.vp, divisors(std::max(layers / pp, 1)))) {
               if (vp > 1 && pp == 1) {
-                last_error_ = "vp=" + std::to_string(vp) + " (interleaving) needs pp > 1";
+                last_skip_ = "vp=" + std::to_string(vp) + " (interleaving) needs pp > 1";
                 continue;
               }
               double best_of_vp = kInfinity;
@@ -125,13 +127,13 @@ class MegatronSearch {
               UpwardWalk sizes;
               for (int mb : given_or(c_, "mb", given.mb, divisors(B_ / dp))) {
                 if ((B_ / dp) % mb != 0) {
-                  last_error_ = "mb=" + std::to_string(mb) + " does not divide the " + std::to_string(B_ / dp) +
+                  last_skip_ = "mb=" + std::to_string(mb) + " does not divide the " + std::to_string(B_ / dp) +
                                 " samples per replica (batch " + std::to_string(B_) + " / dp=" + std::to_string(dp) + ")";
                   continue;
                 }
                 const int m = static_cast<int>(B_ / dp / mb);
                 if (vp > 1 && m % pp != 0) {
-                  last_error_ = "the interleaved schedule needs micro-batches (" + std::to_string(m) +
+                  last_skip_ = "the interleaved schedule needs micro-batches (" + std::to_string(m) +
                                 ") to be a multiple of pp=" + std::to_string(pp);
                   continue;
                 }
@@ -163,8 +165,15 @@ class MegatronSearch {
       if (seed && best_of_tp < kInfinity && widths.stop(best_of_tp)) break;
     }
     if (!best_eval_.valid) {
-      if (c_) throw std::runtime_error("--megatron " + c_->text() + ": no valid configuration (" + last_error_ + ")");
-      throw std::runtime_error("megatron search: no valid configuration (" + last_error_ + ")");
+      // A plan that failed to build or price says more than a combination skipped.
+      // The reason most plans failed to build for (GPT-3's vocabulary at tp=4 rather than the
+      // pipeline depths no topology level takes), else the last one to price.
+      std::string why = !last_error_.empty() ? last_error_ : !last_skip_.empty() ? last_skip_ : "no configuration";
+      int most = 0;
+      for (const auto& [error, count] : build_errors_)
+        if (count > most) most = count, why = error;
+      if (c_) throw std::runtime_error("--megatron " + c_->text() + ": no valid configuration (" + why + ")");
+      throw std::runtime_error("megatron search: no valid configuration (" + why + ")");
     }
     return best_;
   }
@@ -340,7 +349,9 @@ class MegatronSearch {
   bool train_ = true;
   MegatronSearchResult best_;
   Evaluation best_eval_;
-  std::string last_error_ = "no configuration";
+  std::string last_error_;  // the last plan that failed to build or price
+  std::string last_skip_;   // the last combination of knobs skipped before building
+  std::map<std::string, int> build_errors_;  // why plans failed to build, and how often
 };
 
 }  // namespace

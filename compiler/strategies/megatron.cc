@@ -157,9 +157,17 @@ class MegatronBuilder {
     if (loop >= static_cast<int>(space.loops.size()) || !cut_allowed(g_.node(n), space, loop, loops(n).extents[loop], axes, mesh_)) {
       double ways = 1;
       for (int a : axes) ways *= mesh_.axes()[a].size;
+      std::string padding;
+      const auto extent = loops(n).extents[loop];
+      if (std::string(what).find("vocabulary") != std::string::npos && extent && ways > 1) {
+        // Megatron-LM pads the vocabulary to a multiple of --make-vocab-size-divisible-by (128) x tp.
+        const long long multiple = 128LL * static_cast<long long>(ways), v = static_cast<long long>(*extent);
+        padding = " (Megatron-LM would pad it to " + std::to_string((v + multiple - 1) / multiple * multiple) +
+                  ", a multiple of 128 x tp; padded vocabularies are not priced yet)";
+      }
       throw std::runtime_error("megatron: " + std::string(what) + " of '" + node_name(n) + "' (loop '" +
                                space.loops[loop].name + "' = " + extent_text(g_, space.loops[loop].extent) +
-                               ") cannot be cut " + std::to_string(static_cast<long long>(ways)) + " ways");
+                               ") cannot be cut " + std::to_string(static_cast<long long>(ways)) + " ways" + padding);
     }
     plan_.node_cuts[n].loop_axes[loop] = axes;
   }
