@@ -186,7 +186,7 @@ compiler::Graph& cluster_series_graph() {
 compiler::Plan weak_scaling_plan(compiler::Graph& graph, const hardware::Cluster& cluster) {
   const int dp = cluster.num_devices() / 8;
   graph.symbols.bind("batch", 8.0 * dp);
-  return compiler::make_plan("megatron", graph, cluster, megatron("tp=8,mb=1"));
+  return compiler::make_plan("megatron", graph, cluster, megatron("tp=8,pp=1,mb=1"));
 }
 
 void BM_Evaluate_Gpus(benchmark::State& state) {

@@ -63,7 +63,7 @@ void add_compare_command(CLI::App& app) {
   add_dim_options(cmd, cli->options.batch_dim, cli->options.sequence_dim);
   cmd->add_option("--strategies", cli->strategies, "comma-separated: symtensor,megatron,dp,zero3");
   cmd->add_option("--megatron", cli->options.megatron,
-                  "fixed Megatron knobs (tp=8,pp=2,...); default: the best of a small grid");
+                  "Megatron knobs as constraints (tp=8,pp=2,...; the rest searched, tp, pp and mb given fix one plan); default: Megatron's best");
   cmd->add_flag("--no-simulate", cli->no_simulate, "analytic estimate only");
   cmd->add_option("-o,--output", cli->out, "report folder")->required();
   cmd->callback([cli] { run(*cli); });

@@ -155,7 +155,7 @@ void add_compile_command(CLI::App& app) {
   o->cluster_option = cmd->get_option("--cluster");
   add_model_options(cmd, o->input, "dim values, e.g. batch=512,seq=2048 (batch is required)");
   cmd->add_option("--strategy", o->strategy, "symtensor (default) | megatron | dp | zero3 | ilp");
-  cmd->add_option("--megatron", o->megatron, "Megatron knobs: tp=8,pp=8,mb=1,vp=3,sp=1,recompute=selective,distopt=1");
+  cmd->add_option("--megatron", o->megatron, "Megatron knobs as constraints (the rest searched; tp, pp and mb given fix one plan): tp=8,pp=8,mb=1,vp=3,sp=1,recompute=selective,distopt=1");
   cmd->add_option("--plan", o->plan, "read the plan from this plan.yaml instead of making one");
   cmd->add_option("--mode", o->mode, "train | infer (default train; a plan file's own)");
   cmd->add_option("--precision", o->precision, "fp32 | tf32 | fp16 | bf16 | fp8 (per-tensor scaling) | mxfp8 | fp4 (NVFP4) (default bf16; a plan file's own)");

@@ -65,7 +65,7 @@ void add_simulate_command(CLI::App& app) {
   add_model_options(cmd, o->input, "bind dim symbols, e.g. batch=512,seq=2048 (batch = global batch)");
   cmd->add_option("--plan", o->plan, "plan.yaml to simulate");
   cmd->add_option("--strategy", o->strategy, "plan generator: dp, zero3, megatron, ...");
-  cmd->add_option("--megatron", o->megatron, "Megatron knobs, e.g. tp=8,pp=8,mb=1,vp=3,recompute=full");
+  cmd->add_option("--megatron", o->megatron, "Megatron knobs as constraints (the rest searched; tp, pp and mb given fix one plan), e.g. tp=8,pp=8,mb=1,vp=3,recompute=full");
   cmd->add_option("--mode", o->mode, "train or infer")->capture_default_str();
   cmd->add_option("--precision", o->precision, "fp32, tf32, fp16, bf16, fp8 (per-tensor scaling), mxfp8 or fp4 (NVFP4)")->capture_default_str();
   cmd->add_option("--bucket-mb", o->bucket_mb, "data-parallel gradient bucket size in MB")->capture_default_str();

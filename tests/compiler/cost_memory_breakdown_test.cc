@@ -100,7 +100,7 @@ double activations_of_layers(int layers, int t) {
   io.fusion.attention = AttentionMode::materialized;
   Graph g = import_onnx_model(models::build_model(config), "gpt-22b-layer", io);
   const hardware::Cluster c = symtensor::testing::cluster_of("dgx-a100", 1, t);
-  Plan plan = megatron(g, c, "tp=" + std::to_string(t), hardware::Precision::fp16);
+  Plan plan = megatron(g, c, "tp=" + std::to_string(t) + ",pp=1,mb=1", hardware::Precision::fp16);
   const PlanAnalysis a = analyze_plan(g, c, plan);
   return memory_breakdown(g, plan, a).at(0).activations_per_micro_batch;
 }
