@@ -191,6 +191,13 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   r.only_keys(batch, "batch", {"global", "micro_batches"});
   plan.global_batch = r.get<double>(batch, "global", "batch.global");
   if (plan.global_batch <= 0) r.fail(batch["global"], "batch.global", "must be positive");
+  // The plan was made for its batch; a model bound to another would be priced silently at the
+  // plan's (the cuts and micro-batches were chosen for it).
+  if (const auto bound = graph.symbols.bindings().find(graph.batch_dim);
+      !graph.batch_dim.empty() && bound != graph.symbols.bindings().end() && bound->second != plan.global_batch)
+    r.fail(batch["global"], "batch.global",
+           fmt::format("{} differs from the model's --bind {}={}: compile the plan again for that batch, or bind {}={}",
+                       plan.global_batch, graph.batch_dim, bound->second, graph.batch_dim, plan.global_batch));
   plan.micro_batches = r.get<int>(batch, "micro_batches", "batch.micro_batches");
   if (plan.micro_batches < 1) r.fail(batch["micro_batches"], "batch.micro_batches", "must be at least 1");
   plan.schedule = r.parse(root, "schedule", "schedule", [](const std::string& s) { return parse_schedule(s); });

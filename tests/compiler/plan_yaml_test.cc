@@ -142,6 +142,10 @@ TEST(PlanYamlErrors, NameFileLineAndKey) {
   EXPECT_NE(error_of("name: /transformer/Gather_0", "name: nope").find("no node 'nope'"), std::string::npos);
   EXPECT_NE(error_of("format:", "formt:").find("key 'formt': unknown key"), std::string::npos);
   EXPECT_NE(error_of("strategy: dp", "strategy: [dp").find("p.yaml:"), std::string::npos);
+  // A plan for another batch than the model is bound to is refused, not silently priced.
+  EXPECT_EQ(error_of("global: 8", "global: 16"),
+            "p.yaml:" + line_of("global: 8") + ": key 'batch.global': 16 differs from the model's --bind batch=8: "
+            "compile the plan again for that batch, or bind batch=16");
 }
 
 }  // namespace
