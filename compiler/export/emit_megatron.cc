@@ -43,6 +43,7 @@ void model_flags(MegatronArgs& a, const ModelArchitecture& m, const ParallelReci
   }
   if (m.norm != NormKind::unknown) a.value("normalization", megatron_name(m.norm));
   if (m.norm_epsilon > 0) a.value("norm-epsilon", fmt::format("{:g}", m.norm_epsilon));
+  if (m.qk_norm) a.flag("qk-layernorm");
   if (m.position != PositionKind::unknown) a.value("position-embedding-type", megatron_name(m.position));
   if (m.position == PositionKind::rope && m.rotary_base > 0) a.value("rotary-base", static_cast<long long>(m.rotary_base));
   const long long seq = static_cast<long long>(r.seq);

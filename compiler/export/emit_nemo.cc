@@ -22,6 +22,7 @@ std::string nemo_model_config(const ModelArchitecture& m, const ParallelRecipe& 
   if (m.query_groups > 0) field("num_query_groups", m.query_groups);
   if (m.head_dim > 0) field("kv_channels", m.head_dim);
   field("gated_linear_unit", py_bool(m.gated_mlp));
+  field("qk_layernorm", py_bool(m.qk_norm));
   if (m.norm != NormKind::unknown) field("normalization", fmt::format("\"{}\"", megatron_name(m.norm)));
   if (m.norm_epsilon > 0) field("layernorm_epsilon", fmt::format("{:g}", m.norm_epsilon));
   if (m.position != PositionKind::unknown) field("position_embedding_type", fmt::format("\"{}\"", megatron_name(m.position)));

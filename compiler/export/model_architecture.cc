@@ -33,6 +33,7 @@ class ArchitectureReader {
     read_embeddings();
     read_experts();
     for (const Node& n : g_.nodes()) a_.dropout |= n.op_type == "Dropout";
+    a_.qk_norm = !s_.head_norms.empty();
     if (a_.layers == 0) a_.unknown.push_back("transformer layers: none found in the graph");
     if (a_.heads == 0) a_.unknown.push_back("attention heads: no attention found in the graph");
     if (a_.ffn_hidden == 0) a_.unknown.push_back("MLP width: no MLP found in the graph");

@@ -43,7 +43,7 @@ const std::map<std::string, ArgSpec>& megatron_table() {
       // 1a model
       {"num-layers", {Kind::integer}}, {"hidden-size", {Kind::integer}}, {"ffn-hidden-size", {Kind::integer}},
       {"num-attention-heads", {Kind::integer}}, {"group-query-attention", {Kind::flag}}, {"num-query-groups", {Kind::integer}},
-      {"kv-channels", {Kind::integer}}, {"swiglu", {Kind::flag}},
+      {"kv-channels", {Kind::integer}}, {"swiglu", {Kind::flag}}, {"qk-layernorm", {Kind::flag}},
       {"normalization", {Kind::choice, {"LayerNorm", "RMSNorm"}}}, {"norm-epsilon", {Kind::number}},
       {"position-embedding-type", {Kind::choice, {"learned_absolute", "rope", "yarn", "mrope", "relative", "none"}}},
       {"rotary-base", {Kind::integer}}, {"max-position-embeddings", {Kind::integer}}, {"seq-length", {Kind::integer}},
@@ -348,6 +348,21 @@ TEST_F(ExportReadback, MegatronGroupedQueryModel) {
   EXPECT_EQ(a.s("recompute-granularity"), "full");
   EXPECT_EQ(a.s("recompute-method"), "uniform");
   EXPECT_EQ(megatron_stages(a), recover_recipe(g, c, p).layers_per_stage);
+}
+
+// Qwen3's per-head q/k norms: --qk-layernorm (Megatron-LM trains a different model without
+// it), qk_layernorm in NeMo's config; LLaMA has none.
+TEST_F(ExportReadback, MegatronQkLayernorm) {
+  models::Overrides o;
+  o.layers = 2, o.hidden = 64, o.heads = 4, o.kv_heads = 2, o.intermediate = 96, o.vocab = 128;
+  Graph g = preset("qwen3-8b", o);
+  const hardware::Cluster c = cluster("dgx-a100", 1, 2);
+  const Plan p = plan(g, c, "tp=2,pp=1,mb=1");
+  const ExportResult r = export_plan(ExportTarget::megatron, g, c, p);
+  EXPECT_TRUE(parse_megatron(r.config).has("qk-layernorm")) << r.config;
+  EXPECT_NE(export_plan(ExportTarget::nemo, g, c, p).config.find("qk_layernorm=True"), std::string::npos);
+  Graph llama = preset("llama2-70b-tiny");
+  EXPECT_FALSE(parse_megatron(export_plan(ExportTarget::megatron, llama, c, plan(llama, c, "tp=2,pp=1,mb=1")).config).has("qk-layernorm"));
 }
 
 // FRAMEWORKS.md's LLaMA-3-8B reference flags, from a weight-free model of its shape.
