@@ -31,15 +31,13 @@ Graph import_with(const FitQuery& q, const std::map<std::string, double>& overri
 }
 
 // Keeps the fastest fitting plan, else the least memory any plan needed.
-void keep_better(FitPlan& best, const std::string& label, const StepEstimate& e) {
+void keep_better(FitPlan& best, const std::string& label, const StepEstimate& e, const Graph& graph) {
   best.capacity = e.memory_capacity;
-  if (e.fits) {
-    if (!best.fits || e.step_time_s < best.step_time_s) {
-      best.fits = true, best.label = label, best.step_time_s = e.step_time_s, best.peak_memory = e.peak_memory;
-    }
-  } else if (!best.fits && (best.label.empty() || e.peak_memory < best.peak_memory)) {
-    best.label = label, best.step_time_s = e.step_time_s, best.peak_memory = e.peak_memory;
-  }
+  const bool better = e.fits ? !best.fits || e.step_time_s < best.step_time_s
+                             : !best.fits && (best.label.empty() || e.peak_memory < best.peak_memory);
+  if (!better) return;
+  best.fits = e.fits, best.label = label, best.step_time_s = e.step_time_s, best.peak_memory = e.peak_memory;
+  best.samples_per_s = e.samples_per_s, best.mfu = e.mfu, best.tokens_per_sample = bound_sequence_length(graph);
 }
 
 // Doubling from `start` while `fits`, then bisection; values are multiples of `step`.
@@ -102,7 +100,7 @@ FitPlan fit_micro_batch(const FitQuery& q, const hardware::Cluster& cluster, int
                 const Plan plan = layouts.make(cluster, k, q.options);
                 const StepEstimate e = estimate_step(analyze_plan(*g, cluster, plan), plan, cluster);
                 if (evaluations) ++*evaluations;
-                keep_better(best, "megatron " + to_string(k), e);
+                keep_better(best, "megatron " + to_string(k), e, *g);
               } catch (const std::exception&) {
                 // a layout this model does not allow (heads not divisible ...): not a candidate
               }
@@ -135,7 +133,7 @@ FitPlan fit_strategy(const FitQuery& q, const hardware::Cluster& cluster, const 
     const StepEstimate e = estimate_step(analyze_plan(g, cluster, plan), plan, cluster);
     keep_better(best, fmt::format("{} (pp={}, {} micro-batches, recompute {}, ZeRO {})", q.strategy, plan.pipeline_stages(),
                                plan.micro_batches, describe_recompute(plan), plan.zero_stage),
-             e);
+             e, g);
   } catch (const std::exception& e) {
     best.label = std::string("no plan: ") + e.what();
   }

@@ -26,6 +26,9 @@ struct FitPlan {
   bool fits = false;
   std::string label;          // the plan's knobs
   double step_time_s = 0;
+  double samples_per_s = 0;
+  double tokens_per_sample = 0;  // the bound sequence length; 0 where the model has none
+  double mfu = 0;
   double peak_memory = 0;     // the fastest fitting plan's, or the least any plan needed
   double capacity = 0;
 };

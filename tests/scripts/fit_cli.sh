@@ -18,6 +18,9 @@ mb="$(echo "$out" | awk '$1 == "micro-batch" {print $2}')"
 knobs="$(echo "$out" | sed -n 's/.*\[megatron \([^:]*\):.*/\1/p' | head -1)"
 next="$(echo "$out" | awk '/does not fit/ {print $1}')"
 [ -n "$mb" ] && [ -n "$knobs" ] || fail "no micro-batch answer: $out"
+# the answer's throughput in tokens (the model binds a sequence) and its MFU
+echo "$out" | grep "^micro-batch" | grep -Eq "per step, [0-9.]+ [kKMGT]?tokens/s, MFU [0-9.]+ ?%" \
+  || fail "the answer does not state tokens/s and MFU: $out"
 [ "$next" = "$((mb + 1))" ] || fail "the next micro-batch is $next, not $((mb + 1)): $out"
 tp="$(echo "$knobs" | sed -n 's/.*tp=\([0-9]*\).*/\1/p')"; pp="$(echo "$knobs" | sed -n 's/.*pp=\([0-9]*\).*/\1/p')"
 dp=$((2 / (tp * pp)))
