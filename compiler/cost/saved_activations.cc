@@ -143,19 +143,19 @@ std::vector<SavedTensor> saved_tensors(const NumericGraph& ng) {
     }
     return false;
   };
+  // Whether `t` is newly kept (by `by`).
   auto keep = [&](TensorId t, NodeId by) {
-    if (!is_saved_activation(ng, t) || !seen.insert(t).second) return;
+    if (!is_saved_activation(ng, t) || !seen.insert(t).second) return false;
     saved.push_back({t, by, false, ng.quadratic_in_sequence(t)});
+    return true;
   };
   for (NodeId id = 0; id < n; ++id) {
     const Node& node = g.node(id);
     switch (ng.node(id).kind) {
       case OpKind::gemm:
       case OpKind::convolution:
-        for (TensorId in : node.inputs) {
-          keep(in, id);
-          if (!saved.empty() && saved.back().tensor == in && saved.back().saved_by == id) saved.back().view_of_kept = view_of_kept(in);
-        }
+        for (TensorId in : node.inputs)
+          if (keep(in, id)) saved.back().view_of_kept = view_of_kept(in);
         break;
       case OpKind::softmax:
         keep(node.outputs.at(0), id);
