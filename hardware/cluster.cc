@@ -68,7 +68,8 @@ double Device::roofline_seconds(Precision p, double flops, double bytes, double 
 }
 
 double Device::kernel_seconds(Precision p, double flops, double bytes) const {
-  const double low_precision = is_low_precision(p) ? low_precision_gemm_factor : 1;
+  const double low_precision =
+      is_low_precision(p) ? low_precision_gemm_factor * (p == Precision::fp4 ? fp4_gemm_factor : 1) : 1;
   return roofline_seconds(p, flops, bytes, flops > 0 ? std::min(1.0, efficiency_for(flops) * low_precision) : 1);
 }
 

@@ -38,6 +38,7 @@ struct Device {
   // Low-precision (FP8, MXFP8, NVFP4) GEMMs reach this fraction of the efficiency the curve
   // gives at their peak (the stack's StackKernels::fp8_gemm; 1 when no stack says).
   double low_precision_gemm_factor = 1;
+  double fp4_gemm_factor = 1;  // NVFP4's beside it (StackKernels::fp4_gemm)
   // The fraction of memory_bytes a plan leaves free (--memory-headroom): allocator
   // fragmentation and spikes the cost model does not see. Every "fits" respects it.
   double memory_headroom = 0;

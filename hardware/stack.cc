@@ -22,12 +22,17 @@ void read_memory(YamlReader& r, const YAML::Node& node, StackMemory& m, bool all
   const std::string path = "memory";
   r.expect_map(node, path,
                {"weights", "master_weights", "gradients", "optimizer", "gradient_reduce", "weight_gather", "loss_per_logit",
-                "low_precision_params"});
+                "low_precision_params", "low_precision_copies"});
   for (auto [key, value] : {std::pair{"weights", &m.weights}, std::pair{"gradients", &m.gradients},
                             std::pair{"optimizer", &m.optimizer}, std::pair{"gradient_reduce", &m.gradient_reduce},
                             std::pair{"weight_gather", &m.weight_gather}, std::pair{"loss_per_logit", &m.loss_per_logit}})
     if (all || node[key].IsDefined()) *value = r.positive(node, path, key);
   if (all || node["master_weights"].IsDefined()) m.master_weights = r.non_negative(node, path, "master_weights");
+  if (const YAML::Node copies = node["low_precision_copies"]; copies.IsDefined()) {
+    const std::string value = copies.IsScalar() ? copies.Scalar() : "";
+    if (value != "kept" && value != "per_use") r.fail(copies, path + ".low_precision_copies", "expected kept or per_use");
+    m.low_precision_copies_kept = value == "kept";
+  }
   if (const YAML::Node list = node["low_precision_params"]; list.IsDefined()) {
     const std::string key = path + ".low_precision_params";
     if (!list.IsSequence()) r.fail(list, key, "expected a list of precisions (fp8, mxfp8, fp4)");
@@ -54,10 +59,11 @@ std::vector<std::string> read_gpus(YamlReader& r, const YAML::Node& node, const 
 
 StackKernels read_kernels(YamlReader& r, const YAML::Node& node, std::size_t index) {
   const std::string path = fmt::format("kernels[{}]", index);
-  r.expect_map(node, path, {"gpu", "gemm", "attention", "fp8_gemm", "source"});
+  r.expect_map(node, path, {"gpu", "gemm", "attention", "fp8_gemm", "fp4_gemm", "source"});
   StackKernels k;
   k.gpus = read_gpus(r, node, path);
-  for (auto [key, value] : {std::pair{"gemm", &k.gemm}, std::pair{"attention", &k.attention}, std::pair{"fp8_gemm", &k.fp8_gemm}})
+  for (auto [key, value] : {std::pair{"gemm", &k.gemm}, std::pair{"attention", &k.attention}, std::pair{"fp8_gemm", &k.fp8_gemm},
+                             std::pair{"fp4_gemm", &k.fp4_gemm}})
     if (node[key].IsDefined()) {
       *value = r.positive(node, path, key);
       if (*value > 2) r.fail(node[key], path + "." + key, fmt::format("a factor of {} is implausible (at most 2)", *value));
@@ -89,7 +95,7 @@ Stack parse_stack(const std::string& yaml_text, const std::string& source) {
   } catch (const YAML::ParserException& e) {
     throw std::runtime_error(fmt::format("{}:{}:{}: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
-  r.expect_map(root, "", {"name", "description", "base", "memory", "overlap", "kernels"});
+  r.expect_map(root, "", {"name", "description", "base", "memory", "overlap", "kernels", "fusion"});
   // `base: NAME`: the bundled stack this one runs on (the same kernels), with other memory.
   Stack stack;
   if (root["base"].IsDefined()) {
@@ -123,6 +129,13 @@ Stack parse_stack(const std::string& yaml_text, const std::string& source) {
           if (std::count(other.gpus.begin(), other.gpus.end(), gpu) > 0)
             r.fail(list[i]["gpu"], fmt::format("kernels[{}].gpu", i), fmt::format("'{}' is listed twice", gpu));
       stack.kernels.push_back(std::move(k));
+    }
+  }
+  if (const YAML::Node fusion = root["fusion"]; fusion.IsDefined()) {
+    r.expect_map(fusion, "fusion", {"elementwise"});
+    if (const YAML::Node v = fusion["elementwise"]; v.IsDefined()) {
+      if (!v.IsScalar() || (v.Scalar() != "true" && v.Scalar() != "false")) r.fail(v, "fusion.elementwise", "expected true or false");
+      stack.fused_elementwise = v.Scalar() == "true";
     }
   }
   if (const YAML::Node overlap = root["overlap"]; overlap.IsDefined()) {
@@ -179,6 +192,7 @@ Cluster apply_stack(Cluster cluster, const Stack& stack) {
       p.backward = std::min(1.0, p.backward * k->attention);
     }
     cluster.device.low_precision_gemm_factor = k->fp8_gemm;
+    cluster.device.fp4_gemm_factor = k->fp4_gemm;
   }
   cluster.stack = stack;
   return cluster;

@@ -29,6 +29,11 @@ struct StackMemory {
   // parameter all-gathers move the quantized copy.
   std::vector<Precision> low_precision_params;
   bool low_precision_params_for(Precision p) const;
+  // Whether a low-precision GEMM's quantized weight copies stay in memory between uses
+  // (Transformer Engine caches them across micro-batches) or are made in each forward from
+  // the gathered weights and freed with them (torchao's Float8Linear under FSDP2, XLA's
+  // fused casts): then no copy is held at rest.
+  bool low_precision_copies_kept = true;
 };
 
 // Factors on a GPU profile's curves, for the devices whose name starts with one of `gpus`
@@ -38,6 +43,9 @@ struct StackKernels {
   double gemm = 1;       // the GEMM efficiency curve (and every kernel priced on it)
   double attention = 1;  // the fused attention table
   double fp8_gemm = 1;   // low-precision (FP8, MXFP8, NVFP4) linear GEMMs, on the GEMM curve at their peak
+  // NVFP4 GEMMs beside fp8_gemm (their Hadamard transforms, stochastic rounding and 16-value
+  // scales): 1 runs them as FP8's.
+  double fp4_gemm = 1;
   std::string source;    // where the factors come from (the runs they were fitted on)
 };
 
@@ -50,6 +58,10 @@ struct Stack {
   // Tensor-parallel collectives run under the GEMMs they feed or leave (Megatron's
   // --tp-comm-overlap, torchtitan's async TP) instead of before or after them.
   bool overlap_tp_comm = false;
+  // Element-wise chains run as fused kernels (Transformer Engine's fused norms, SwiGLU, RoPE and
+  // bias-dropout-add; XLA's fusions): a value that only feeds the next element-wise op of its
+  // layer never reaches HBM. False: eager PyTorch, one kernel and one HBM round trip per op.
+  bool fused_elementwise = false;
 
   // The factors for a device (the entry with the longest prefix of its name), if any.
   const StackKernels* kernels_for(const std::string& device_name) const;

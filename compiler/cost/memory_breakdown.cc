@@ -22,7 +22,9 @@ std::vector<StageMemoryBreakdown> memory_breakdown(const Graph& graph, const Pla
   const hardware::StackMemory& bytes = analysis.state_bytes;
   const auto dtype = [](double b) { return b == 4 ? std::string("fp32") : b == 2 ? std::string("16-bit") : fmt::format("{:g} B", b); };
   const std::string weights =
-      dtype(bytes.weights) + " weights" + (hardware::is_low_precision(plan.precision) ? " + their low-precision copies" : "");
+      dtype(bytes.weights) + " weights" + (!hardware::is_low_precision(plan.precision) ? ""
+                                      : bytes.low_precision_copies_kept ? " + their low-precision copies"
+                                                                        : " (low-precision copies made per use, none kept)");
   const std::string optimizer = bytes.master_weights > 0
                                     ? fmt::format("fp32 master weights + Adam m, v ({:g} B/parameter)", bytes.master_weights + bytes.optimizer)
                                     : fmt::format("Adam m, v ({:g} B/parameter)", bytes.optimizer);

@@ -67,6 +67,8 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
     n.flops = compile(n.space.flops);
     n.bytes = compile(n.space.bytes);
     for (TensorId out : graph.node(id).outputs) n.quadratic_output |= out != kNone && quadratic_[out];
+    static const std::set<std::string> views = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Constant", "Shape"};
+    n.no_kernel = views.count(graph.node(id).op_type) > 0;
     if (n.kind == OpKind::attention)
       for (std::size_t l = 0; l < n.space.loops.size(); ++l) {
         if (n.space.loops[l].name == "d") n.head_dim_loop = static_cast<int>(l);
@@ -84,6 +86,7 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
     if (added) ++num_layers_;
     node_layers_[id] = it->second;
   }
+  mark_fusable_intermediates(graph);
   const std::vector<bool> derived_from_weights = weight_derived_tensors(graph, order_);
   for (TensorId t = 0; t < static_cast<TensorId>(facts_.size()); ++t)
     facts_[t].weight_derived = derived_from_weights[t] && !facts_[t].parameter && facts_[t].floating && !facts_[t].constant;
@@ -116,6 +119,25 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
   }
   saved_ = compiler::saved_tensors(*this);
   checkpoints_ = compiler::layer_checkpoints(*this);
+}
+
+// Element-wise, normalization, softmax, reduction and data-movement ops are what fused kernels
+// chain (a norm's statistics and scaling, SwiGLU, RoPE's rotations and concatenation); a
+// gather or scatter indexes memory and is not.
+void NumericGraph::mark_fusable_intermediates(const Graph& graph) {
+  auto fusable = [&](NodeId id) {
+    const OpKind k = nodes_[id].kind;
+    const std::string& op = graph.node(id).op_type;
+    if (k == OpKind::data_movement) return op.rfind("Gather", 0) != 0 && op.rfind("Scatter", 0) != 0;
+    return k == OpKind::elementwise || k == OpKind::normalization || k == OpKind::softmax || k == OpKind::reduction;
+  };
+  for (TensorId t = 0; t < static_cast<TensorId>(graph.tensors().size()); ++t) {
+    const Tensor& tensor = graph.tensor(t);
+    if (tensor.producer == kNone || tensor.is_graph_output || tensor.consumers.empty() || !fusable(tensor.producer)) continue;
+    bool internal = true;
+    for (NodeId c : tensor.consumers) internal = internal && fusable(c) && node_layers_[c] == node_layers_[tensor.producer];
+    facts_[t].fusable_intermediate = internal;
+  }
 }
 
 Affine NumericGraph::compile(const GiNaC::ex& e) const {

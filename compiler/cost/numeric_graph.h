@@ -29,6 +29,8 @@ struct NumericNode {
   std::vector<NumericLoop> loops;
   Affine flops, bytes;
   bool quadratic_output = false;  // an output is quadratic_in_sequence (selective recompute redoes the node)
+  // A view (Reshape, Squeeze, Unsqueeze, Flatten, Identity) or a host-side constant: no kernel.
+  bool no_kernel = false;
   // Fused attention (OpKind::attention): its head-dim and query-sequence loops, which pick
   // the kernel's efficiency; -1 otherwise.
   int head_dim_loop = -1, query_loop = -1;
@@ -46,6 +48,9 @@ struct TensorFacts {
   // embedding. Frameworks read such a tensor as a view of the weight, so it is no saved
   // activation, and its gradient stays a partial sum until the parameter's own reduction.
   bool weight_derived = false;
+  // Passed from one element-wise op to the next inside a layer (every consumer such an op of
+  // the producer's layer): a fused kernel keeps it on chip (Stack::fused_elementwise).
+  bool fusable_intermediate = false;
 };
 
 // A parameter and every operand slot (node, input index) that reads it, in consumer order.
@@ -103,6 +108,7 @@ class NumericGraph {
   Affine compile(const GiNaC::ex& e) const;
 
  private:
+  void mark_fusable_intermediates(const Graph& graph);
   Affine compile_new(const GiNaC::ex& e) const;
 
   Graph& graph_;

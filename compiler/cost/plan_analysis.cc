@@ -660,8 +660,8 @@ class Analyzer {
     if (t == kNone || i >= nn.space.input_dims.size()) return;
     const OperandLayout want = OperandLayout::input(nn.space, cut, static_cast<int>(i));
     const double bytes = local_elements(t, want) * element_bytes(t);
-    local_bytes += bytes;
     const TensorFacts& facts = ng_.facts(t);
+    if (!on_chip(facts)) local_bytes += bytes;
     if (!facts.parameter && !facts.constant && !facts.weight_derived) w.buffer_bytes += bytes;
     // A fused attention's mask (input 3) gets no gradient.
     const bool differentiable = train && needs_gradient(t) && !(nn.kind == OpKind::attention && i >= 3);
@@ -734,7 +734,7 @@ class Analyzer {
       if (t == kNone) continue;
       const OperandLayout out = OperandLayout::output(nn.space, cut, static_cast<int>(o));
       const double bytes = local_elements(t, out) * element_bytes(t);
-      local_bytes += bytes;
+      if (!on_chip(ng_.facts(t))) local_bytes += bytes;
       w.buffer_bytes += bytes;
       // In training a graph output feeds the loss, which the stacks compute on an fp32 copy
       // (a language model's logits: StackMemory::loss_per_logit bytes each in all).
@@ -756,7 +756,13 @@ class Analyzer {
     }
     if (low_precision_gemm(id)) add_quantization(w, node, nn, cut, train);
     if (nn.kind == OpKind::attention) price_attention(w, nn, cut, train && gradient_inputs > 0);
+    if (nn.no_kernel) w.fwd_seconds = w.bwd_seconds = 0;
     return w;
+  }
+
+  // A value a fused element-wise kernel passes on without writing it (Stack::fused_elementwise).
+  bool on_chip(const TensorFacts& facts) const {
+    return cluster_.stack.fused_elementwise && facts.fusable_intermediate;
   }
 
   // A low-precision GEMM quantizes its activation input before the forward and the output's
@@ -836,7 +842,7 @@ class Analyzer {
       if (!g.axes.empty()) g.group = mesh_.group_shape(g.axes);
       g.weight_gather_bytes = cluster_.stack.memory.weight_gather;
       for (const auto& [c, i] : uses.uses)
-        if (low_precision_gemm(c)) {
+        if (low_precision_gemm(c) && cluster_.stack.memory.low_precision_copies_kept) {
           // Quantized copies beside the bf16 weights, or instead of them where the stack keeps
           // the compute weights quantized (and gathers one copy).
           const bool quantized_only = cluster_.stack.memory.low_precision_params_for(plan_.precision);

@@ -140,5 +140,42 @@ TEST(Stacks, LowPrecisionParamsAndBaseCycles) {
   }
 }
 
+// Element-wise fusion (Transformer Engine's fused kernels, XLA), quantized weight copies kept
+// or made per use, and NVFP4's own GEMM factor: what each bundled stack says, and how a bad
+// value is refused.
+TEST(Stacks, FusionLowPrecisionCopiesAndFp4Factor) {
+  EXPECT_TRUE(load_stack("megatron").fused_elementwise);
+  EXPECT_TRUE(load_stack("nemo").fused_elementwise);  // its base's
+  EXPECT_TRUE(load_stack("jax").fused_elementwise);
+  EXPECT_FALSE(load_stack("torchtitan").fused_elementwise);  // eager PyTorch
+  EXPECT_FALSE(load_stack("deepspeed").fused_elementwise);
+  EXPECT_TRUE(load_stack("megatron").memory.low_precision_copies_kept);
+  EXPECT_FALSE(load_stack("torchtitan").memory.low_precision_copies_kept);
+  const Stack s = parse_stack(R"(name: test
+memory: {weights: 2, master_weights: 4, gradients: 4, optimizer: 8, gradient_reduce: 4, weight_gather: 2, loss_per_logit: 6}
+kernels:
+  - {gpu: GB200, fp8_gemm: 0.8, fp4_gemm: 0.5, source: "a test"}
+)", "test.yaml");
+  const Cluster gb200 = load_cluster("gb200-nvl72");
+  const Cluster applied = apply_stack(gb200, s);
+  const double flops = 1e12;
+  auto seconds = [&](Precision p) { return applied.device.kernel_seconds(p, flops, 0) - applied.device.kernel_launch_s; };
+  const double curve = gb200.device.efficiency_for(flops);
+  EXPECT_NEAR(seconds(Precision::fp8), flops / (gb200.device.peak(Precision::fp8) * 0.8 * curve), 1e-12);
+  EXPECT_NEAR(seconds(Precision::fp4), flops / (gb200.device.peak(Precision::fp4) * 0.8 * 0.5 * curve), 1e-12);
+  auto error = [](const std::string& text) {
+    try {
+      parse_stack(text, "s.yaml");
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error("name: x\nbase: megatron\nfusion: {elementwise: yes please}\n"),
+              ::testing::HasSubstr("key 'fusion.elementwise': expected true or false"));
+  EXPECT_THAT(error("name: x\nbase: megatron\nmemory: {low_precision_copies: sometimes}\n"),
+              ::testing::HasSubstr("key 'memory.low_precision_copies': expected kept or per_use"));
+}
+
 }  // namespace stack_test
 }  // namespace symtensor::hardware
