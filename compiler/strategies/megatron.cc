@@ -69,6 +69,10 @@ class MegatronBuilder {
       if (!expert_layout(n)) fix_batch(n);
       if (!skips_tp(n)) set(n, gemm_contraction_loop(spaces_[n]), tp, "the contraction (row-parallel)");
     }
+    // Multi-head latent attention's down projections and their norms: whole on every
+    // tensor-parallel rank (Megatron-Core's duplicated linear_q_down_proj/linear_kv_down_proj).
+    for (const auto* nodes : {&s_.down_projections, &s_.latent_norms})
+      for (NodeId n : *nodes) fix_batch(n);
     // Token dispatch and combine: the local tokens, as the attention part holds them.
     for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes().size()); ++n)
       if (spaces_[n].kind == OpKind::routing && g_.node(n).inputs.size() == 2) fix_batch(n);
