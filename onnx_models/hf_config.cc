@@ -18,10 +18,6 @@ using Json = nlohmann::json;
 // What each refused family has that the zoo does not write yet (one line each).
 const std::map<std::string, std::string>& hf_refused_families() {
   static const std::map<std::string, std::string> refused = {
-      {"deepseek_v3", "multi-head latent attention (q_lora_rank, kv_lora_rank, decoupled RoPE), shared experts, "
-                      "grouped sigmoid top-k routing and dense first layers (first_k_dense_replace)"},
-      {"deepseek_v2", "multi-head latent attention (q_lora_rank, kv_lora_rank, decoupled RoPE), shared experts "
-                      "and dense first layers (first_k_dense_replace)"},
       {"gpt_oss", "attention sinks, alternating sliding-window layers, yarn rope scaling and biased, clamped "
                   "SwiGLU experts"},
       {"gemma3", "the vision tower of this multimodal config (its text_config alone is a gemma3_text config)"},
@@ -119,10 +115,11 @@ HfDefaults hf_defaults(const std::string& type) {
   if (type == "mistral") return {1e-6, 10000.0, 4096 * 32};
   if (type == "mixtral") return {1e-5, 1e6, 4096 * 32};
   if (type == "gemma3_text") return {1e-6, 1e6, 131072};
+  if (type == "deepseek_v2" || type == "deepseek_v3") return {1e-6, 10000.0, type == "deepseek_v3" ? 4096 : 2048};
   return {1e-6, 10000.0, 32768};  // qwen2, qwen3, qwen3_moe
 }
 
-void read_rope(const HfReader& r, const Json& j, ModelConfig& c, double default_theta) {
+void read_rope(const HfReader& r, const Json& j, ModelConfig& c, double default_theta, bool yarn_allowed) {
   // transformers >= 4.56 may hold theta and scaling together in rope_parameters.
   const Json* scaling = nullptr;
   std::string scaling_key = "rope_scaling";
@@ -156,16 +153,86 @@ void read_rope(const HfReader& r, const Json& j, ModelConfig& c, double default_
     c.rope_scaling.high_freq_factor = r.number(field("high_freq_factor"), scaling_key + ".high_freq_factor");
     c.rope_scaling.original_max_positions =
         r.integer(field("original_max_position_embeddings"), scaling_key + ".original_max_position_embeddings");
+  } else if (type == "yarn" && yarn_allowed) {  // transformers' _compute_yarn_parameters
+    c.rope_scaling.type = type;
+    c.rope_scaling.factor = r.number(field("factor"), scaling_key + ".factor");
+    c.rope_scaling.original_max_positions =
+        s.contains("original_max_position_embeddings")
+            ? r.integer(s.at("original_max_position_embeddings"), scaling_key + ".original_max_position_embeddings")
+            : c.seq;
+    auto optional = [&](const char* key, double& value) {
+      if (s.contains(key) && !s.at(key).is_null()) value = r.number(s.at(key), scaling_key + "." + key);
+    };
+    optional("beta_fast", c.rope_scaling.beta_fast);
+    optional("beta_slow", c.rope_scaling.beta_slow);
+    optional("mscale", c.rope_scaling.mscale);
+    optional("mscale_all_dim", c.rope_scaling.mscale_all_dim);
+    optional("attention_factor", c.rope_scaling.attention_factor);
+    if (s.contains("truncate") && s.at("truncate") != Json(true))
+      r.refuse(scaling_key + ".truncate", "= " + s.at("truncate").dump(), "yarn's correction range is truncated");
   } else {
-    r.refuse(scaling_key, "with rope type '" + type + "'", "written: default, linear, llama3");
+    r.refuse(scaling_key, "with rope type '" + type + "'",
+             yarn_allowed ? "written: default, linear, llama3, yarn" : "written: default, linear, llama3");
+  }
+}
+
+// DeepSeek-V2/V3: multi-head latent attention and the mixture of fine-grained experts after
+// the dense first layers, with the router of topk_method (V3's noaux_tc: sigmoid scores plus
+// the correction bias, groups ranked by their best two; V2's greedy, or group_limited_greedy:
+// softmax, groups ranked by their best one).
+void read_deepseek(const HfReader& r, const Json& j, ModelConfig& c) {
+  const bool v3 = r.type() == "deepseek_v3";
+  c.kv_heads = c.heads;  // MLA has no kv heads; num_key_value_heads is not read by HF's code
+  c.head_dim = 0;
+  c.q_lora_rank = r.has("q_lora_rank") ? r.integer("q_lora_rank") : 0;
+  c.kv_lora_rank = r.integer("kv_lora_rank");
+  c.qk_nope_head_dim = r.integer("qk_nope_head_dim");
+  c.qk_rope_head_dim = r.integer("qk_rope_head_dim");
+  c.v_head_dim = r.integer("v_head_dim");
+  if (c.qk_rope_head_dim % 2 != 0) r.fail("key 'qk_rope_head_dim' must be even, got " + std::to_string(c.qk_rope_head_dim));
+  if (!r.boolean_or("rope_interleave", true)) r.refuse("rope_interleave", "= false", "written: the interleaved rope of the checkpoints");
+  c.experts = r.integer("n_routed_experts");
+  c.top_k = r.integer("num_experts_per_tok");
+  if (c.top_k > c.experts)
+    r.fail("key 'num_experts_per_tok' (" + std::to_string(c.top_k) + ") exceeds 'n_routed_experts' (" +
+           std::to_string(c.experts) + ")");
+  c.intermediate = r.integer("moe_intermediate_size");
+  c.dense_intermediate = r.integer("intermediate_size");
+  c.first_dense_layers = r.has("first_k_dense_replace") ? r.integer(j.at("first_k_dense_replace"), "first_k_dense_replace", false) : 0;
+  if (c.first_dense_layers > c.layers)
+    r.fail("key 'first_k_dense_replace' (" + std::to_string(c.first_dense_layers) + ") exceeds 'num_hidden_layers'");
+  if (r.integer_or("moe_layer_freq", 1) != 1)
+    r.refuse("moe_layer_freq", "= " + j.at("moe_layer_freq").dump(), "dense layers between sparse ones");
+  c.shared_experts = r.has("n_shared_experts") ? r.integer(j.at("n_shared_experts"), "n_shared_experts", false) : 0;
+  c.norm_topk_prob = r.boolean_or("norm_topk_prob", v3);
+  c.routed_scaling = r.positive_number_or("routed_scaling_factor", v3 ? 2.5 : 1.0);
+  const std::string scoring = r.has("scoring_func") ? r.string("scoring_func") : (v3 ? "sigmoid" : "softmax");
+  const std::string method = r.has("topk_method") ? r.string("topk_method") : (v3 ? "noaux_tc" : "greedy");
+  if (scoring != (v3 ? "sigmoid" : "softmax"))
+    r.refuse("scoring_func", "= \"" + scoring + "\"", v3 ? "written: \"sigmoid\"" : "written: \"softmax\"");
+  const bool grouped = v3 ? method == "noaux_tc" : method == "group_limited_greedy";
+  if (!grouped && (v3 || method != "greedy"))
+    r.refuse("topk_method", "= \"" + method + "\"",
+             v3 ? "written: \"noaux_tc\"" : "written: \"greedy\", \"group_limited_greedy\"");
+  c.sigmoid_router = v3;
+  if (grouped) {
+    c.expert_groups = r.integer_or("n_group", 1);
+    c.top_groups = r.integer_or("topk_group", 1);
+    c.group_top = v3 ? 2 : 1;
+    if (c.experts % c.expert_groups != 0)
+      r.fail("key 'n_group' (" + std::to_string(c.expert_groups) + ") must divide 'n_routed_experts' (" +
+             std::to_string(c.experts) + ")");
+    if (c.top_groups > c.expert_groups)
+      r.fail("key 'topk_group' (" + std::to_string(c.top_groups) + ") exceeds 'n_group'");
+    if (c.expert_groups == 1) c.top_groups = 1;
   }
 }
 
 }  // namespace
 
 const std::vector<std::string>& hf_model_types() {
-  static const std::vector<std::string> types = {"llama", "mistral", "mixtral", "qwen2",
-                                                 "qwen3", "qwen3_moe", "gemma3_text"};
+  static const std::vector<std::string> types = {"llama",     "mistral",     "mixtral",     "qwen2",      "qwen3",
+                                                 "qwen3_moe", "gemma3_text", "deepseek_v2", "deepseek_v3"};
   return types;
 }
 
@@ -195,6 +262,7 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
   const bool moe = type == "mixtral" || type == "qwen3_moe";
   const bool qwen3 = type == "qwen3" || type == "qwen3_moe";
   const bool gemma3 = type == "gemma3_text";
+  const bool deepseek = type == "deepseek_v2" || type == "deepseek_v3";
   ModelConfig c;
   c.family = Family::llama;
   c.model_type = type;
@@ -205,7 +273,9 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
   c.vocab = r.integer("vocab_size");
   // num_key_value_heads: Llama's config takes the heads when it is absent or null; the
   // others' classes default to a fixed count unrelated to the model, so it must be given.
-  if (type == "llama" || (j.contains("num_key_value_heads") && j.at("num_key_value_heads").is_null()))
+  if (deepseek)
+    c.kv_heads = c.heads;  // read_deepseek
+  else if (type == "llama" || (j.contains("num_key_value_heads") && j.at("num_key_value_heads").is_null()))
     c.kv_heads = r.integer_or("num_key_value_heads", c.heads);
   else
     c.kv_heads = r.integer("num_key_value_heads");
@@ -214,14 +284,14 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
            std::to_string(c.heads) + ")");
   // head_dim: Qwen3's and Gemma 3's classes default to 128 / 256 whatever the width, so it
   // must be given there.
-  c.head_dim = qwen3 || gemma3 ? r.integer("head_dim") : r.integer_or("head_dim", 0);
-  if (c.head_dim == 0 && c.hidden % c.heads != 0)
+  c.head_dim = qwen3 || gemma3 ? r.integer("head_dim") : deepseek ? 0 : r.integer_or("head_dim", 0);
+  if (c.head_dim == 0 && c.hidden % c.heads != 0 && !deepseek)
     r.fail("key 'hidden_size' (" + std::to_string(c.hidden) + ") is not a multiple of 'num_attention_heads' (" +
            std::to_string(c.heads) + ") and there is no 'head_dim'");
   if (c.head_dim * c.heads == c.hidden) c.head_dim = 0;  // the usual layout, described as such
   c.seq = r.integer_or("max_position_embeddings", defaults.max_positions);
   c.norm_epsilon = r.positive_number_or("rms_norm_eps", defaults.norm_epsilon);
-  read_rope(r, j, c, defaults.rope_theta);
+  read_rope(r, j, c, defaults.rope_theta, /*yarn_allowed=*/deepseek);
   c.tied_embeddings = r.boolean_or("tie_word_embeddings", gemma3);  // Gemma3TextConfig ties by default
   if (gemma3) {
     if (!c.tied_embeddings) r.refuse("tie_word_embeddings", "= false", "Gemma 3's head is its embedding");
@@ -246,7 +316,7 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
   if (type == "qwen2") {
     c.qkv_bias = true;
   } else if (r.boolean_or("attention_bias", false)) {
-    if (type == "mistral" || type == "mixtral" || gemma3) r.refuse("attention_bias", "= true");
+    if (type == "mistral" || type == "mixtral" || gemma3 || deepseek) r.refuse("attention_bias", "= true");
     c.qkv_bias = c.out_bias = true;
   }
   c.qk_norm = qwen3 || gemma3;
@@ -282,7 +352,9 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
     }
   }
 
-  if (moe) {
+  if (deepseek) {
+    read_deepseek(r, j, c);
+  } else if (moe) {
     if (type == "mixtral") {
       c.experts = r.integer("num_local_experts");
       c.intermediate = r.integer("intermediate_size");  // each expert's width

@@ -5,7 +5,9 @@
 //
 // Written: llama (1-3.x, rope_scaling linear/llama3), mistral (sliding_window), mixtral,
 // qwen2, qwen3 (q_norm/k_norm, head_dim), qwen3_moe (every layer sparse), gemma3_text
-// (local/global layers, GeGLU, four (1 + w) norms a layer, scaled embedding). Every other
+// (local/global layers, GeGLU, four (1 + w) norms a layer, scaled embedding), deepseek_v2 and
+// deepseek_v3 (multi-head latent attention, yarn rope, dense first layers, routed and shared
+// experts, V3's sigmoid group-limited router; the MTP layer is not written). Every other
 // model_type, and any field of a written one that the zoo cannot express (a different
 // hidden_act, mlp_bias, yarn rope scaling, mixed dense/sparse layers, ...), is refused in one
 // line that names the file, the model_type and the key, never approximated.

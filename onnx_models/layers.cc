@@ -81,13 +81,19 @@ Rotary rotary_tables(GraphBuilder& g, const std::string& position_ids, std::int6
   return rotary_tables(g, position_ids, inv_freq);
 }
 
-Rotary rotary_tables(GraphBuilder& g, const std::string& position_ids, const std::vector<float>& inv_freq) {
+Rotary rotary_tables(GraphBuilder& g, const std::string& position_ids, const std::vector<float>& inv_freq,
+                     double attention_factor) {
   g.push("rotary_emb");
   std::string positions = g.op("Cast", {position_ids}, {{"to", std::int64_t{onnx::TensorProto::FLOAT}}});
   std::string column = g.op("Unsqueeze", {positions, g.ints({-1})});      // [b, s, 1]
   std::string freqs = g.op("Mul", {column, g.floats(inv_freq)});         // [b, s, hd/2]
   std::string emb = g.op("Concat", {freqs, freqs}, {{"axis", std::int64_t{-1}}});  // [b, s, hd]
   Rotary r{g.op("Cos", {emb}), g.op("Sin", {emb})};
+  if (attention_factor != 1.0) {
+    const std::string factor = g.float_scalar(static_cast<float>(attention_factor));
+    r.cos = g.op("Mul", {r.cos, factor});
+    r.sin = g.op("Mul", {r.sin, factor});
+  }
   g.pop();
   return r;
 }
@@ -188,6 +194,62 @@ std::string self_attention(GraphBuilder& g, const std::string& x, const Attentio
   return linear(g, context, spec.out_name, width, h, spec.out_bias);
 }
 
+namespace {
+
+// HF's apply_rotary_pos_emb_interleave: the pairs (x0, x1), (x2, x3), ... of [..., d] regrouped
+// as (x0, x2, ..., x1, x3, ...) (view [..., d/2, 2], transpose, reshape), then rotate_half.
+std::string deinterleave(GraphBuilder& g, const std::string& x, std::int64_t d) {
+  std::string pairs = g.op("Reshape", {x, g.ints({0, 0, 0, d / 2, 2})});
+  std::string swapped = g.op("Transpose", {pairs}, {{"perm", perm({0, 1, 2, 4, 3})}});
+  return g.op("Reshape", {swapped, g.ints({0, 0, 0, d})});
+}
+
+}  // namespace
+
+std::string latent_attention(GraphBuilder& g, const std::string& x, const LatentAttentionSpec& spec) {
+  const std::int64_t h = spec.hidden, heads = spec.heads, qk = spec.nope + spec.rope;
+  const double eps = spec.norm_epsilon;
+  auto split = [&](const std::string& t, std::int64_t first, std::int64_t second) {
+    return g.op_n("Split", {t, g.ints({first, second})}, 2, {{"axis", std::int64_t{-1}}});
+  };
+  auto heads_first = [&](const std::string& t, std::int64_t d) {  // [b, s, heads*d] -> [b, heads, s, d]
+    return g.op("Transpose", {g.op("Reshape", {t, g.ints({0, 0, heads, d})})}, {{"perm", perm({0, 2, 1, 3})}});
+  };
+  std::string q;
+  if (spec.q_lora_rank > 0) {
+    std::string latent = linear(g, x, "q_a_proj", h, spec.q_lora_rank, false);
+    latent = rms_norm(g, latent, "q_a_layernorm", spec.q_lora_rank, eps);
+    q = linear(g, latent, "q_b_proj", spec.q_lora_rank, heads * qk, false);
+  } else {
+    q = linear(g, x, "q_proj", h, heads * qk, false);
+  }
+  const auto q_parts = split(heads_first(q, qk), spec.nope, spec.rope);  // q_pass, q_rot
+  const auto kv_a = split(linear(g, x, "kv_a_proj_with_mqa", h, spec.kv_lora_rank + spec.rope, false),
+                          spec.kv_lora_rank, spec.rope);  // the latent, the shared rope key
+  std::string kv = rms_norm(g, kv_a[0], "kv_a_layernorm", spec.kv_lora_rank, eps);
+  kv = linear(g, kv, "kv_b_proj", spec.kv_lora_rank, heads * (spec.nope + spec.v), false);
+  const auto kv_parts = split(heads_first(kv, spec.nope + spec.v), spec.nope, spec.v);  // k_pass, values
+  std::string q_rot = deinterleave(g, q_parts[1], spec.rope);
+  std::string k_rot = deinterleave(g, g.op("Unsqueeze", {kv_a[1], g.ints({1})}), spec.rope);  // [b, 1, s, rope]
+  if (spec.rotary) {
+    const std::string cos = g.op("Unsqueeze", {spec.rotary->cos, g.ints({1})});  // [b, 1, s, rope]
+    const std::string sin = g.op("Unsqueeze", {spec.rotary->sin, g.ints({1})});
+    q_rot = apply_rotary(g, q_rot, cos, sin, spec.rope);
+    k_rot = apply_rotary(g, k_rot, cos, sin, spec.rope);
+  }
+  k_rot = g.op("Expand", {k_rot, g.ints({1, heads, 1, 1})});  // the one rope key, for every head
+  const std::string query = g.op("Concat", {q_parts[0], q_rot}, {{"axis", std::int64_t{-1}}});  // [b, heads, s, qk]
+  const std::string key = g.op("Concat", {kv_parts[0], k_rot}, {{"axis", std::int64_t{-1}}});
+  std::string scores = g.op("MatMul", {query, g.op("Transpose", {key}, {{"perm", perm({0, 1, 3, 2})}})});
+  const double scale = spec.scale > 0 ? spec.scale : 1.0 / std::sqrt(static_cast<double>(qk));
+  scores = g.op("Mul", {scores, g.float_scalar(static_cast<float>(scale))});
+  if (!spec.mask.empty()) scores = g.op("Add", {scores, spec.mask});
+  std::string probs = g.op("Softmax", {scores}, {{"axis", std::int64_t{-1}}});
+  std::string context = g.op("Transpose", {g.op("MatMul", {probs, kv_parts[1]})}, {{"perm", perm({0, 2, 1, 3})}});
+  context = g.op("Reshape", {context, g.ints({0, 0, heads * spec.v})});
+  return linear(g, context, "o_proj", heads * spec.v, h, false);
+}
+
 std::string gelu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate,
                      const char* in_name, const char* out_name) {
   std::string up = linear(g, x, in_name, hidden, intermediate, true);
@@ -223,18 +285,52 @@ std::string moe_mlp(GraphBuilder& g, const std::string& x, const MoeSpec& spec) 
   std::string logits = linear(g, x, "gate", h, E, false);
   std::vector<std::string> top;
   std::string weights;  // [b, s, k]
-  if (spec.norm_topk_prob) {
+  std::string scores;   // DeepSeek's sigmoid scores [b, s, E], the weights taken from them below
+  auto ids = [&](std::int64_t n) {
+    std::vector<std::int64_t> v;
+    for (std::int64_t i = 0; i < n; ++i) v.push_back(i);
+    return g.ints(v);
+  };
+  auto one_hot_of = [&](const std::string& indices, std::int64_t n) {  // [..., m] -> [..., m, n]
+    std::string chosen = g.op("Equal", {g.op("Unsqueeze", {indices, g.ints({-1})}), ids(n)});
+    return g.op("Cast", {chosen}, {{"to", std::int64_t{onnx::TensorProto::FLOAT}}});
+  };
+  if (spec.norm_topk_prob && !spec.sigmoid && spec.groups == 1) {
     top = g.op_n("TopK", {logits, g.ints({k})}, 2, {{"axis", std::int64_t{-1}}});
     weights = g.op("Softmax", {top[0]}, {{"axis", std::int64_t{-1}}});
-  } else {  // the top-k probabilities of the softmax over all experts, not renormalized
-    std::string probs = g.op("Softmax", {logits}, {{"axis", std::int64_t{-1}}});
-    top = g.op_n("TopK", {probs, g.ints({k})}, 2, {{"axis", std::int64_t{-1}}});
+  } else {
+    // The top-k of the softmax over all experts (not renormalized), or of DeepSeek-V3's
+    // sigmoid scores plus their correction bias.
+    std::string choice = g.op(spec.sigmoid ? "Sigmoid" : "Softmax", {logits},
+                              spec.sigmoid ? std::vector<Attr>{} : std::vector<Attr>{{"axis", std::int64_t{-1}}});
+    if (spec.sigmoid) {
+      scores = choice;
+      choice = g.op("Add", {choice, g.parameter("gate.e_score_correction_bias", {E}, Init::uniform(0.1))});
+    }
+    if (spec.groups > 1) {  // group-limited: experts outside the top_groups best groups score 0
+      const std::int64_t G = spec.groups;
+      std::string grouped = g.op("Reshape", {choice, g.ints({0, 0, G, E / G})});
+      std::string best = g.op_n("TopK", {grouped, g.ints({spec.group_top})}, 2, {{"axis", std::int64_t{-1}}})[0];
+      std::string group_scores = g.op("ReduceSum", {best, g.ints({-1})}, {{"keepdims", std::int64_t{0}}});  // [b, s, G]
+      std::string kept_groups = g.op_n("TopK", {group_scores, g.ints({spec.top_groups})}, 2, {{"axis", std::int64_t{-1}}})[1];
+      std::string kept = g.op("ReduceSum", {one_hot_of(kept_groups, G), g.ints({2})}, {{"keepdims", std::int64_t{0}}});
+      grouped = g.op("Mul", {grouped, g.op("Unsqueeze", {kept, g.ints({-1})})});  // masked_fill(~mask, 0)
+      choice = g.op("Reshape", {grouped, g.ints({0, 0, E})});
+    }
+    top = g.op_n("TopK", {choice, g.ints({k})}, 2, {{"axis", std::int64_t{-1}}});
     weights = top[0];
   }
-  std::vector<std::int64_t> expert_ids;
-  for (std::int64_t e = 0; e < E; ++e) expert_ids.push_back(e);
-  std::string chosen = g.op("Equal", {g.op("Unsqueeze", {top[1], g.ints({-1})}), g.ints(expert_ids)});
-  std::string one_hot = g.op("Cast", {chosen}, {{"to", std::int64_t{onnx::TensorProto::FLOAT}}});  // [b,s,k,E]
+  std::string one_hot = one_hot_of(top[1], E);  // [b,s,k,E]
+  if (spec.sigmoid) {
+    // The chosen experts' scores (without the bias); renormalized below, / (sum + 1e-20).
+    weights = g.op("ReduceSum", {g.op("Mul", {one_hot, g.op("Unsqueeze", {scores, g.ints({2})})}), g.ints({-1})},
+                   {{"keepdims", std::int64_t{0}}});
+  }
+  if (spec.norm_topk_prob && (spec.sigmoid || spec.groups > 1)) {
+    std::string total = g.op("ReduceSum", {weights, g.ints({-1})}, {{"keepdims", std::int64_t{1}}});
+    weights = g.op("Div", {weights, g.op("Add", {total, g.float_scalar(1e-20f)})});
+  }
+  if (spec.routed_scaling != 1.0) weights = g.op("Mul", {weights, g.float_scalar(static_cast<float>(spec.routed_scaling))});
   // Position of each (token, choice) in its expert's buffer: an exclusive running count over
   // the sequence in token-major order (token t's choices before token t+1's), so a token's
   // slot depends on earlier tokens only and the layer stays causal. One group = one sequence.

@@ -33,8 +33,10 @@ struct Rotary {
   std::string cos, sin;
 };
 Rotary rotary_tables(GraphBuilder& g, const std::string& position_ids, std::int64_t head_dim, double theta);
-// The same from a given inv_freq table (head_dim / 2 values, e.g. with rope_scaling applied).
-Rotary rotary_tables(GraphBuilder& g, const std::string& position_ids, const std::vector<float>& inv_freq);
+// The same from a given inv_freq table (head_dim / 2 values, e.g. with rope_scaling applied);
+// cos and sin times attention_factor when it is not 1 (yarn).
+Rotary rotary_tables(GraphBuilder& g, const std::string& position_ids, const std::vector<float>& inv_freq,
+                     double attention_factor = 1.0);
 
 // Additive causal mask [batch, seq, seq]: 0 where key position <= query position, -1e9 elsewhere.
 std::string causal_mask(GraphBuilder& g, const std::string& position_ids);
@@ -66,6 +68,23 @@ struct AttentionSpec {
 // Self-attention of x [b, s, h]; the module scope is the caller's.
 std::string self_attention(GraphBuilder& g, const std::string& x, const AttentionSpec& spec);
 
+// Multi-head latent attention (DeepSeek-V2/V3, HF DeepseekV3Attention, the non-absorbed form):
+// q = q_b_proj(q_a_layernorm(q_a_proj(x))) (q_proj(x) without q_lora_rank) as [b, heads, s,
+// nope + rope]; kv_a_proj_with_mqa(x) split into the latent (kv_lora_rank) and one rope key
+// [b, 1, s, rope]; kv_b_proj(kv_a_layernorm(latent)) as [b, heads, s, nope + v] split into the
+// keys' nope part and the values; the rope parts de-interleaved (rope_interleave) and rotated,
+// the rope key expanded to every head; softmax(q·kᵀ · scale + mask)·v; o_proj from heads x v.
+struct LatentAttentionSpec {
+  std::int64_t hidden = 0, heads = 0;
+  std::int64_t q_lora_rank = 0;  // 0: q_proj
+  std::int64_t kv_lora_rank = 0, nope = 0, rope = 0, v = 0;
+  double norm_epsilon = 1e-6;
+  double scale = 0;  // 0: (nope + rope)^-0.5
+  const Rotary* rotary = nullptr;  // tables of `rope` dims
+  std::string mask;  // broadcastable to [b, heads, s, s]
+};
+std::string latent_attention(GraphBuilder& g, const std::string& x, const LatentAttentionSpec& spec);
+
 // Rank the mask to the scores of self_attention: [b, s, s] -> [b, 1, s, s] or [b, 1, 1, s, s].
 std::string mask_for_scores(GraphBuilder& g, const std::string& mask3, bool grouped);
 
@@ -87,6 +106,15 @@ struct MoeSpec {
   // true: softmax over the k top logits (= softmax over all, then renormalized: Mixtral,
   // Qwen3-MoE norm_topk_prob); false: Softmax over all experts, then TopK of the probabilities.
   bool norm_topk_prob = true;
+  // DeepSeek's routers (HF DeepseekV3TopkRouter, DeepseekV2Moe): sigmoid scores, experts
+  // chosen by scores + gate.e_score_correction_bias [E], weights the chosen scores
+  // (renormalized when norm_topk_prob); group-limited when groups > 1: the scores are viewed
+  // as [groups, E / groups], each group ranked by the sum of its group_top best, and the
+  // experts outside the top_groups best groups set to 0 before the top-k; the weights times
+  // routed_scaling.
+  bool sigmoid = false;
+  std::int64_t groups = 1, top_groups = 1, group_top = 2;
+  double routed_scaling = 1.0;
 };
 std::string moe_mlp(GraphBuilder& g, const std::string& x, const MoeSpec& spec);
 

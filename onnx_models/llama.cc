@@ -5,12 +5,33 @@
 // k_norm) and may have heads * head_dim != hidden; Mistral v0.1 masks beyond a sliding
 // window; Mixtral and Qwen3-MoE replace the MLP with a top-k mixture of SwiGLU experts
 // routed with a capacity (layers.h, moe_mlp).
+// DeepSeek-V2/V3 (HF DeepseekV3ForCausalLM, DeepseekV2ForCausalLM) attend with multi-head
+// latent attention (layers.h, latent_attention; rotary tables of qk_rope_head_dim with yarn
+// folded in, softmax scale qk_head_dim^-0.5 x yarn's mscale^2), keep the first
+// first_k_dense_replace layers dense (intermediate_size) and route the others to fine-grained
+// experts with DeepSeek's router, adding n_shared_experts always-on experts ("shared_experts",
+// one SwiGLU MLP of n_shared_experts x moe_intermediate_size). DeepSeek-V3's multi-token
+// prediction layer is not written (HF's modeling code does not run it either).
+#include <cmath>
 #include <string>
 
 #include "onnx_models/families.h"
 #include "onnx_models/layers.h"
 
 namespace symtensor::models {
+
+namespace {
+
+double latent_attention_scale(const ModelConfig& c) {
+  double scale = 1.0 / std::sqrt(static_cast<double>(c.qk_nope_head_dim + c.qk_rope_head_dim));
+  if (c.rope_scaling.type == "yarn" && c.rope_scaling.mscale_all_dim > 0) {
+    const double m = yarn_mscale(c.rope_scaling.factor, c.rope_scaling.mscale_all_dim);
+    scale *= m * m;
+  }
+  return scale;
+}
+
+}  // namespace
 
 void build_llama(GraphBuilder& g, const ModelConfig& c) {
   const int64_t h = c.hidden;
@@ -20,7 +41,7 @@ void build_llama(GraphBuilder& g, const ModelConfig& c) {
   g.push("model");
   std::string embed = g.parameter("embed_tokens.weight", {c.vocab, h}, Init::uniform(1.0));
   std::string x = g.op("Gather", {embed, ids});
-  Rotary rotary = rotary_tables(g, positions, rotary_inv_freq(c));
+  Rotary rotary = rotary_tables(g, positions, rotary_inv_freq(c), rotary_attention_factor(c));
   std::string mask;
   if (c.sliding_window > 0)
     mask = sliding_window_mask(g, positions, c.sliding_window);
@@ -31,22 +52,44 @@ void build_llama(GraphBuilder& g, const ModelConfig& c) {
     g.push("layers." + std::to_string(layer));
     std::string a = rms_norm(g, x, "input_layernorm", h, c.norm_epsilon);
     g.push("self_attn");
-    AttentionSpec attn;
-    attn.hidden = h, attn.heads = c.heads, attn.kv_heads = c.kv_heads;
-    attn.head_dim = head_size(c);
-    attn.qkv_bias = c.qkv_bias, attn.out_bias = c.out_bias;
-    attn.qk_norm = c.qk_norm, attn.qk_norm_epsilon = c.norm_epsilon;
-    attn.rotary = &rotary;
-    attn.mask = mask;
-    x = g.op("Add", {x, self_attention(g, a, attn)});
+    if (c.kv_lora_rank > 0) {
+      LatentAttentionSpec attn;
+      attn.hidden = h, attn.heads = c.heads;
+      attn.q_lora_rank = c.q_lora_rank, attn.kv_lora_rank = c.kv_lora_rank;
+      attn.nope = c.qk_nope_head_dim, attn.rope = c.qk_rope_head_dim, attn.v = c.v_head_dim;
+      attn.norm_epsilon = c.norm_epsilon, attn.scale = latent_attention_scale(c);
+      attn.rotary = &rotary;
+      attn.mask = mask;
+      x = g.op("Add", {x, latent_attention(g, a, attn)});
+    } else {
+      AttentionSpec attn;
+      attn.hidden = h, attn.heads = c.heads, attn.kv_heads = c.kv_heads;
+      attn.head_dim = head_size(c);
+      attn.qkv_bias = c.qkv_bias, attn.out_bias = c.out_bias;
+      attn.qk_norm = c.qk_norm, attn.qk_norm_epsilon = c.norm_epsilon;
+      attn.rotary = &rotary;
+      attn.mask = mask;
+      x = g.op("Add", {x, self_attention(g, a, attn)});
+    }
     g.pop();
     std::string m = rms_norm(g, x, "post_attention_layernorm", h, c.norm_epsilon);
-    if (c.experts > 0) {
-      g.push(c.model_type == "qwen3_moe" ? std::string("mlp") : std::string("block_sparse_moe"));  // HF's names
-      x = g.op("Add", {x, moe_mlp(g, m, {h, c.intermediate, c.experts, c.top_k, c.capacity_factor, c.norm_topk_prob})});
+    if (c.experts > 0 && layer >= c.first_dense_layers) {
+      const bool mlp_scope = c.model_type == "qwen3_moe" || c.model_type.starts_with("deepseek");  // HF's names
+      g.push(mlp_scope ? std::string("mlp") : std::string("block_sparse_moe"));
+      MoeSpec moe{h, c.intermediate, c.experts, c.top_k, c.capacity_factor, c.norm_topk_prob};
+      moe.sigmoid = c.sigmoid_router;
+      moe.groups = c.expert_groups, moe.top_groups = c.top_groups, moe.group_top = c.group_top;
+      moe.routed_scaling = c.routed_scaling;
+      std::string out = moe_mlp(g, m, moe);
+      if (c.shared_experts > 0) {
+        g.push("shared_experts");
+        out = g.op("Add", {out, swiglu_mlp(g, m, h, c.shared_experts * c.intermediate)});
+        g.pop();
+      }
+      x = g.op("Add", {x, out});
     } else {
       g.push("mlp");
-      x = g.op("Add", {x, swiglu_mlp(g, m, h, c.intermediate)});
+      x = g.op("Add", {x, swiglu_mlp(g, m, h, c.experts > 0 ? c.dense_intermediate : c.intermediate)});
     }
     g.pop();
     g.pop();

@@ -1,5 +1,6 @@
 #include "onnx_models/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
@@ -58,19 +59,40 @@ void validate(const ModelConfig& c) {
       require(c.kv_heads > 0 && c.heads % c.kv_heads == 0, c,
               "kv-heads (" + std::to_string(c.kv_heads) + ") must divide heads (" + std::to_string(c.heads) + ")");
       require(c.head_dim >= 0, c, "head dim must not be negative");
-      require(head_size(c) % 2 == 0, c, "head size must be even for rotary embeddings");
+      require(rotary_dim(c) % 2 == 0, c, "head size must be even for rotary embeddings");
       require(c.sliding_window >= 0, c, "sliding window must not be negative");
       require(c.global_every >= 0, c, "global layer period must not be negative");
       require(c.model_type != "gemma3_text" || (c.sliding_window > 0 && c.tied_embeddings && c.qk_norm), c,
               "gemma3_text needs a sliding window, q/k norms and the tied head");
-      require(c.rope_scaling.type.empty() || c.rope_scaling.type == "linear" || c.rope_scaling.type == "llama3", c,
-              "rope scaling '" + c.rope_scaling.type + "' is not one of linear, llama3");
+      require(c.rope_scaling.type.empty() || c.rope_scaling.type == "linear" || c.rope_scaling.type == "llama3" ||
+                  c.rope_scaling.type == "yarn",
+              c, "rope scaling '" + c.rope_scaling.type + "' is not one of linear, llama3, yarn");
       require(c.rope_scaling.type.empty() || c.rope_scaling.factor > 0, c, "rope scaling factor must be positive");
       require(c.rope_scaling.type != "llama3" || (c.rope_scaling.high_freq_factor > c.rope_scaling.low_freq_factor &&
                                                    c.rope_scaling.low_freq_factor > 0 &&
                                                    c.rope_scaling.original_max_positions > 0),
               c, "llama3 rope scaling needs 0 < low_freq_factor < high_freq_factor and original positions > 0");
+      require(c.rope_scaling.type != "yarn" || (c.rope_scaling.original_max_positions > 0 &&
+                                                 c.rope_scaling.beta_fast > 0 && c.rope_scaling.beta_slow > 0),
+              c, "yarn rope scaling needs original positions and beta_fast, beta_slow > 0");
+      require(c.kv_lora_rank >= 0 && c.q_lora_rank >= 0, c, "latent ranks must not be negative");
+      require(c.kv_lora_rank == 0 || (c.qk_nope_head_dim > 0 && c.qk_rope_head_dim > 0 && c.qk_rope_head_dim % 2 == 0 &&
+                                      c.v_head_dim > 0 && c.kv_heads == c.heads),
+              c, "latent attention needs qk_nope/v head dims, an even qk_rope head dim and kv-heads = heads");
+      require(c.kv_lora_rank > 0 || c.q_lora_rank == 0, c, "q_lora_rank needs latent attention (kv_lora_rank)");
       require(c.experts >= 0, c, "experts must not be negative");
+      require(c.first_dense_layers >= 0 && c.first_dense_layers <= c.layers, c,
+              "dense first layers must be between 0 and the layers");
+      require(c.first_dense_layers == 0 || (c.experts > 0 && c.dense_intermediate > 0), c,
+              "dense first layers need experts and a dense intermediate size");
+      require(c.shared_experts >= 0 && (c.shared_experts == 0 || c.experts > 0), c,
+              "shared experts need routed experts");
+      require(c.expert_groups >= 1 && c.top_groups >= 1 && c.top_groups <= c.expert_groups && c.group_top >= 1, c,
+              "expert groups: 1 <= topk_group <= n_group");
+      require(c.expert_groups == 1 || (c.experts % c.expert_groups == 0 && c.group_top <= c.experts / c.expert_groups &&
+                                       c.top_k <= c.top_groups * (c.experts / c.expert_groups)),
+              c, "expert groups must divide the experts and hold the top-k");
+      require(c.routed_scaling > 0, c, "routed scaling factor must be positive");
       require(c.experts == 0 || (c.top_k > 0 && c.top_k <= c.experts), c,
               "top-k must be between 1 and experts");
       require(c.capacity_factor > 0 && c.capacity_factor <= 1000, c, "capacity factor must be in (0, 1000]");
@@ -88,9 +110,48 @@ std::int64_t head_size(const ModelConfig& c) {
   return c.head_dim > 0 ? c.head_dim : (c.heads > 0 ? c.hidden / c.heads : 0);
 }
 
-std::vector<float> rotary_inv_freq(const ModelConfig& c) {
-  const std::int64_t dim = head_size(c);
+std::int64_t rotary_dim(const ModelConfig& c) { return c.kv_lora_rank > 0 ? c.qk_rope_head_dim : head_size(c); }
+
+double yarn_mscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; }
+
+double rotary_attention_factor(const ModelConfig& c) {
   const RopeScaling& r = c.rope_scaling;
+  if (r.type != "yarn") return 1.0;
+  if (r.attention_factor > 0) return r.attention_factor;
+  if (r.mscale > 0 && r.mscale_all_dim > 0) return yarn_mscale(r.factor, r.mscale) / yarn_mscale(r.factor, r.mscale_all_dim);
+  return yarn_mscale(r.factor, 1.0);
+}
+
+namespace {
+
+// transformers' _compute_yarn_parameters: the dims rotating fewer than beta_fast times over
+// the original context are interpolated (/ factor) by a linear ramp reaching beta_slow.
+std::vector<float> yarn_inv_freq(const ModelConfig& c, std::int64_t dim) {
+  const RopeScaling& r = c.rope_scaling;
+  const double base = c.rope_theta, positions = static_cast<double>(r.original_max_positions);
+  auto correction_dim = [&](double rotations) {
+    return static_cast<double>(dim) * std::log(positions / (rotations * 2 * std::numbers::pi)) / (2 * std::log(base));
+  };
+  const double low = std::max(std::floor(correction_dim(r.beta_fast)), 0.0);
+  double high = std::min(std::ceil(correction_dim(r.beta_slow)), static_cast<double>(dim - 1));
+  if (low == high) high += 0.001;
+  std::vector<float> out;
+  for (std::int64_t i = 0; i < dim / 2; ++i) {
+    const double extrapolation = 1.0 / std::pow(base, static_cast<double>(2 * i) / static_cast<double>(dim));
+    const double interpolation = extrapolation / r.factor;
+    const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+    const double keep = 1 - ramp;  // the extrapolation's share
+    out.push_back(static_cast<float>(interpolation * (1 - keep) + extrapolation * keep));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<float> rotary_inv_freq(const ModelConfig& c) {
+  const std::int64_t dim = rotary_dim(c);
+  const RopeScaling& r = c.rope_scaling;
+  if (r.type == "yarn") return yarn_inv_freq(c, dim);
   std::vector<float> out;
   for (std::int64_t i = 0; i < dim; i += 2) {
     double f = 1.0 / std::pow(c.rope_theta, static_cast<double>(i) / static_cast<double>(dim));

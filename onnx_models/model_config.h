@@ -14,14 +14,22 @@ enum class Family { gpt, llama, bert, vit, resnet };
 enum class Weights { none, random };
 
 // Rotary frequency scaling as HF's rope_scaling computes it into inv_freq: none, "linear"
-// (inv_freq / factor), or "llama3" (Llama 3.1: long wavelengths / factor, short ones kept,
-// smooth in between; low/high_freq_factor and original_max_position_embeddings).
+// (inv_freq / factor), "llama3" (Llama 3.1: long wavelengths / factor, short ones kept,
+// smooth in between; low/high_freq_factor and original_max_position_embeddings), or "yarn"
+// (DeepSeek-V2/V3: interpolated below the beta_slow..beta_fast correction range, kept above,
+// ramped in between; cos and sin scaled by the attention factor, transformers'
+// _compute_yarn_parameters).
 struct RopeScaling {
-  std::string type;  // "" (none), "linear", "llama3"
+  std::string type;  // "" (none), "linear", "llama3", "yarn"
   double factor = 1.0;
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   std::int64_t original_max_positions = 8192;
+  double beta_fast = 32.0;      // yarn
+  double beta_slow = 1.0;       // yarn
+  double mscale = 0;            // yarn: 0 when absent
+  double mscale_all_dim = 0;    // yarn: 0 when absent
+  double attention_factor = 0;  // yarn: 0 when absent (derived from the mscales)
 };
 
 struct ModelConfig {
@@ -54,6 +62,32 @@ struct ModelConfig {
   std::int64_t global_every = 0;    // [sliding_window_pattern] 0: every layer alike
   double rope_local_theta = 10000.0;  // [rope_local_base_freq]
   double query_pre_attn_scalar = 0;   // [query_pre_attn_scalar] scores / sqrt(it); 0: head size
+  // DeepSeek-V2/V3 (model_type deepseek_v2 / deepseek_v3): multi-head latent attention when
+  // kv_lora_rank > 0. q = q_b_proj(RMSNorm(q_a_proj(x))) (q_proj(x) when q_lora_rank is 0) of
+  // heads x (qk_nope_head_dim + qk_rope_head_dim); kv_a_proj_with_mqa(x) = [latent of
+  // kv_lora_rank, one rope key of qk_rope_head_dim shared by all heads]; kv_b_proj(RMSNorm(latent))
+  // = heads x (qk_nope_head_dim + v_head_dim); rotary on the rope parts only (de-interleaved
+  // first); scores x qk_head_dim^-0.5, times yarn's mscale(factor, mscale_all_dim)^2.
+  std::int64_t q_lora_rank = 0;       // [q_lora_rank] 0 (null): no query compression
+  std::int64_t kv_lora_rank = 0;      // [kv_lora_rank]
+  std::int64_t qk_nope_head_dim = 0;  // [qk_nope_head_dim]
+  std::int64_t qk_rope_head_dim = 0;  // [qk_rope_head_dim]
+  std::int64_t v_head_dim = 0;        // [v_head_dim]
+  // DeepSeek's mixture of experts: the first `first_dense_layers` layers are dense SwiGLU MLPs
+  // of dense_intermediate, the others `experts` routed experts of `intermediate` each plus
+  // shared_experts always-on experts (one SwiGLU MLP of shared_experts x intermediate).
+  std::int64_t first_dense_layers = 0;  // [first_k_dense_replace]
+  std::int64_t dense_intermediate = 0;  // [intermediate_size] of those dense layers
+  std::int64_t shared_experts = 0;      // [n_shared_experts]
+  // The router: softmax over all experts (norm_topk_prob as above), or sigmoid scores with a
+  // correction bias choosing the experts and the chosen scores renormalized (DeepSeek-V3's
+  // noaux_tc); group-limited (expert_groups > 1): only the experts of the top_groups groups
+  // ranked by the sum of their group_top best choice scores compete; weights x routed_scaling.
+  bool sigmoid_router = false;          // [scoring_func] "sigmoid"
+  std::int64_t expert_groups = 1;       // [n_group]
+  std::int64_t top_groups = 1;          // [topk_group]
+  std::int64_t group_top = 2;           // V3: a group's best 2 scores (noaux_tc), V2: its best 1 (max)
+  double routed_scaling = 1.0;          // [routed_scaling_factor]
   std::int64_t image_size = 0;      // vit, resnet
   std::int64_t patch_size = 0;      // vit
   std::int64_t classes = 0;         // vit, resnet
@@ -75,7 +109,16 @@ void validate(const ModelConfig& config);
 // Attention head size: head_dim, or hidden / heads when it is 0.
 std::int64_t head_size(const ModelConfig& config);
 
-// The rotary inv_freq table (head_size / 2 values) with rope_scaling applied, as HF computes it.
+// The rotated width of a head: qk_rope_head_dim under multi-head latent attention, else head_size.
+std::int64_t rotary_dim(const ModelConfig& config);
+
+// The rotary inv_freq table (rotary_dim / 2 values) with rope_scaling applied, as HF computes it.
 std::vector<float> rotary_inv_freq(const ModelConfig& config);
+
+// What HF multiplies cos and sin by: yarn's attention factor, 1 otherwise.
+double rotary_attention_factor(const ModelConfig& config);
+
+// yarn's get_mscale: 0.1 * mscale * ln(scale) + 1 (1 for scale <= 1).
+double yarn_mscale(double scale, double mscale);
 
 }  // namespace symtensor::models

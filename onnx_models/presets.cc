@@ -126,6 +126,28 @@ std::vector<HfPreset> hf_presets() {
          "moe_intermediate_size": 1536, "num_hidden_layers": 94, "num_attention_heads": 64, "num_key_value_heads": 4,
          "num_experts": 128, "num_experts_per_tok": 8, "norm_topk_prob": true, "decoder_sparse_step": 1,
          "mlp_only_layers": [])"},
+      {"deepseek-v3", "deepseek-ai/DeepSeek-V3",
+       R"("model_type": "deepseek_v3", "attention_bias": false, "first_k_dense_replace": 3, "hidden_act": "silu",
+         "hidden_size": 7168, "intermediate_size": 18432, "kv_lora_rank": 512, "max_position_embeddings": 163840,
+         "moe_intermediate_size": 2048, "moe_layer_freq": 1, "n_group": 8, "n_routed_experts": 256,
+         "n_shared_experts": 1, "norm_topk_prob": true, "num_attention_heads": 128, "num_experts_per_tok": 8,
+         "num_hidden_layers": 61, "num_key_value_heads": 128, "num_nextn_predict_layers": 1, "q_lora_rank": 1536,
+         "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "rms_norm_eps": 1e-06,
+         "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
+                          "original_max_position_embeddings": 4096, "type": "yarn"},
+         "rope_theta": 10000, "routed_scaling_factor": 2.5, "scoring_func": "sigmoid", "tie_word_embeddings": false,
+         "topk_group": 4, "topk_method": "noaux_tc", "v_head_dim": 128, "vocab_size": 129280)"},
+      {"deepseek-v2-lite", "deepseek-ai/DeepSeek-V2-Lite",
+       R"("model_type": "deepseek_v2", "attention_bias": false, "first_k_dense_replace": 1, "hidden_act": "silu",
+         "hidden_size": 2048, "intermediate_size": 10944, "kv_lora_rank": 512, "max_position_embeddings": 163840,
+         "moe_intermediate_size": 1408, "moe_layer_freq": 1, "n_group": 1, "n_routed_experts": 64,
+         "n_shared_experts": 2, "norm_topk_prob": false, "num_attention_heads": 16, "num_experts_per_tok": 6,
+         "num_hidden_layers": 27, "num_key_value_heads": 16, "q_lora_rank": null, "qk_nope_head_dim": 128,
+         "qk_rope_head_dim": 64, "rms_norm_eps": 1e-06,
+         "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 0.707, "mscale_all_dim": 0.707,
+                          "original_max_position_embeddings": 4096, "type": "yarn"},
+         "rope_theta": 10000, "routed_scaling_factor": 1.0, "scoring_func": "softmax", "tie_word_embeddings": false,
+         "topk_group": 1, "topk_method": "greedy", "v_head_dim": 128, "vocab_size": 102400)"},
       {"gemma3-1b", "google/gemma-3-1b-pt",
        R"("model_type": "gemma3_text", "attention_bias": false, "attn_logit_softcapping": null,
          "final_logit_softcapping": null, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
@@ -209,7 +231,15 @@ ModelConfig tiny_variant(const ModelConfig& full) {
   if (full.head_dim > 0) c.head_dim = 32;  // heads x head_dim != hidden stays so (Qwen3)
   if (full.sliding_window > 0) c.sliding_window = 4;  // visible at seq 8
   if (full.global_every > 0) c.global_every = 2;     // a local and a global layer
-  if (full.rope_scaling.type == "llama3") c.rope_scaling.original_max_positions = 64;
+  if (full.rope_scaling.type == "llama3" || full.rope_scaling.type == "yarn") c.rope_scaling.original_max_positions = 64;
+  if (full.kv_lora_rank > 0) {  // latent attention: heads of 16 + 8 (q, k) and 16 (v)
+    c.kv_heads = c.heads;
+    if (full.q_lora_rank > 0) c.q_lora_rank = 32;
+    c.kv_lora_rank = 16, c.qk_nope_head_dim = 16, c.qk_rope_head_dim = 8, c.v_head_dim = 16;
+  }
+  if (full.first_dense_layers > 0) c.first_dense_layers = 1, c.dense_intermediate = 96;  // a dense and a sparse layer
+  if (full.experts > 0 && full.first_dense_layers > 0) c.intermediate = 32;   // DeepSeek's fine-grained experts
+  if (full.expert_groups > 1) c.expert_groups = 2, c.top_groups = 1;  // the top-2 from one group of 2
   if (full.family == Family::vit) c.image_size = 32, c.patch_size = 8, c.classes = 10;
   return c;
 }
@@ -274,16 +304,28 @@ std::string describe(const ModelConfig& c) {
       << c.classes;
   } else {
     s << ", " << c.layers << " layers, hidden " << c.hidden << ", " << c.heads << " heads";
+    if (c.kv_lora_rank > 0) {
+      s << " of " << c.qk_nope_head_dim << "+" << c.qk_rope_head_dim << " (v " << c.v_head_dim << "), latent attention (";
+      if (c.q_lora_rank > 0) s << "q rank " << c.q_lora_rank << ", ";
+      s << "kv rank " << c.kv_lora_rank << ")";
+    }
     if (c.kv_heads != c.heads) s << " (" << c.kv_heads << " kv)";
     if (c.head_dim > 0) s << " of " << c.head_dim;
     if (c.qk_norm) s << ", q/k norm";
     if (c.sliding_window > 0) s << ", sliding window " << c.sliding_window;
     if (c.global_every > 0) s << " (global every " << c.global_every << ")";
+    if (c.first_dense_layers > 0)
+      s << ", " << c.first_dense_layers << " dense layer" << (c.first_dense_layers > 1 ? "s" : "") << " of mlp "
+        << c.dense_intermediate << ", then";
     s << ", mlp " << c.intermediate;
     if (c.experts > 0) {
-      s << " x " << c.experts << " experts (top-" << c.top_k << (c.norm_topk_prob ? "" : ", not renormalized");
+      s << " x " << c.experts << " experts (top-" << c.top_k << (c.sigmoid_router ? ", sigmoid" : "")
+        << (c.norm_topk_prob ? "" : ", not renormalized");
+      if (c.expert_groups > 1) s << ", " << c.top_groups << " of " << c.expert_groups << " groups";
+      if (c.routed_scaling != 1.0) s << ", scaled " << c.routed_scaling;
       if (c.capacity_factor != 1.0) s << ", capacity factor " << c.capacity_factor;
       s << ")";
+      if (c.shared_experts > 0) s << " + " << c.shared_experts << " shared";
     }
     if (c.family == Family::vit)
       s << ", image " << c.image_size << "/" << c.patch_size << ", classes " << c.classes;

@@ -558,6 +558,10 @@ class Analyzer {
           throw std::runtime_error("plan: node '" + node.name + "' uses mesh axis '" + mesh_.axes()[axis].name + "' twice");
         used |= std::uint64_t{1} << axis;
       }
+    for (const auto& [loop, padded] : cut.padded_extents)
+      if (loop < 0 || loop >= static_cast<int>(nn.loops.size()))
+        throw std::runtime_error("plan: node '" + node.name + "' pads loop " + std::to_string(loop) + ", it has " +
+                                 std::to_string(nn.loops.size()));
   }
 
   double ways(const std::vector<int>& axes) const {
@@ -571,13 +575,36 @@ class Analyzer {
     const NumericNode& nn = ng_.node(id);
     for (std::size_t l = 0; l < cut.loop_axes.size(); ++l) {
       if (cut.loop_axes[l].empty()) continue;
-      const double extent = nn.loops[l].extent.at(batch_);
+      const double extent = padded_extent(id, static_cast<int>(l));
       const double w = ways(cut.loop_axes[l]);
       if (extent < w || std::fmod(extent, w) != 0)
         throw std::runtime_error("plan: node '" + graph_.node(id).name + "': loop '" + nn.space.loops[l].name + "' of extent " +
-                                 std::to_string(static_cast<long long>(extent)) + " does not split " +
-                                 std::to_string(static_cast<long long>(w)) + " ways");
+                                 std::to_string(static_cast<long long>(extent)) + (extent != nn.loops[l].extent.at(batch_) ? " (padded)" : "") +
+                                 " does not split " + std::to_string(static_cast<long long>(w)) + " ways");
     }
+  }
+
+  // Loop l's extent as the operator runs it: NodeCut::padded_extents' where it pads the loop
+  // (never below the loop's own extent).
+  double padded_extent(NodeId id, int l) const {
+    const NumericNode& nn = ng_.node(id);
+    const NodeCut& cut = plan_.node_cuts[id];
+    const double extent = nn.loops[l].extent.at(batch_);
+    const auto it = cut.padded_extents.find(l);
+    if (it == cut.padded_extents.end()) return extent;
+    if (static_cast<double>(it->second) < extent)
+      throw std::runtime_error("plan: node '" + graph_.node(id).name + "': loop '" + nn.space.loops[l].name +
+                               "' is padded to " + std::to_string(it->second) + ", below its extent " +
+                               std::to_string(static_cast<long long>(extent)));
+    return static_cast<double>(it->second);
+  }
+
+  // The work of the padded loops over the work of the loops as the graph states them.
+  double loop_padding(NodeId id) const {
+    double f = 1;
+    for (const auto& [l, padded] : plan_.node_cuts[id].padded_extents)
+      f *= padded_extent(id, l) / ng_.node(id).loops[l].extent.at(batch_);
+    return f;
   }
 
   double element_bytes(TensorId t) const {
@@ -586,7 +613,19 @@ class Analyzer {
   }
 
   double local_elements(TensorId t, const OperandLayout& layout) const {
-    return ng_.facts(t).elements.at(batch_) / layout.ways(mesh_);
+    const double e = ng_.facts(t).elements.at(batch_) / layout.ways(mesh_);
+    return layout.padded() ? e * padding(t, layout) : e;
+  }
+
+  // Tensor t's padded elements over its own as `layout` holds it: a dim over a padded loop
+  // holds the padded extent (Megatron's padded vocabulary rows); 1 when none is padded.
+  double padding(TensorId t, const OperandLayout& layout) const {
+    double f = 1;
+    const std::vector<Affine>& shape = ng_.tensor_shape(t);
+    for (int d = 0; d < layout.rank() && d < static_cast<int>(shape.size()); ++d)
+      if (const long long padded = layout.padded_extent(d); padded > 0 && shape[d].at(batch_) > 0)
+        f *= static_cast<double>(padded) / shape[d].at(batch_);
+    return f;
   }
 
   // Collectives turning `from` into `to` for tensor t, priced; cached by layout and
@@ -720,6 +759,7 @@ class Analyzer {
     w.stage = plan_.stage_of_node[id];
     w.ways = cut_ways(cut, mesh_);
     w.fwd_flops = nn.flops.at(batch_) / w.ways;
+    if (!cut.padded_extents.empty()) w.fwd_flops *= loop_padding(id);
     double local_bytes = 0;
     int gradient_inputs = 0;
     const std::size_t base = static_cast<std::size_t>(state_.input_base[position]);
@@ -835,8 +875,14 @@ class Analyzer {
       g.tensor = uses.tensor;
       g.unit = state_.param_units[groups.size() - 1];
       g.stage = plan_.stage_of_node[first];
-      g.local_elements =
-          local_elements(uses.tensor, OperandLayout::input(ng_.node(first).space, plan_.node_cuts[first], first_input));
+      // Split as its first reader holds it; padded where any reader pads it (a tied vocabulary
+      // table holds the padded rows whichever reader comes first).
+      double padded = 1;
+      for (const auto& [c, i] : uses.uses)
+        if (!plan_.node_cuts[c].padded_extents.empty())
+          padded = std::max(padded, padding(uses.tensor, OperandLayout::input(ng_.node(c).space, plan_.node_cuts[c], i)));
+      g.local_elements = ng_.facts(uses.tensor).elements.at(batch_) /
+                         OperandLayout::input(ng_.node(first).space, plan_.node_cuts[first], first_input).ways(mesh_) * padded;
       g.axes = axes_in(partial);
       g.ways = ways(g.axes);
       if (!g.axes.empty()) g.group = mesh_.group_shape(g.axes);

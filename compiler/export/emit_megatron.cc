@@ -57,10 +57,11 @@ void model_flags(MegatronArgs& a, const ModelArchitecture& m, const ParallelReci
     a.value("hidden-dropout", "0.0");
   }
   if (m.vocab > 0) {
-    const long long multiple = 128LL * r.tp;
-    a.comment(fmt::format("vocabulary {} padded to {} (a multiple of 128 x tp={})", m.vocab,
-                          (m.vocab + multiple - 1) / multiple * multiple, r.tp));
-    a.value("make-vocab-size-divisible-by", 128);
+    const long long padded = megatron_padded_vocabulary(m.vocab, r.vocab_div, r.tp);
+    a.comment(fmt::format("vocabulary {} padded to {} (a multiple of {} x tp={}){}", m.vocab, padded, r.vocab_div, r.tp,
+                          r.padded_vocab > 0 ? ", as the plan is priced"
+                          : padded != m.vocab ? "; the plan is priced unpadded (tp divides the vocabulary)" : ""));
+    a.value("make-vocab-size-divisible-by", r.vocab_div);
   }
   if (m.moe()) {
     a.value("num-experts", m.experts);

@@ -32,7 +32,7 @@ std::string nemo_model_config(const ModelArchitecture& m, const ParallelRecipe& 
   field("add_qkv_bias", py_bool(m.linear_bias || m.qkv_bias));
   if (!m.dropout) field("hidden_dropout", "0.0"), field("attention_dropout", "0.0");
   if (r.seq > 0) field("seq_length", static_cast<long long>(r.seq));
-  field("make_vocab_size_divisible_by", 128);
+  field("make_vocab_size_divisible_by", r.vocab_div);
   if (m.moe()) {
     field("num_moe_experts", m.experts);
     if (m.top_k > 0) field("moe_router_topk", m.top_k);

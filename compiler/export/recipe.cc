@@ -58,6 +58,7 @@ MegatronKnobs ParallelRecipe::knobs() const {
   k.sp = sp, k.recompute = recompute, k.distopt = distopt;
   k.ep = ep, k.etp = ep > 1 ? etp : 0;
   k.fsdp = zero_stage >= 2 ? zero_stage : 0;
+  k.vocab_div = vocab_div;
   return k;
 }
 
@@ -137,6 +138,20 @@ ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, co
     const int w = ways_of(loop_axes(plan, n, gemm_contraction_loop(spaces[n])), mesh);
     if (w != r.tp)
       r.not_expressible.push_back(fmt::format("{}: contraction cut {} ways, not the row-parallel tp={}", name(n), w, r.tp));
+  }
+  // The padded vocabulary: the LM head's, as Megatron-LM pads it at this tp.
+  if (!s.vocab_heads.empty()) {
+    const NodeId head = s.vocab_heads.back();
+    const int loop = column_width(head);
+    const auto& padded = plan.node_cuts[head].padded_extents;
+    if (const auto it = padded.find(loop); loop >= 0 && it != padded.end()) {
+      const long long vocab = static_cast<long long>(numeric_extent(graph, spaces[head].loops[loop].extent).value_or(0));
+      r.padded_vocab = it->second;
+      if (const int div = megatron_vocab_divisor(vocab, r.padded_vocab, r.tp); div > 0) r.vocab_div = div;
+      else
+        r.not_expressible.push_back(fmt::format("{}: the vocabulary {} padded to {}, which Megatron-LM pads to no multiple of tp={}",
+                                                name(head), vocab, r.padded_vocab, r.tp));
+    }
   }
   // Expert GEMMs: ep from the first one's expert loop, etp from its width (column) or
   // contraction (row); every other one alike, etp 1 or tp, ep x etp folding over tp x dp.

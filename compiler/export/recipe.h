@@ -37,6 +37,11 @@ struct ParallelRecipe {
   Schedule schedule = Schedule::one_f_one_b;
   hardware::Precision precision = hardware::Precision::bf16;
   std::vector<int> tp_axes, dp_axes, cp_axes;  // mesh axis ids of the plan's mesh, major to minor
+  // The vocabulary as the plan runs it (NodeCut::padded_extents of the LM head's vocabulary
+  // loop; 0: not padded) and the --make-vocab-size-divisible-by that makes Megatron-LM pad it
+  // so at tp (128 unless the padding asks for another; megatron_vocab_divisor).
+  long long padded_vocab = 0;
+  int vocab_div = 128;
   int layers = 0;                        // transformer layers found
   std::vector<int> layers_per_stage;     // per pipeline stage (device stage)
   // What the recipe cannot say about this plan, one line each (an axis that is neither

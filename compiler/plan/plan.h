@@ -6,6 +6,7 @@
 // The device mesh is the cluster's mesh with each topology level factored into axes
 // (`mesh_factors`, outermost level first). At most one axis is the pipeline axis: its
 // coordinate is the pipeline stage, and operators are cut only over the other axes.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,11 @@ ContextParallelComm parse_context_parallel_comm(std::string_view text);  // "rin
 // node's IterationSpace::loops), the mesh axes splitting it, major to minor.
 struct NodeCut {
   std::vector<std::vector<int>> loop_axes;
+  // Loops run over more than their extent, loop -> padded extent: Megatron-LM's padded
+  // vocabulary (a multiple of --make-vocab-size-divisible-by x tp). The extra rows are real
+  // memory and FLOPs: the cost model prices every operand dim over such a loop at the padded
+  // extent, split as cut. Empty for every other node.
+  std::map<int, long long> padded_extents;
   friend bool operator==(const NodeCut&, const NodeCut&) = default;
 };
 

@@ -34,7 +34,8 @@ constexpr const char* kHeader =
     "#   zero_stage: 0..3.\n"
     "# nodes: every operator by name, in topological order: its pipeline stage and its cut,\n"
     "#   loop name (of its iteration space; name#index when a name repeats) -> mesh axes,\n"
-    "#   major to minor. Loops not listed are not cut.\n"
+    "#   major to minor. Loops not listed are not cut. padded (optional): loop -> the extent it\n"
+    "#   runs over instead of its own (Megatron-LM's padded vocabulary), priced as memory and FLOPs.\n"
     "# tensors: derived sharding of each tensor ([per-dim axes] partial{axes}), for the reader.\n"
     "# predicted: the estimate when the plan was written; ignored when read.\n";
 
@@ -120,7 +121,17 @@ std::string plan_to_yaml(const Plan& plan, Graph& graph, const hardware::Cluster
       for (int a : cut[l]) out << axis_name(mesh, a);
       out << YAML::EndSeq;
     }
-    out << YAML::EndMap << YAML::EndMap;
+    out << YAML::EndMap;
+    if (const auto& padded = plan.node_cuts[id].padded_extents; !padded.empty()) {
+      out << YAML::Key << "padded" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      for (const auto& [l, extent] : padded) {
+        if (l < 0 || l >= static_cast<int>(keys.size()))
+          throw std::runtime_error(fmt::format("plan.yaml: node '{}' pads loop {} of {}", graph.node(id).name, l, keys.size()));
+        out << YAML::Key << keys[l] << YAML::Value << extent;
+      }
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
   }
   out << YAML::EndSeq;
 

@@ -114,7 +114,7 @@ void read_nodes(const Reader& r, const YAML::Node& root, Graph& graph, const har
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const YAML::Node entry = nodes[i];
     const std::string path = fmt::format("nodes[{}]", i);
-    r.only_keys(entry, path, {"name", "op", "stage", "cut"});
+    r.only_keys(entry, path, {"name", "op", "stage", "cut", "padded"});
     const std::string name = r.get<std::string>(entry, "name", path + ".name");
     const auto it = by_name.find(name);
     if (it == by_name.end()) r.fail(entry["name"], path + ".name", "the model has no node '" + name + "'");
@@ -128,6 +128,31 @@ void read_nodes(const Reader& r, const YAML::Node& root, Graph& graph, const har
     const IterationSpace space = iteration_space_of(graph, id);
     const std::vector<std::string> keys = plan_loop_keys(space);
     plan.node_cuts[id].loop_axes.assign(space.loops.size(), {});
+    const auto loop_index = [&](const YAML::Node& at, const std::string& key, const std::string& loop) {
+      const auto k = std::find(keys.begin(), keys.end(), loop);
+      if (k == keys.end()) {
+        std::string known;
+        for (const auto& s : keys) known += (known.empty() ? "" : ", ") + s;
+        r.fail(at, key, "node '" + name + "' has no loop '" + loop + "' (loops: " + known + ")");
+      }
+      return static_cast<int>(k - keys.begin());
+    };
+    if (const YAML::Node padded = entry["padded"]) {
+      if (!padded.IsMap()) r.fail(padded, path + ".padded", "expected a mapping loop -> padded extent");
+      for (const auto& kv : padded) {
+        const std::string loop = kv.first.as<std::string>();
+        const std::string key = path + ".padded." + loop;
+        const int l = loop_index(kv.first, key, loop);
+        long long extent = 0;
+        try {
+          extent = kv.second.as<long long>();
+        } catch (const YAML::Exception&) {
+          r.fail(kv.second, key, "not an integer");
+        }
+        if (extent < 1) r.fail(kv.second, key, "expected a positive extent");
+        plan.node_cuts[id].padded_extents[l] = extent;
+      }
+    }
     const YAML::Node cut = entry["cut"];
     if (!cut) continue;
     if (!cut.IsMap()) r.fail(cut, path + ".cut", "expected a mapping loop -> [axes]");
@@ -135,12 +160,7 @@ void read_nodes(const Reader& r, const YAML::Node& root, Graph& graph, const har
     for (const auto& kv : cut) {
       const std::string loop = kv.first.as<std::string>();
       const std::string key = path + ".cut." + loop;
-      const auto k = std::find(keys.begin(), keys.end(), loop);
-      if (k == keys.end()) {
-        std::string known;
-        for (const auto& s : keys) known += (known.empty() ? "" : ", ") + s;
-        r.fail(kv.first, key, "node '" + name + "' has no loop '" + loop + "' (loops: " + known + ")");
-      }
+      const int l = loop_index(kv.first, key, loop);
       r.sequence(kv.second, key);
       std::vector<int> axes;
       for (const auto& a : kv.second) {
@@ -151,7 +171,7 @@ void read_nodes(const Reader& r, const YAML::Node& root, Graph& graph, const har
         if (!used.insert(id_axis).second) r.fail(a, key, "axis '" + axis + "' is used twice in node '" + name + "'");
         axes.push_back(id_axis);
       }
-      plan.node_cuts[id].loop_axes[k - keys.begin()] = axes;
+      plan.node_cuts[id].loop_axes[l] = axes;
     }
   }
   for (NodeId id = 0; id < static_cast<NodeId>(n); ++id)

@@ -489,6 +489,17 @@ std::vector<int> ShardedProgram::spmd_axes() const {
 
 ShardedProgram build_sharded_program(const onnx::ModelProto& original, Graph& graph, const Plan& plan,
                                      const hardware::Cluster& cluster, Mutation mutation) {
+  // The rewrite splits every dim evenly: a padded loop (Megatron's padded vocabulary) would
+  // need the padded rows written into the program, which it does not do.
+  for (NodeId n = 0; n < static_cast<NodeId>(plan.node_cuts.size()) && n < static_cast<NodeId>(graph.nodes().size()); ++n)
+    if (const auto& padded = plan.node_cuts[n].padded_extents; !padded.empty()) {
+      const IterationSpace space = iteration_space_of(graph, n);
+      const auto [loop, extent] = *padded.begin();
+      const std::string name = loop < static_cast<int>(space.loops.size()) ? space.loops[loop].name : std::to_string(loop);
+      throw std::runtime_error("rewrite: node '" + graph.node(n).name + "' pads loop '" + name + "' to " + std::to_string(extent) +
+                               " (Megatron's padded vocabulary); the ONNX rewrite splits dims evenly and writes no padded "
+                               "plan: compile without --onnx, or for a tensor-parallel size that divides the vocabulary");
+    }
   // A fused graph is written as the model's own nodes, each cut as its fused node is.
   if (graph.unfused) return Builder(original, *graph.unfused, unfuse_plan(graph, plan), cluster, mutation).run();
   return Builder(original, graph, plan, cluster, mutation).run();

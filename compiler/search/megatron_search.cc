@@ -108,6 +108,8 @@ class MegatronSearch {
             base.tp = tp, base.pp = pp, base.cp = cp, base.sp = sp == 1, base.dp = dp;
             base.ep = ep, base.etp = etp;
             base.first = given.first, base.last = given.last;
+            // The SymTensor search's seed stays within that search's space, which pads nothing.
+            base.vocab_div = seed ? 0 : given.vocab_div;
             Plan plan;
             try {
               plan = layouts.make(cluster_, base, options_);
@@ -166,7 +168,7 @@ class MegatronSearch {
     }
     if (!best_eval_.valid) {
       // A plan that failed to build or price says more than a combination skipped.
-      // The reason most plans failed to build for (GPT-3's vocabulary at tp=4 rather than the
+      // The reason most plans failed to build for (heads that tp does not divide rather than the
       // pipeline depths no topology level takes), else the last one to price.
       std::string why = !last_error_.empty() ? last_error_ : !last_skip_.empty() ? last_skip_ : "no configuration";
       int most = 0;

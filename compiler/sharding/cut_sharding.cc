@@ -67,6 +67,11 @@ double OperandLayout::ways(const hardware::DeviceMesh& mesh) const {
   return w;
 }
 
+long long OperandLayout::padded_extent(int d) const {
+  const auto it = cut_->padded_extents.find((*dims_)[d]);
+  return it == cut_->padded_extents.end() ? 0 : it->second;
+}
+
 TensorSharding OperandLayout::sharding() const {
   TensorSharding s = TensorSharding::replicated(rank());
   for (int d = 0; d < rank(); ++d) s.dim_axes[d] = dim_axes(d);

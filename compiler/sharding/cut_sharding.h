@@ -28,6 +28,8 @@ class OperandLayout {
   int dim_of(int axis) const;  // the dim `axis` splits, or -1
   bool same_split(const OperandLayout& other) const;  // every dim split alike (partial sums aside)
   double ways(const hardware::DeviceMesh& mesh) const;  // pieces the tensor is split into
+  bool padded() const { return !cut_->padded_extents.empty(); }
+  long long padded_extent(int d) const;  // of the loop dim d maps to (NodeCut::padded_extents), 0 when none
   TensorSharding sharding() const;
   friend bool operator==(const OperandLayout& a, const OperandLayout& b) {
     return a.partial_ == b.partial_ && a.same_split(b);

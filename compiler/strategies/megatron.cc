@@ -69,17 +69,21 @@ class MegatronBuilder {
       if (!expert_layout(n)) fix_batch(n);
       if (!skips_tp(n)) set(n, gemm_contraction_loop(spaces_[n]), tp, "the contraction (row-parallel)");
     }
+    // Multi-head latent attention's down projections and their norms: whole on every
+    // tensor-parallel rank (Megatron-Core's duplicated linear_q_down_proj/linear_kv_down_proj).
+    for (const auto* nodes : {&s_.down_projections, &s_.latent_norms})
+      for (NodeId n : *nodes) fix_batch(n);
     // Token dispatch and combine: the local tokens, as the attention part holds them.
     for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes().size()); ++n)
       if (spaces_[n].kind == OpKind::routing && g_.node(n).inputs.size() == 2) fix_batch(n);
     for (NodeId n : s_.vocab_heads) {
       fix_batch(n);
-      set(n, gemm_output_loop(spaces_[n], weight_operand(g_, s_, n)), tp, "the vocabulary (parallel head)");
+      set_vocabulary(n, gemm_output_loop(spaces_[n], weight_operand(g_, s_, n)), tp, "the vocabulary (parallel head)");
     }
     for (NodeId n : s_.embeddings) {
       fix_batch(n);
       const auto& data_dims = spaces_[n].input_dims.at(0);
-      if (!data_dims.empty() && data_dims[0] >= 0) set(n, data_dims[0], tp, "the vocabulary (parallel embedding)");
+      if (!data_dims.empty() && data_dims[0] >= 0) set_vocabulary(n, data_dims[0], tp, "the vocabulary (parallel embedding)");
       // A lookup along the vocabulary (Gather axis 0) has no vocabulary loop: split the table's
       // columns instead, the same memory per device as Megatron's vocabulary-parallel rows
       // (one all-gather of the looked-up rows where Megatron all-reduces partial sums).
@@ -155,21 +159,88 @@ class MegatronBuilder {
     if (loop < 0) throw std::runtime_error("megatron: operator '" + node_name(n) + "' has no loop for " + what);
     const IterationSpace& space = spaces_[n];
     if (loop >= static_cast<int>(space.loops.size()) || !cut_allowed(g_.node(n), space, loop, loops(n).extents[loop], axes, mesh_)) {
-      double ways = 1;
-      for (int a : axes) ways *= mesh_.axes()[a].size;
-      std::string padding;
-      const auto extent = loops(n).extents[loop];
-      if (std::string(what).find("vocabulary") != std::string::npos && extent && ways > 1) {
-        // Megatron-LM pads the vocabulary to a multiple of --make-vocab-size-divisible-by (128) x tp.
-        const long long multiple = 128LL * static_cast<long long>(ways), v = static_cast<long long>(*extent);
-        padding = " (Megatron-LM would pad it to " + std::to_string((v + multiple - 1) / multiple * multiple) +
-                  ", a multiple of 128 x tp; padded vocabularies are not priced yet)";
-      }
       throw std::runtime_error("megatron: " + std::string(what) + " of '" + node_name(n) + "' (loop '" +
                                space.loops[loop].name + "' = " + extent_text(g_, space.loops[loop].extent) +
-                               ") cannot be cut " + std::to_string(static_cast<long long>(ways)) + " ways" + padding);
+                               ") cannot be cut " + std::to_string(static_cast<long long>(ways_of(axes))) + " ways");
     }
     plan_.node_cuts[n].loop_axes[loop] = axes;
+  }
+
+  double ways_of(const std::vector<int>& axes) const {
+    double ways = 1;
+    for (int a : axes) ways *= mesh_.axes()[a].size;
+    return ways;
+  }
+
+  // The vocabulary loop of the LM head or of an embedding lookup, cut over `axes` (tp). A
+  // vocabulary they do not divide is padded as Megatron-LM pads it, to a multiple of
+  // --make-vocab-size-divisible-by x tp (GPT-3's 50257 at tp=4: 50688), and so are the loops
+  // over the same vocabulary dim of the operators around it (a tied head's Transpose of the
+  // embedding, the logits' consumers), cut alike: the padded rows are priced as memory and
+  // FLOPs. A vocabulary tp divides is cut as it is (set).
+  void set_vocabulary(NodeId n, int loop, const std::vector<int>& axes, const char* what) {
+    const double ways = ways_of(axes);
+    const std::optional<double> extent =
+        loop >= 0 && loop < static_cast<int>(spaces_[n].loops.size()) ? loops(n).extents[loop] : std::nullopt;
+    if (axes.empty() || !extent || k_.vocab_div < 1 || (*extent >= ways && std::fmod(*extent, ways) == 0))
+      return set(n, loop, axes, what);
+    const long long vocab = static_cast<long long>(*extent);
+    const long long padded = megatron_padded_vocabulary(vocab, k_.vocab_div, static_cast<int>(ways));
+    if (!cut_allowed(g_.node(n), spaces_[n], loop, static_cast<double>(padded), axes, mesh_))
+      return set(n, loop, axes, what);  // refused for another reason than the vocabulary's size: set says why
+    fixed_[n] = true;
+    plan_.node_cuts[n].loop_axes[loop] = axes;
+    plan_.node_cuts[n].padded_extents[loop] = padded;
+    pad_neighbours(n, loop, vocab, padded, axes);
+  }
+
+  // From node n's padded loop, along the tensor dims over it: each undecided neighbour whose
+  // loop over that dim is the same vocabulary takes the padded extent and the shared
+  // operand's cut (every dim of it), and is walked from in turn. A neighbour that cannot
+  // cut the loop (a softmax over the vocabulary) is left to propagation.
+  void pad_neighbours(NodeId from, int from_loop, long long vocab, long long padded, const std::vector<int>& axes) {
+    std::vector<std::pair<NodeId, int>> work{{from, from_loop}};
+    auto visit = [&](NodeId q, int q_loop, const std::vector<int>& q_dims, NodeId m, const std::vector<int>& m_dims) {
+      if (q_loop < 0 || fixed_[q]) return;
+      const auto& extent = loops(q).extents[q_loop];
+      if (!extent || static_cast<long long>(*extent) != vocab ||
+          !cut_allowed(g_.node(q), spaces_[q], q_loop, static_cast<double>(padded), axes, mesh_))
+        return;
+      NodeCut& cut = plan_.node_cuts[q];
+      for (std::size_t d = 0; d < q_dims.size() && d < m_dims.size(); ++d)
+        if (q_dims[d] >= 0 && m_dims[d] >= 0) cut.loop_axes[q_dims[d]] = plan_.node_cuts[m].loop_axes[m_dims[d]];
+      cut.padded_extents[q_loop] = padded;
+      fixed_[q] = true;
+      work.emplace_back(q, q_loop);
+    };
+    while (!work.empty()) {
+      const auto [m, loop] = work.back();
+      work.pop_back();
+      const Node& node = g_.node(m);
+      const IterationSpace& space = spaces_[m];
+      for (std::size_t i = 0; i < node.inputs.size() && i < space.input_dims.size(); ++i) {
+        const TensorId t = node.inputs[i];
+        const NodeId p = t == kNone ? kNone : g_.tensor(t).producer;
+        if (p == kNone) continue;
+        const auto& outs = g_.node(p).outputs;
+        const std::size_t o = std::find(outs.begin(), outs.end(), t) - outs.begin();
+        if (o >= spaces_[p].output_dims.size()) continue;
+        const auto& dims = space.input_dims[i];
+        for (std::size_t d = 0; d < dims.size() && d < spaces_[p].output_dims[o].size(); ++d)
+          if (dims[d] == loop) visit(p, spaces_[p].output_dims[o][d], spaces_[p].output_dims[o], m, dims);
+      }
+      for (std::size_t o = 0; o < node.outputs.size() && o < space.output_dims.size(); ++o) {
+        const TensorId t = node.outputs[o];
+        if (t == kNone) continue;
+        const auto& dims = space.output_dims[o];
+        for (NodeId c : g_.tensor(t).consumers)
+          for (std::size_t j = 0; j < g_.node(c).inputs.size() && j < spaces_[c].input_dims.size(); ++j) {
+            if (g_.node(c).inputs[j] != t) continue;
+            for (std::size_t d = 0; d < dims.size() && d < spaces_[c].input_dims[j].size(); ++d)
+              if (dims[d] == loop) visit(c, spaces_[c].input_dims[j][d], spaces_[c].input_dims[j], m, dims);
+          }
+      }
+    }
   }
 
   // Stage of a node: the latest stage among its producers, raised to layer l's stage at

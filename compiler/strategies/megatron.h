@@ -44,6 +44,11 @@ struct MegatronKnobs {
   // 0: even stages, or, where the layers do not divide, the embedding and the loss counted as
   // a layer each (--account-for-embedding/loss-in-pipeline-split).
   int first = 0, last = 0;
+  // --make-vocab-size-divisible-by: a vocabulary that tp does not divide is padded to a
+  // multiple of this x tp, as Megatron-LM pads it (GPT-3's 50257 at tp=4: 50688), and priced
+  // so (NodeCut::padded_extents). A vocabulary that tp divides is planned as it is. 0 (not a
+  // knob value): nothing padded, such a vocabulary refused (the SymTensor search's seeds).
+  int vocab_div = 128;
 
   friend bool operator==(const MegatronKnobs&, const MegatronKnobs&) = default;
 };
@@ -52,10 +57,17 @@ struct MegatronKnobs {
 // naming the knobs when they do not split the `layers`.
 std::vector<int> megatron_stage_layers(const MegatronKnobs& knobs, int layers);
 
-// "tp=8,pp=8,cp=2,mb=1,vp=3,sp=1,recompute=selective,distopt=1,ep=8,etp=1,fsdp=3" (any subset, any
-// order; empty text gives the defaults). Throws "--megatron: ..." naming the bad item.
+// "tp=8,pp=8,cp=2,mb=1,vp=3,sp=1,recompute=selective,distopt=1,ep=8,etp=1,fsdp=3,vocab_div=128" (any
+// subset, any order; empty text gives the defaults). Throws "--megatron: ..." naming the bad item.
 MegatronKnobs parse_megatron_knobs(const std::string& text);
-std::string to_string(const MegatronKnobs& knobs);  // ep, etp and fsdp only when set
+std::string to_string(const MegatronKnobs& knobs);  // ep, etp, fsdp and vocab_div only when set
+
+// Megatron-LM's padded vocabulary (_vocab_size_with_padding): `vocab` rounded up to a multiple
+// of divisible_by x tp.
+long long megatron_padded_vocabulary(long long vocab, int divisible_by, int tp);
+// The --make-vocab-size-divisible-by that pads `vocab` to `padded` at tp: 128 when it does,
+// else the least that does; 0 when none does.
+int megatron_vocab_divisor(long long vocab, long long padded, int tp);
 
 // The same text read as constraints: the knobs, and which keys it gave (a key given twice is
 // refused). fully_fixed(): tp, pp and mb are all given — the knobs that fix the mesh (dp is

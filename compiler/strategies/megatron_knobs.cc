@@ -62,6 +62,7 @@ MegatronConstraints parse_megatron_constraints(const std::string& text) {
     else if (key == "etp") k.etp = parse_positive(key, value);
     else if (key == "first") k.first = parse_positive(key, value);
     else if (key == "last") k.last = parse_positive(key, value);
+    else if (key == "vocab_div") k.vocab_div = parse_positive(key, value);
     else if (key == "fsdp") {
       if (value != "0" && value != "2" && value != "3")
         throw std::runtime_error("--megatron fsdp=" + value + ": expected 0, 2 (optim_grads) or 3 (optim_grads_params)");
@@ -74,7 +75,7 @@ MegatronConstraints parse_megatron_constraints(const std::string& text) {
         throw std::runtime_error("--megatron recompute=" + value + ": " + e.what());
       }
     } else {
-      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp, fsdp, first, last)");
+      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp, fsdp, first, last, vocab_div)");
     }
     c.given.insert(key);
     c.items.push_back(item);
@@ -92,7 +93,21 @@ std::string to_string(const MegatronKnobs& k) {
   if (k.fsdp > 0) s += ",fsdp=" + std::to_string(k.fsdp);
   if (k.first > 0) s += ",first=" + std::to_string(k.first);
   if (k.last > 0) s += ",last=" + std::to_string(k.last);
+  if (k.vocab_div != 128) s += ",vocab_div=" + std::to_string(k.vocab_div);
   return s;
+}
+
+long long megatron_padded_vocabulary(long long vocab, int divisible_by, int tp) {
+  const long long multiple = static_cast<long long>(divisible_by) * tp;
+  return (vocab + multiple - 1) / multiple * multiple;
+}
+
+int megatron_vocab_divisor(long long vocab, long long padded, int tp) {
+  if (vocab < 1 || tp < 1 || padded % tp != 0) return 0;
+  if (megatron_padded_vocabulary(vocab, 128, tp) == padded) return 128;
+  for (long long d = 1; d <= padded / tp; ++d)
+    if (megatron_padded_vocabulary(vocab, static_cast<int>(d), tp) == padded) return static_cast<int>(d);
+  return 0;
 }
 
 std::vector<int> megatron_stage_layers(const MegatronKnobs& k, int layers) {

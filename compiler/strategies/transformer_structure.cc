@@ -68,16 +68,34 @@ class StructureFinder {
   // bias), and its last dim is narrower than the GEMM's output width (one head, not the
   // hidden). A norm of the residual stream, or of a whole GEMM output (Gemma's post-attention
   // and post-MLP norms, read from o_proj and down_proj), is not one.
-  bool normalizes_heads(TensorId input) const {
+  // Elements over the last dim: the vectors a norm over the last dim normalizes.
+  std::optional<GiNaC::ex> rows(TensorId t) const {
+    const Tensor& x = g_.tensor(t);
+    if (!x.shape_known || x.shape.empty()) return std::nullopt;
+    GiNaC::ex n = 1;
+    for (std::size_t d = 0; d + 1 < x.shape.size(); ++d) n *= x.shape[d];
+    return n;
+  }
+
+  // A per-head norm reads more vectors than its GEMM wrote (its heads); a latent norm reads
+  // the GEMM's output, or a slice of it along the last dim, one vector a token.
+  enum class GemmNorm { none, heads, latent };
+
+  // `gemm`: the weight GEMM whose output the norm reads (when not none).
+  GemmNorm gemm_norm(TensorId input, NodeId* gemm) const {
     const auto width = last_dim(input);
-    if (!width) return false;
+    if (!width) return GemmNorm::none;
     TensorId t = input;
     for (int depth = 0; depth < kHeadNormSearchDepth; ++depth) {
       const NodeId p = g_.tensor(t).producer;
-      if (p == kNone) return false;
+      if (p == kNone) return GemmNorm::none;
       if (s_.weight_gemm[p]) {
-        const auto gemm_width = last_dim(g_.node(p).outputs.at(0));
-        return gemm_width && !(*gemm_width - *width).is_zero();
+        *gemm = p;
+        const TensorId out = g_.node(p).outputs.at(0);
+        const auto gemm_width = last_dim(out);
+        const auto gemm_rows = rows(out), norm_rows = rows(input);
+        if (gemm_rows && norm_rows && GiNaC::expand(*gemm_rows - *norm_rows).is_zero()) return GemmNorm::latent;
+        return gemm_width && !(*gemm_width - *width).is_zero() ? GemmNorm::heads : GemmNorm::none;
       }
       const auto& inputs = g_.node(p).inputs;
       if (kind(p) == OpKind::data_movement && !inputs.empty() && inputs[0] != kNone) {
@@ -86,17 +104,33 @@ class StructureFinder {
         TensorId activation = kNone;
         for (TensorId in : inputs)
           if (in != kNone && !s_.weight_derived[in] && !g_.tensor(in).is_constant) activation = in;
-        if (activation == kNone) return false;
+        if (activation == kNone) return GemmNorm::none;
         t = activation;
       } else {
-        return false;
+        return GemmNorm::none;
+      }
+    }
+    return GemmNorm::none;
+  }
+
+  // Whether `t` is read by a weight GEMM, directly or through data movement.
+  bool feeds_weight_gemm(TensorId t) const {
+    std::deque<TensorId> queue{t};
+    for (int steps = 0; !queue.empty() && steps < kHeadNormSearchDepth * 4; ++steps) {
+      const TensorId x = queue.front();
+      queue.pop_front();
+      for (NodeId c : g_.tensor(x).consumers) {
+        if (s_.weight_gemm[c]) return true;
+        if (kind(c) == OpKind::data_movement)
+          for (TensorId out : g_.node(c).outputs) queue.push_back(out);
       }
     }
     return false;
   }
 
   // Extends a region by the element-wise ops applying parameters to its output. A per-head
-  // norm is no region: it belongs to the attention block, cut over the heads like the rest.
+  // norm is no region: it belongs to the attention block, cut over the heads like the rest;
+  // nor is a latent norm, kept whole with its down projection.
   void add_region(std::vector<NodeId> nodes, TensorId input) {
     NodeId last = nodes.back();
     for (;;) {
@@ -105,9 +139,18 @@ class StructureFinder {
       last = consumers[0];
       nodes.push_back(last);
     }
-    if (normalizes_heads(input)) {
+    NodeId gemm = kNone;
+    const GemmNorm source = gemm_norm(input, &gemm);
+    if (source == GemmNorm::heads) {
       for (NodeId n : nodes) head_norm_node_[n] = true;
       s_.head_norms.insert(s_.head_norms.end(), nodes.begin(), nodes.end());
+      return;
+    }
+    if (source == GemmNorm::latent && feeds_weight_gemm(g_.node(last).outputs.at(0))) {
+      for (NodeId n : nodes) head_norm_node_[n] = true;
+      s_.latent_norms.insert(s_.latent_norms.end(), nodes.begin(), nodes.end());
+      if (!down_projection_[gemm]) s_.down_projections.push_back(gemm);
+      down_projection_[gemm] = true;
       return;
     }
     const int region = static_cast<int>(s_.norm_anchors.size());
@@ -124,6 +167,7 @@ class StructureFinder {
   void find_norm_regions() {
     s_.norm_region.assign(g_.nodes().size(), -1);
     head_norm_node_.assign(g_.nodes().size(), false);
+    down_projection_.assign(g_.nodes().size(), false);
     for (NodeId n : order_) {
       if (s_.norm_region[n] >= 0 || head_norm_node_[n]) continue;
       const Node& node = g_.node(n);
@@ -174,8 +218,9 @@ class StructureFinder {
            std::count(inputs.begin() + 1, inputs.end(), t) == 0;
   }
 
-  // Forward from `start` through nodes that are neither norm regions nor weight GEMMs;
-  // returns the weight GEMMs reached; `visited` gets the nodes passed through.
+  // Forward from `start` through nodes that are neither norm regions nor weight GEMMs (down
+  // projections are passed through); returns the weight GEMMs reached; `visited` gets the
+  // nodes passed through.
   std::vector<NodeId> reach_weight_gemms(TensorId start, std::set<NodeId>* visited) const {
     std::vector<NodeId> found;
     std::deque<TensorId> queue{start};
@@ -185,7 +230,7 @@ class StructureFinder {
       queue.pop_front();
       for (NodeId c : g_.tensor(t).consumers) {
         if (routing_decision(c, t) || !seen.insert(c).second || s_.norm_region[c] >= 0) continue;
-        if (s_.weight_gemm[c]) {
+        if (s_.weight_gemm[c] && !down_projection_[c]) {
           found.push_back(c);
           continue;
         }
@@ -258,7 +303,8 @@ class StructureFinder {
   std::vector<NodeId> order_;
   std::vector<int> position_;
   std::vector<TensorId> region_output_;
-  std::vector<bool> head_norm_node_;
+  std::vector<bool> head_norm_node_;  // head and latent norms
+  std::vector<bool> down_projection_;
   TransformerStructure s_;
 };
 

@@ -9,6 +9,12 @@
 //   input comes from a weight GEMM (through data movement and bias adds) and is narrower than
 //   that GEMM's output — a per-head norm such as Qwen3's and Gemma 3's q_norm/k_norm over
 //   head_dim — is no region but part of the attention block (head_norms), cut over the heads;
+//   a norm of a weight GEMM's output (or a slice of it: one vector a token, not per head)
+//   that feeds a weight GEMM — the latent norms of multi-head latent attention, DeepSeek's
+//   q_a_layernorm and kv_a_layernorm — is no region either (latent_norms), and the GEMMs it
+//   normalizes the output of are down projections (q_a_proj, kv_a_proj_with_mqa), which the
+//   search for column-parallel GEMMs passes through: Megatron-Core keeps them whole on every
+//   tensor-parallel rank, with their norms, and cuts the up projections behind them;
 // - column-parallel GEMMs: the first weight GEMMs reached from a normalization region's
 //   output whose output in turn reaches a weight GEMM before any normalization region;
 //   those GEMMs are row-parallel, and the nodes in between form the tensor-parallel region
@@ -33,6 +39,8 @@ struct TransformerStructure {
   std::vector<NodeId> norm_anchors;  // per region: its first node in topological order
   std::vector<TensorId> norm_inputs; // per region: the residual stream tensor it normalizes
   std::vector<NodeId> head_norms;    // nodes of per-head norms inside attention (q_norm, k_norm)
+  std::vector<NodeId> latent_norms;  // nodes of the norms between down and up projections (MLA)
+  std::vector<NodeId> down_projections;  // weight GEMMs whose output a latent norm normalizes
   std::vector<NodeId> column, row, attention, vocab_heads, embeddings, residual_adds;
   std::vector<bool> in_tp_region;    // per node: between a column and its row GEMMs
   std::vector<NodeId> layer_anchors; // one per layer, topological order

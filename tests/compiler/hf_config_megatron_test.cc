@@ -1,8 +1,17 @@
 // A Qwen3-MoE read from a Hugging Face config.json (#31) through the importer and the
 // Megatron-LM generator with expert parallelism: the experts are cut over the ep ranks, the
 // tokens cross by all-to-all, and the plan prices (step time, memory) like the zoo's Mixtral.
+// A tiny DeepSeek-V3 (multi-head latent attention, dense first layer, routed and shared
+// experts): Megatron's tensor parallelism keeps the down projections whole and cuts the up
+// projections and the heads; its plans under data parallelism and megatron tp=2 are written
+// as sharded ONNX and proven equal to the model in ONNX Runtime (`symtensor verify`).
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -10,6 +19,7 @@
 #include "onnx_models/hf_config.h"  // protobuf before GiNaC (CLN's Mutable macro)
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
+#include "compiler/strategies/transformer_structure.h"
 #include "compiler/strategies/megatron.h"
 #include "hardware/collectives.h"
 #include "tests/compiler/strategies_test_util.h"
@@ -64,6 +74,89 @@ TEST(HfConfigMegatron, Qwen3MoeTinyPricesWithExpertParallelism) {
   EXPECT_GT(e.step_time_s, 0);
   EXPECT_TRUE(e.fits);
   EXPECT_GT(e.model_flops, 0);
+}
+
+constexpr const char* kDeepSeekV3Tiny = R"({"model_type": "deepseek_v3", "hidden_size": 64, "intermediate_size": 96,
+    "moe_intermediate_size": 32, "num_hidden_layers": 3, "first_k_dense_replace": 1, "num_attention_heads": 4,
+    "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
+    "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1, "n_group": 4, "topk_group": 2,
+    "vocab_size": 128, "max_position_embeddings": 64, "routed_scaling_factor": 2.5,
+    "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 4, "mscale": 1.0, "mscale_all_dim": 1.0,
+                     "original_max_position_embeddings": 16, "type": "yarn"}})";
+
+std::string deepseek_tiny_config() {
+  const std::string path = ::testing::TempDir() + "/deepseek_v3_tiny_" + std::to_string(::getpid()) + ".json";
+  std::ofstream(path) << kDeepSeekV3Tiny;
+  return path;
+}
+
+TEST(HfConfigMegatron, DeepSeekV3TinyKeepsTheDownProjectionsWhole) {
+  ImportOptions o;
+  o.bindings = {{"batch", 8.0}, {"seq", 8.0}};
+  o.warn_opaque = false;
+  Graph g = import_onnx_model(models::build_model(models::load_hf_config(deepseek_tiny_config())), "deepseek-v3-tiny", o);
+  const hardware::Cluster cluster = testing::dgx(1, 4);
+  const MegatronKnobs knobs = parse_megatron_knobs("tp=2");
+  const Plan plan = make_megatron_plan(g, cluster, knobs, StrategyOptions{});
+  testing::expect_valid_plan(g, cluster, plan);
+  const auto spaces = node_iteration_spaces(g);
+  const TransformerStructure s = find_transformer_structure(g, spaces);
+  ASSERT_EQ(s.layers(), 3);
+  ASSERT_EQ(s.down_projections.size(), 6u);  // q_a_proj, kv_a_proj_with_mqa
+  const int tp_axis = megatron_mesh(cluster, knobs).tp_axis;
+  auto cut_on_tp = [&](NodeId n) {
+    for (const auto& axes : plan.node_cuts[n].loop_axes)
+      for (int a : axes)
+        if (a == tp_axis) return true;
+    return false;
+  };
+  for (NodeId n : s.down_projections) EXPECT_FALSE(cut_on_tp(n)) << g.node(n).name;
+  for (NodeId n : s.latent_norms) EXPECT_FALSE(cut_on_tp(n)) << g.node(n).name;
+  for (NodeId n : s.column) EXPECT_TRUE(cut_on_tp(n)) << g.node(n).name;
+  for (NodeId n : s.attention) EXPECT_TRUE(cut_on_tp(n)) << g.node(n).name;
+  const StepEstimate e = estimate_step(analyze_plan(g, cluster, plan), plan, cluster);
+  EXPECT_TRUE(std::isfinite(e.step_time_s));
+  EXPECT_TRUE(e.fits);
+}
+
+// `symtensor models --hf-config`, `compile --onnx` and `verify` (ONNX Runtime, rtol 1e-4).
+class DeepSeekVerify : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("symtensor_deepseek_verify_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  // Exit status; the command's output in log_.
+  int run(const std::string& args) {
+    const std::string log = (dir_ / "log").string();
+    const int status = std::system((std::string(SYMTENSOR_BINARY) + " " + args + " >" + log + " 2>&1").c_str());
+    std::ifstream in(log);
+    std::stringstream text;
+    text << in.rdbuf();
+    log_ = text.str();
+    return status;
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::filesystem::path dir_;
+  std::string log_;
+};
+
+TEST_F(DeepSeekVerify, TinyV3PlansAreEqualToTheModelInOnnxRuntime) {
+  ASSERT_EQ(run("models --hf-config " + deepseek_tiny_config() + " --weights random -o " + path("m.onnx")), 0) << log_;
+  EXPECT_NE(log_.find("latent attention"), std::string::npos) << log_;
+  for (const std::string strategy : {"--strategy dp", "--megatron tp=2", "--megatron tp=2,sp=1"}) {
+    const std::string out = path("plan");
+    std::filesystem::remove_all(out);
+    ASSERT_EQ(run("compile " + path("m.onnx") + " --cluster dgx-a100 --gpus 2 --bind batch=4,seq=8 " + strategy +
+                  " --onnx -o " + out),
+              0)
+        << strategy << "\n" << log_;
+    ASSERT_EQ(run("verify " + path("m.onnx") + " " + out + " --rtol 1e-4"), 0) << strategy << "\n" << log_;
+    EXPECT_NE(log_.find("verify: OK"), std::string::npos) << strategy << "\n" << log_;
+  }
 }
 
 }  // namespace

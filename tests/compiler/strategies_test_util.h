@@ -43,7 +43,12 @@ inline void expect_valid_plan(Graph& g, const hardware::Cluster& cluster, const 
         EXPECT_FALSE(used[a]) << g.node(n).name;
         used[a] = true;
       }
-      EXPECT_TRUE(cut_allowed(g, g.node(n), spaces[n], static_cast<int>(l), cut[l], mesh))
+      // A padded loop (Megatron's padded vocabulary) is cut over its padded extent.
+      const auto padded = plan.node_cuts[n].padded_extents.find(static_cast<int>(l));
+      const std::optional<double> extent = padded != plan.node_cuts[n].padded_extents.end()
+                                               ? std::optional<double>(static_cast<double>(padded->second))
+                                               : numeric_extent(g, spaces[n].loops[l].extent);
+      EXPECT_TRUE(cut_allowed(g.node(n), spaces[n], static_cast<int>(l), extent, cut[l], mesh))
           << g.node(n).name << " loop " << spaces[n].loops[l].name;
     }
     EXPECT_GE(plan.stage_of_node[n], 0);

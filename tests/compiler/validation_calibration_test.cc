@@ -63,11 +63,9 @@ std::vector<PublishedRun> load_runs() {
 
 // The architectures of runs.csv's README, from the zoo's families.
 models::ModelConfig architecture(const std::string& name) {
-  if (name == "gpt3-175b") {
-    models::ModelConfig c = models::preset_config("gpt3-175b");
-    c.vocab = 51200;
-    return c;
-  }
+  // GPT-3's own vocabulary (50257): Megatron's layout pads it to a multiple of 128 x tp, as
+  // NeMo runs it (50688 at tp=4).
+  if (name == "gpt3-175b") return models::preset_config("gpt3-175b");
   if (name == "mixtral-8x7b") return models::preset_config("mixtral-8x7b");
   models::ModelConfig c = models::preset_config(name == "mixtral-8x22b" ? "mixtral-8x7b" : "llama2-7b");
   c.name = name;

@@ -92,6 +92,19 @@ if [ "$(id -u)" != 0 ]; then
   expect_error "ro/plan.yaml" compile "${common[@]}" --cluster dgx-a100 --nodes 1 --gpus 4 -o "$work/ro"
   [ -z "$(ls -A "$work/ro")" ] || fail "unwritable dir: partial files left behind"
 fi
+# GPT-3's vocabulary (50257) at tp=4: padded to 50688 as Megatron-LM pads it (#30), recorded
+# in plan.yaml, read back as written, exported with its padding rule; no ONNX rewrite of it
+"$symtensor" models gpt3-175b --layers 2 -o "$work/gpt3_2.onnx" >/dev/null
+gpt3_tp4=("$work/gpt3_2.onnx" --cluster dgx-a100 --nodes 1 --bind batch=8,seq=2048 --megatron tp=4,pp=1,mb=1)
+"$symtensor" compile "${gpt3_tp4[@]}" --export megatron -o "$work/v" >/dev/null
+grep -q 'padded: {n: 50688}' "$work/v/plan.yaml" || fail "padded vocabulary not in plan.yaml"
+grep -qx -- '--make-vocab-size-divisible-by 128' "$work/v/megatron.args" || fail "export lacks the padding rule"
+grep -qx -- '# vocabulary 50257 padded to 50688 (a multiple of 128 x tp=4), as the plan is priced' "$work/v/megatron.args" \
+  || fail "export lacks the padded vocabulary: $(grep vocabulary "$work/v/megatron.args")"
+"$symtensor" compile "$work/gpt3_2.onnx" --cluster dgx-a100 --nodes 1 --bind batch=8,seq=2048 --plan "$work/v/plan.yaml" -o "$work/v2" >/dev/null
+cmp -s <(grep -v '^model:\|^strategy:' "$work/v/plan.yaml") <(grep -v '^model:\|^strategy:' "$work/v2/plan.yaml") \
+  || fail "padded plan.yaml not reproduced: $(diff "$work/v/plan.yaml" "$work/v2/plan.yaml" | head -5)"
+expect_error "pads loop '[a-z0-9]*' to 50688 (Megatron's padded vocabulary); the ONNX rewrite" compile "${gpt3_tp4[@]}" --onnx -o "$work/v3"
 # a hand-edited plan with a bad key names the file, line and key
 sed 's/^zero_stage: 3/zero_stage: 9/' "$work/z/plan.yaml" > "$work/bad.yaml"
 expect_error "bad.yaml:[0-9]*: key 'zero_stage'" compile "${common[@]}" --cluster dgx-a100 --nodes 1 --gpus 4 --plan "$work/bad.yaml" -o "$work/e9"

@@ -25,6 +25,10 @@ declare -A configs=(
                \"num_experts\": 8, \"num_experts_per_tok\": 2, \"norm_topk_prob\": false}"
   [gemma3_text]="{\"model_type\": \"gemma3_text\", $common, \"head_dim\": 32, \"sliding_window\": 4,
                  \"sliding_window_pattern\": 2, \"query_pre_attn_scalar\": 24}"
+  [deepseek_v3]="{\"model_type\": \"deepseek_v3\", $common, \"moe_intermediate_size\": 32, \"first_k_dense_replace\": 1,
+                 \"q_lora_rank\": 32, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 16, \"qk_rope_head_dim\": 8,
+                 \"v_head_dim\": 16, \"n_routed_experts\": 8, \"num_experts_per_tok\": 2, \"n_shared_experts\": 1,
+                 \"n_group\": 4, \"topk_group\": 2}"
 )
 for family in "${!configs[@]}"; do
   echo "${configs[$family]}" >"$work/$family.json"
@@ -65,8 +69,8 @@ expect_refusal() {  # expect_refusal PATTERN JSON
   [ "$(echo "$err" | wc -l)" -eq 1 ] || fail "more than one line: $err"
   [ ! -e "$work/bad.onnx" ] && [ ! -e "$work/bad.onnx.tmp" ] || fail "output written for: $2"
 }
-expect_refusal "bad.json: model_type 'deepseek_v3' is not supported yet: multi-head latent attention" \
-  '{"model_type": "deepseek_v3", "hidden_size": 7168}'
+expect_refusal "bad.json: model_type 'qwen2_moe' is not supported yet: the shared expert" \
+  '{"model_type": "qwen2_moe", "hidden_size": 2048}'
 expect_refusal "bad.json: model_type 'gpt_oss' is not supported yet: attention sinks" '{"model_type": "gpt_oss"}'
 expect_refusal "bad.json: model_type 'bert' is not supported" '{"model_type": "bert"}'
 expect_refusal "bad.json: missing key 'vocab_size' (model_type 'mistral')" \

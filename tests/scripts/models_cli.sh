@@ -13,7 +13,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 "$symtensor" models list --names >"$work/names"
 grep -q '^gpt-1.7b ' "$work/list" || fail "list lacks gpt-1.7b"
 grep -qx 'mixtral-8x7b-tiny' "$work/names" || fail "list --names lacks mixtral-8x7b-tiny"
-for name in llama3-8b llama3.1-405b mistral-7b mixtral-8x22b qwen2.5-7b qwen2.5-72b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b; do
+for name in llama3-8b llama3.1-405b mistral-7b mixtral-8x22b qwen2.5-7b qwen2.5-72b qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b deepseek-v3 deepseek-v2-lite deepseek-v3-tiny; do
   grep -qx "$name" "$work/names" || fail "list --names lacks $name"
 done
 grep -q "meta-llama/Meta-Llama-3-8B config.json" "$work/list" || fail "list does not name the llama3-8b source"
