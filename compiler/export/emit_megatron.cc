@@ -25,6 +25,44 @@ class MegatronArgs {
   std::string s_;
 };
 
+// Multi-head latent attention (FRAMEWORKS.md 1b): the latent ranks and head dims read from the
+// down projections, latent norms and attention; YaRN's factor and mscales from the graph's
+// rotary table, softmax scale and cos/sin factor. Megatron-Core keeps the down projections
+// and their norms (--qk-layernorm) whole on every tensor-parallel rank, as the plan does.
+void mla_flags(MegatronArgs& a, const ModelArchitecture& m) {
+  a.comment("multi-head latent attention (the interleaved rotary pairs of the HF weights are a fixed permutation: the same model)");
+  a.flag("multi-latent-attention");
+  if (m.q_lora_rank > 0) a.value("q-lora-rank", m.q_lora_rank);
+  a.value("kv-lora-rank", m.kv_lora_rank);
+  a.value("qk-head-dim", m.qk_head_dim);
+  a.value("qk-pos-emb-head-dim", m.qk_pos_head_dim);
+  a.value("v-head-dim", m.v_head_dim);
+  a.value("rope-type", m.yarn ? "yarn" : "rope");
+  if (m.yarn) {
+    a.value("rotary-scaling-factor", fmt::format("{:g}", m.yarn_factor));
+    a.value("mscale", fmt::format("{:g}", m.yarn_mscale));
+    a.value("mscale-all-dim", fmt::format("{:g}", m.yarn_mscale_all_dim));
+  }
+}
+
+// DeepSeek's routing and layer mix (FRAMEWORKS.md 1c), read from the router's ops and the
+// layers' MLPs.
+void moe_architecture_flags(MegatronArgs& a, const ModelArchitecture& m) {
+  if (m.shared_expert_ffn > 0) a.value("moe-shared-expert-intermediate-size", m.shared_expert_ffn);
+  if (m.dense_first_layers()) {
+    a.comment("per layer: 0 a dense MLP of --ffn-hidden-size, 1 experts (one argument: no spaces)");
+    a.value("moe-layer-freq", moe_layer_pattern(m.moe_layers));
+  }
+  if (m.router_score == RouterScore::sigmoid) a.value("moe-router-score-function", "sigmoid");
+  if (m.router_score == RouterScore::pre_softmax) a.flag("moe-router-pre-softmax");
+  if (m.expert_bias) a.flag("moe-router-enable-expert-bias");
+  if (m.router_groups > 0 && m.router_group_topk > 0) {
+    a.value("moe-router-num-groups", m.router_groups);
+    a.value("moe-router-group-topk", m.router_group_topk);
+  }
+  if (m.router_scaling > 0) a.value("moe-router-topk-scaling-factor", fmt::format("{:g}", m.router_scaling));
+}
+
 void model_flags(MegatronArgs& a, const ModelArchitecture& m, const ParallelRecipe& r) {
   a.comment("model: read from the ONNX graph");
   for (const auto& line : m.unknown) a.comment("PLACEHOLDER " + line);
@@ -36,7 +74,8 @@ void model_flags(MegatronArgs& a, const ModelArchitecture& m, const ParallelReci
     a.flag("group-query-attention");
     a.value("num-query-groups", m.query_groups);
   }
-  if (m.head_dim > 0) a.value("kv-channels", m.head_dim);
+  if (m.mla && m.v_head_dim > 0) a.value("kv-channels", m.v_head_dim);
+  else if (m.head_dim > 0) a.value("kv-channels", m.head_dim);
   if (m.gated_mlp) {
     if (!m.silu) a.comment("PLACEHOLDER the gated MLP's activation is not x*sigmoid(x); --swiglu is SiLU");
     a.flag("swiglu");
@@ -46,6 +85,7 @@ void model_flags(MegatronArgs& a, const ModelArchitecture& m, const ParallelReci
   if (m.qk_norm) a.flag("qk-layernorm");
   if (m.position != PositionKind::unknown) a.value("position-embedding-type", megatron_name(m.position));
   if (m.position == PositionKind::rope && m.rotary_base > 0) a.value("rotary-base", static_cast<long long>(m.rotary_base));
+  if (m.mla) mla_flags(a, m);
   const long long seq = static_cast<long long>(r.seq);
   if (const long long positions = std::max(m.max_positions, seq); positions > 0) a.value("max-position-embeddings", positions);
   if (!m.tied_embeddings) a.flag("untie-embeddings-and-output-weights");
@@ -67,6 +107,7 @@ void model_flags(MegatronArgs& a, const ModelArchitecture& m, const ParallelReci
     a.value("num-experts", m.experts);
     if (m.top_k > 0) a.value("moe-router-topk", m.top_k);
     if (m.moe_ffn_hidden > 0) a.value("moe-ffn-hidden-size", m.moe_ffn_hidden);
+    moe_architecture_flags(a, m);
     a.comment("the token exchange priced: all-to-all dispatch into grouped expert GEMMs");
     a.value("moe-token-dispatcher-type", "alltoall");
     a.flag("moe-grouped-gemm");

@@ -11,7 +11,9 @@ std::string py_bool(bool b) { return b ? "True" : "False"; }
 
 // The architecture under Megatron-Core's TransformerConfig / NeMo's GPTConfig field names.
 std::string nemo_model_config(const ModelArchitecture& m, const ParallelRecipe& r) {
-  std::string s = "# the model: read from the ONNX graph (llm.GPTConfig(**model_config_kwargs))\n";
+  std::string s = m.mla ? "# the model: read from the ONNX graph; multi-head latent attention's fields are Megatron-Core's MLATransformerConfig's:\n"
+                         "# build it with a config class deriving from it (NeMo's DeepSeek configs), not llm.GPTConfig\n"
+                       : "# the model: read from the ONNX graph (llm.GPTConfig(**model_config_kwargs))\n";
   for (const auto& line : m.unknown) s += "# PLACEHOLDER " + line + "\n";
   s += "model_config_kwargs = dict(\n";
   const auto field = [&s](std::string_view name, const auto& v) { s += fmt::format("    {}={},\n", name, v); };
@@ -20,13 +22,28 @@ std::string nemo_model_config(const ModelArchitecture& m, const ParallelRecipe& 
   if (m.ffn_hidden > 0) field("ffn_hidden_size", m.ffn_hidden);
   if (m.heads > 0) field("num_attention_heads", m.heads);
   if (m.query_groups > 0) field("num_query_groups", m.query_groups);
-  if (m.head_dim > 0) field("kv_channels", m.head_dim);
+  if (m.mla && m.v_head_dim > 0) field("kv_channels", m.v_head_dim);
+  else if (m.head_dim > 0) field("kv_channels", m.head_dim);
   field("gated_linear_unit", py_bool(m.gated_mlp));
   field("qk_layernorm", py_bool(m.qk_norm));
   if (m.norm != NormKind::unknown) field("normalization", fmt::format("\"{}\"", megatron_name(m.norm)));
   if (m.norm_epsilon > 0) field("layernorm_epsilon", fmt::format("{:g}", m.norm_epsilon));
   if (m.position != PositionKind::unknown) field("position_embedding_type", fmt::format("\"{}\"", megatron_name(m.position)));
   if (m.rotary_base > 0) field("rotary_base", static_cast<long long>(m.rotary_base));
+  if (m.mla) {  // Megatron-Core's MLATransformerConfig fields
+    field("multi_latent_attention", "True");
+    field("q_lora_rank", m.q_lora_rank > 0 ? std::to_string(m.q_lora_rank) : std::string("None"));
+    field("kv_lora_rank", m.kv_lora_rank);
+    field("qk_head_dim", m.qk_head_dim);
+    field("qk_pos_emb_head_dim", m.qk_pos_head_dim);
+    field("v_head_dim", m.v_head_dim);
+    field("rope_type", m.yarn ? "\"yarn\"" : "\"rope\"");
+    if (m.yarn) {
+      field("rotary_scaling_factor", fmt::format("{:g}", m.yarn_factor));
+      field("mscale", fmt::format("{:g}", m.yarn_mscale));
+      field("mscale_all_dim", fmt::format("{:g}", m.yarn_mscale_all_dim));
+    }
+  }
   field("share_embeddings_and_output_weights", py_bool(m.tied_embeddings));
   field("add_bias_linear", py_bool(m.linear_bias));
   field("add_qkv_bias", py_bool(m.linear_bias || m.qkv_bias));
@@ -37,6 +54,16 @@ std::string nemo_model_config(const ModelArchitecture& m, const ParallelRecipe& 
     field("num_moe_experts", m.experts);
     if (m.top_k > 0) field("moe_router_topk", m.top_k);
     if (m.moe_ffn_hidden > 0) field("moe_ffn_hidden_size", m.moe_ffn_hidden);
+    if (m.shared_expert_ffn > 0) field("moe_shared_expert_intermediate_size", m.shared_expert_ffn);
+    if (m.dense_first_layers()) field("moe_layer_freq", moe_layer_pattern(m.moe_layers, "", ""));
+    if (m.router_score == RouterScore::sigmoid) field("moe_router_score_function", "\"sigmoid\"");
+    if (m.router_score == RouterScore::pre_softmax) field("moe_router_pre_softmax", "True");
+    if (m.expert_bias) field("moe_router_enable_expert_bias", "True");
+    if (m.router_groups > 0 && m.router_group_topk > 0) {
+      field("moe_router_num_groups", m.router_groups);
+      field("moe_router_group_topk", m.router_group_topk);
+    }
+    if (m.router_scaling > 0) field("moe_router_topk_scaling_factor", fmt::format("{:g}", m.router_scaling));
     field("moe_token_dispatcher_type", "\"alltoall\"");
     field("moe_grouped_gemm", "True");
   }

@@ -33,6 +33,33 @@ std::string recipe_text(const ParallelRecipe& r) {
                      r.distopt ? 1 : 0, r.zero_stage, to_string(r.recompute));
 }
 
+// What the target's model definition cannot be told of the architecture, one line each
+// (the parallel plan aside): Megatron-LM and NeMo take the flags the architecture reader
+// found no counterpart for; torchtitan's llama3 builds none of DeepSeek's features
+// (FRAMEWORKS.md documents no deepseek_v3 flavor fields); DeepSpeed's AutoTP split of
+// latent attention is not documented. JAX's PartitionSpecs are per parameter: no model flags.
+std::vector<std::string> architecture_gaps(ExportTarget t, const ModelArchitecture& m, const ParallelRecipe& r) {
+  std::vector<std::string> gaps;
+  switch (t) {
+    case ExportTarget::megatron:
+    case ExportTarget::nemo:
+      for (const auto& g : m.megatron_gaps) gaps.push_back("model: " + g);
+      break;
+    case ExportTarget::torchtitan:
+      for (const auto& f : m.deepseek_features())
+        gaps.push_back("model: " + f + ": torchtitan's llama3 does not build it and no deepseek_v3 flavor fields are documented to write");
+      break;
+    case ExportTarget::deepspeed:
+      if (m.mla && r.tp > 1)
+        gaps.push_back(fmt::format("model: multi-head latent attention under AutoTP tp={}: which projections AutoTP splits is not documented "
+                                   "(the plan keeps the down projections whole)", r.tp));
+      break;
+    case ExportTarget::dtensor:
+    case ExportTarget::jax: break;
+  }
+  return gaps;
+}
+
 // Whether the target writes uneven first/last stages itself.
 bool keeps_uneven_stages(ExportTarget t) { return t == ExportTarget::megatron; }
 
@@ -84,6 +111,7 @@ ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Clus
     for (auto& line : plan_differences(graph, cluster, plan, *recipe_plan.plan)) out.not_expressible.push_back(std::move(line));
   }
   const Plan* expressed = &plan;
+  const ModelArchitecture arch = read_model_architecture(graph, node_iteration_spaces(graph));
   if (!out.exact()) {
     if (!recipe_plan.plan) {
       out.not_expressible.push_back("no expressible plan near it: " + recipe_plan.error);
@@ -103,6 +131,8 @@ ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Clus
     r.tp_axes = axes.tp_axes, r.dp_axes = axes.dp_axes, r.cp_axes = axes.cp_axes;
   }
   out.recipe = r;
+  // The architecture's gaps make the export inexact without changing the plan written.
+  for (auto& line : architecture_gaps(target, arch, r)) out.not_expressible.push_back(std::move(line));
 
   std::vector<std::string> header = {
       fmt::format("SymTensor export for {}: plan of strategy '{}' for {} on {} ({} devices)", to_string(target), plan.strategy,
@@ -118,7 +148,6 @@ ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Clus
     header.push_back("not expressible:");
     for (const auto& item : out.not_expressible) header.push_back("  - " + item);
   }
-  const ModelArchitecture arch = read_model_architecture(graph, node_iteration_spaces(graph));
   ExportContext context{graph, cluster, *expressed, r, arch, header};
   switch (target) {
     case ExportTarget::megatron: out.config = emit_megatron(context); break;

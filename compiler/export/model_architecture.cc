@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -19,7 +20,13 @@ namespace {
 class ArchitectureReader {
  public:
   ArchitectureReader(const Graph& g, const std::vector<IterationSpace>& spaces)
-      : g_(g), spaces_(spaces), s_(find_transformer_structure(g, spaces)), constants_(g.source) {}
+      : g_(g), spaces_(spaces), s_(find_transformer_structure(g, spaces)), constants_(g.source) {
+    position_.assign(g_.nodes().size(), 0);
+    const std::vector<NodeId> order = g_.topological_order();
+    for (std::size_t i = 0; i < order.size(); ++i) position_[order[i]] = static_cast<int>(i);
+    for (NodeId a : s_.layer_anchors) anchor_positions_.push_back(position_[a]);
+    std::sort(anchor_positions_.begin(), anchor_positions_.end());
+  }
 
   ModelArchitecture read() {
     a_.layers = s_.layers();
@@ -32,8 +39,12 @@ class ArchitectureReader {
     read_projections();
     read_embeddings();
     read_experts();
+    read_mlp_layers();
+    read_router();
+    read_latent_attention();
     for (const Node& n : g_.nodes()) a_.dropout |= n.op_type == "Dropout";
-    a_.qk_norm = !s_.head_norms.empty();
+    // Megatron-Core's qk_layernorm: the per-head q/k norms, or MLA's latent norms.
+    a_.qk_norm = !s_.head_norms.empty() || !s_.latent_norms.empty();
     if (a_.layers == 0) a_.unknown.push_back("transformer layers: none found in the graph");
     if (a_.heads == 0) a_.unknown.push_back("attention heads: no attention found in the graph");
     if (a_.ffn_hidden == 0) a_.unknown.push_back("MLP width: no MLP found in the graph");
@@ -165,18 +176,303 @@ class ArchitectureReader {
       if (attention) {
         for (NodeId c : columns) a_.qkv_bias |= has_bias(c);
         a_.linear_bias |= has_bias(row);
+        if (attention_width_ == 0) attention_width_ = width;
         any_row = true;
         continue;
       }
       const bool expert = gemm_expert_loop(spaces_[row], weight) >= 0;
       (expert ? a_.moe_ffn_hidden : a_.ffn_hidden) = width;
+      if (const int layer = layer_of(row); layer >= 0) (expert ? moe_width_ : dense_width_)[layer] = width;
       a_.gated_mlp |= columns.size() >= 2;
       a_.silu |= sigmoid;
       a_.linear_bias |= has_bias(row);
       any_row = true;
     }
-    if (a_.ffn_hidden == 0) a_.ffn_hidden = a_.moe_ffn_hidden;
     if (!any_row) a_.linear_bias = true;  // Megatron's default when nothing says otherwise
+  }
+
+  // The layer a node belongs to: the last layer anchor at or before it; -1 before the first.
+  int layer_of(NodeId n) const {
+    const auto it = std::upper_bound(anchor_positions_.begin(), anchor_positions_.end(), position_[n]);
+    return static_cast<int>(it - anchor_positions_.begin()) - 1;
+  }
+
+  // Per layer, a mixture of experts or a dense MLP; in a MoE layer a dense MLP beside the
+  // experts is the shared experts. The dense width is the dense layers' (the experts' when
+  // every layer is MoE).
+  void read_mlp_layers() {
+    if (moe_width_.empty()) {
+      if (a_.ffn_hidden == 0) a_.ffn_hidden = a_.moe_ffn_hidden;
+      return;
+    }
+    std::set<long long> dense, shared;
+    int shared_layers = 0;
+    a_.moe_layers.assign(std::max(a_.layers, 0), 0);
+    for (int l = 0; l < a_.layers; ++l) {
+      const bool moe = moe_width_.count(l) > 0;
+      a_.moe_layers[l] = moe ? 1 : 0;
+      const auto d = dense_width_.find(l);
+      if (d == dense_width_.end()) continue;
+      (moe ? shared : dense).insert(d->second);
+      shared_layers += moe ? 1 : 0;
+    }
+    a_.ffn_hidden = dense.empty() ? a_.moe_ffn_hidden : *dense.rbegin();
+    if (dense.size() > 1)
+      a_.megatron_gaps.push_back(fmt::format("dense MLPs of widths {}: --ffn-hidden-size takes one", fmt::join(dense, ", ")));
+    if (!shared.empty()) a_.shared_expert_ffn = *shared.rbegin();
+    const int moe_layers = static_cast<int>(moe_width_.size());
+    if (shared.size() > 1 || (shared_layers > 0 && shared_layers != moe_layers))
+      a_.megatron_gaps.push_back(fmt::format("shared experts of widths {} in {} of {} MoE layers: "
+                                             "--moe-shared-expert-intermediate-size gives every MoE layer one width",
+                                             fmt::join(shared, ", "), shared_layers, moe_layers));
+    std::set<long long> widths;
+    for (const auto& [layer, w] : moe_width_) widths.insert(w);
+    if (widths.size() > 1)
+      a_.megatron_gaps.push_back(fmt::format("experts of widths {}: --moe-ffn-hidden-size takes one", fmt::join(widths, ", ")));
+  }
+
+  std::optional<double> scalar_constant(TensorId t) const {
+    if (t == kNone || !g_.tensor(t).is_constant || s_.weight_derived[t]) return std::nullopt;
+    const auto v = constants_.values(g_.tensor(t).name, 1);
+    if (!v || v->size() != 1) return std::nullopt;
+    return v->front();
+  }
+  // The float scalar that the element-wise `n` multiplies (Mul) or divides (Div, as 1/x) its other operand by.
+  std::optional<double> scale_of(NodeId n) const {
+    const Node& node = g_.node(n);
+    if ((node.op_type != "Mul" && node.op_type != "Div") || node.inputs.size() != 2) return std::nullopt;
+    for (std::size_t i = 0; i < 2; ++i) {
+      const auto v = scalar_constant(node.inputs[i]);
+      if (!v) continue;
+      if (node.op_type == "Mul") return *v;
+      if (i == 1 && *v != 0) return 1.0 / *v;
+    }
+    return std::nullopt;
+  }
+  std::optional<long long> topk_k(NodeId n) const {
+    const Node& node = g_.node(n);
+    if (node.op_type != "TopK" || node.inputs.size() < 2) return std::nullopt;
+    const auto& k = g_.tensor(node.inputs[1]).value;
+    if (!k || k->size() != 1) return std::nullopt;
+    return extent(k->front());
+  }
+  int rank(TensorId t) const { return g_.tensor(t).shape_known ? static_cast<int>(g_.tensor(t).shape.size()) : -1; }
+
+  // The router: a weight GEMM of one output per expert that is no expert GEMM, and the ops
+  // between it and the experts (no GEMM, no routing operator): how it scores, chooses and weighs.
+  void read_router() {
+    if (a_.experts == 0) return;
+    NodeId gate = kNone;
+    for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes().size()); ++n) {
+      if (!s_.weight_gemm[n] || gemm_expert_loop(spaces_[n], weight_operand(g_, s_, n)) >= 0) continue;
+      if (last_dim(g_.node(n).outputs.at(0)).value_or(0) != a_.experts) continue;
+      if (gate == kNone || position_[n] < position_[gate]) gate = n;
+    }
+    if (gate == kNone) {
+      a_.unknown.push_back("MoE router: no GEMM of one output per expert found");
+      return;
+    }
+    const TensorId logits = g_.node(gate).outputs.at(0);
+    std::set<NodeId> after;
+    std::deque<TensorId> queue{logits};
+    while (!queue.empty() && after.size() < 400) {
+      const TensorId t = queue.front();
+      queue.pop_front();
+      for (NodeId c : g_.tensor(t).consumers) {
+        const OpKind k = spaces_[c].kind;
+        if (k == OpKind::gemm || k == OpKind::routing || !after.insert(c).second) continue;
+        for (TensorId out : g_.node(c).outputs) queue.push_back(out);
+      }
+    }
+    for (NodeId c : g_.tensor(logits).consumers) {
+      const std::string& op = g_.node(c).op_type;
+      if (op == "Sigmoid") a_.router_score = RouterScore::sigmoid;
+      else if (op == "Softmax") a_.router_score = RouterScore::pre_softmax;
+      else if (op == "TopK" && a_.router_score == RouterScore::unknown) a_.router_score = RouterScore::topk_softmax;
+    }
+    for (NodeId n : after) {
+      const Node& node = g_.node(n);
+      if (node.op_type == "Add")
+        for (TensorId in : node.inputs) a_.expert_bias |= in != kNone && s_.weight_derived[in];
+      if (node.op_type == "Div" && !scale_of(n)) a_.router_renormalized = true;
+      if (const auto v = scale_of(n); v && node.op_type == "Mul" && std::abs(*v - 1.0) > 1e-9) a_.router_scaling = *v;
+      if (node.op_type == "Reshape" && rank(node.outputs.at(0)) == 4 && rank(node.inputs.at(0)) == 3) {
+        const Tensor& out = g_.tensor(node.outputs.at(0));
+        const auto groups = extent(out.shape[2]), each = extent(out.shape[3]);
+        if (groups && each && *groups > 1 && *groups * *each == a_.experts) a_.router_groups = *groups;
+      }
+    }
+    for (NodeId n : after) {
+      const auto k = topk_k(n);
+      if (!k || a_.router_groups == 0) continue;
+      const TensorId in = g_.node(n).inputs.at(0);
+      if (rank(in) == 4) a_.router_group_top = *k;
+      else if (last_dim(in).value_or(0) == a_.router_groups) a_.router_group_topk = *k;
+    }
+    if (a_.router_score == RouterScore::unknown) a_.unknown.push_back("MoE router: its scoring is not one the exporter reads");
+    if (a_.router_score == RouterScore::sigmoid && !a_.router_renormalized && a_.top_k > 1)
+      a_.megatron_gaps.push_back("a sigmoid router whose chosen scores are not renormalized: Megatron-LM renormalizes them (top-k > 1)");
+    if (a_.router_score == RouterScore::pre_softmax && a_.router_renormalized)
+      a_.megatron_gaps.push_back("routing weights renormalized after a softmax over all experts: --moe-router-pre-softmax keeps them as they are");
+    if (a_.expert_bias && a_.router_score != RouterScore::sigmoid)
+      a_.megatron_gaps.push_back("an expert bias on softmax scores: --moe-router-enable-expert-bias needs the sigmoid score function");
+    if (a_.router_groups > 0) {
+      // Megatron-Core's group-limited top-k ranks a group by the sum of its best top_k / group_topk scores.
+      if (a_.router_group_topk <= 0 || a_.router_group_top <= 0)
+        a_.megatron_gaps.push_back(fmt::format("group-limited routing over {} groups: the groups kept or their ranking not read", a_.router_groups));
+      else if (a_.top_k / a_.router_group_topk != a_.router_group_top)
+        a_.megatron_gaps.push_back(fmt::format("groups ranked by their best {} scores: Megatron-LM ranks them by their best top-k / group-topk = {}/{} = {}",
+                                               a_.router_group_top, a_.top_k, a_.router_group_topk, a_.top_k / a_.router_group_topk));
+    }
+  }
+
+  // Multi-head latent attention: the down projections (the structure's, whole under tp) and
+  // the latent norms reading them. A norm reading all of a down projection's output is the
+  // query latent (q_lora_rank); one reading a slice of it is the key/value latent, the rest of
+  // the output being the rotary key shared by the heads.
+  void read_latent_attention() {
+    if (s_.down_projections.empty()) return;
+    std::set<NodeId> norms(s_.latent_norms.begin(), s_.latent_norms.end());
+    std::vector<NodeId> downs = s_.down_projections;
+    std::sort(downs.begin(), downs.end(), [&](NodeId x, NodeId y) { return position_[x] < position_[y]; });
+    for (NodeId d : downs) {
+      const long long width = last_dim(g_.node(d).outputs.at(0)).value_or(0);
+      long long latent = 0;
+      std::deque<TensorId> queue{g_.node(d).outputs.at(0)};
+      for (int steps = 0; !queue.empty() && steps < 16 && latent == 0; ++steps) {
+        const TensorId t = queue.front();
+        queue.pop_front();
+        for (NodeId c : g_.tensor(t).consumers) {
+          if (norms.count(c)) {
+            latent = last_dim(t).value_or(0);
+            break;
+          }
+          if (spaces_[c].kind == OpKind::data_movement)
+            for (TensorId out : g_.node(c).outputs) queue.push_back(out);
+        }
+      }
+      if (latent == 0 || width == 0) continue;
+      if (latent == width && a_.q_lora_rank == 0) a_.q_lora_rank = latent;
+      if (latent < width && a_.kv_lora_rank == 0) a_.kv_lora_rank = latent, a_.qk_pos_head_dim = width - latent;
+    }
+    if (a_.kv_lora_rank == 0) {
+      a_.megatron_gaps.push_back("latent projections without a key/value latent: not multi-head latent attention as Megatron-LM builds it");
+      return;
+    }
+    a_.mla = true;
+    a_.qk_head_dim = a_.head_dim - a_.qk_pos_head_dim;  // the query head: qk_head_dim + the rotary part
+    if (a_.heads > 0 && attention_width_ % a_.heads == 0) a_.v_head_dim = attention_width_ / a_.heads;
+    if (a_.qk_head_dim <= 0 || a_.v_head_dim <= 0)
+      a_.megatron_gaps.push_back(fmt::format("multi-head latent attention's head dims (query {}, rotary {}, value of {} over {} heads) not read",
+                                             a_.head_dim, a_.qk_pos_head_dim, attention_width_, a_.heads));
+    read_scores_scale();
+    read_mla_rotary();
+  }
+
+  // The scores' multiplier (a Mul or Div of the first attention GEMM's output by a constant,
+  // or a fused attention's scale) and the factor cos and sin are multiplied by.
+  void read_scores_scale() {
+    for (NodeId n : s_.attention) {
+      if (spaces_[n].kind == OpKind::attention) {
+        // Fused: the constant by name (attention_pattern.cc); else its value, when the IR had it.
+        const Node& node = g_.node(n);
+        const std::string mul = node.attr_string("scale_mul", ""), div = node.attr_string("scale_div", "");
+        const auto v = constants_.values(mul.empty() ? div : mul, 1);
+        if (v && v->size() == 1 && v->front() != 0) a_.attention_scale = mul.empty() ? 1.0 / v->front() : v->front();
+        else if (mul.empty() && div.empty()) a_.attention_scale = node.attr_float("scale", 0);
+      } else {
+        for (NodeId c : g_.tensor(g_.node(n).outputs.at(0)).consumers)
+          if (const auto v = scale_of(c)) a_.attention_scale = *v;
+      }
+      break;
+    }
+    a_.rotary_factor = 1;
+    for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes().size()); ++n) {
+      if (g_.node(n).op_type != "Cos") continue;
+      for (NodeId c : g_.tensor(g_.node(n).outputs.at(0)).consumers)
+        if (const auto v = scale_of(c)) a_.rotary_factor = *v;
+      break;
+    }
+  }
+
+  // Megatron-Core's MLA: rope_type rope (theta^(-2i/d), scores / sqrt(head)) or yarn (its
+  // YarnRotaryEmbedding's table, cos and sin x mscale(f, mscale) / mscale(f, mscale_all_dim),
+  // scores x mscale(f, mscale_all_dim)^2 / sqrt(head)). The graph's table, scale and factor
+  // give theta, f and the mscales; the correction range (original context 4096, betas 32/1 in
+  // Megatron-Core's MLATransformerConfig, no flag in FRAMEWORKS.md) must give the same table.
+  void read_mla_rotary() {
+    const std::vector<double>& v = a_.inv_freq;
+    const int dim = static_cast<int>(a_.qk_pos_head_dim);
+    const double head = static_cast<double>(a_.qk_head_dim + a_.qk_pos_head_dim);
+    if (a_.position != PositionKind::rope || v.size() < 2 || static_cast<int>(v.size()) * 2 != dim) {
+      a_.megatron_gaps.push_back(fmt::format("multi-head latent attention's rotary table ({} frequencies for a rotary part of {}): not read",
+                                             v.size(), dim));
+      return;
+    }
+    // theta from two neighbours in a pure region (the last two, interpolated, or the first
+    // two, kept): the one under which the table is plain or a YaRN table of some context.
+    const auto plain_of = [&](double theta) {
+      return [theta, dim](std::size_t i) { return std::pow(theta, -2.0 * static_cast<double>(i) / dim); };
+    };
+    const auto geometric_under = [&](double theta) {
+      bool g = true;
+      for (std::size_t i = 0; i < v.size(); ++i) g &= std::abs(v[i] / plain_of(theta)(i) - 1) < 1e-5;
+      return g;
+    };
+    const auto factor_under = [&](double theta) { return std::round(plain_of(theta)(v.size() - 1) / v.back() * 1e4) / 1e4; };
+    const auto table_matches = [&](double theta, double original) {
+      const std::vector<double> m = megatron_yarn_inv_freq(dim, theta, factor_under(theta), original, 32, 1);
+      for (std::size_t i = 0; i < v.size(); ++i)
+        if (std::abs(m[i] / v[i] - 1) > 1e-4) return false;
+      return true;
+    };
+    const auto original_under = [&](double theta) -> double {  // 0: none
+      if (table_matches(theta, 4096)) return 4096;
+      for (double original = 2; original <= (1 << 24); original *= 2)
+        if (table_matches(theta, original)) return original;
+      return 0;
+    };
+    const std::size_t n = v.size();
+    const double candidates[] = {std::round(std::pow(v[n - 1] / v[n - 2], -dim / 2.0)), std::round(std::pow(v[1] / v[0], -dim / 2.0))};
+    double theta = candidates[0];
+    for (double c : candidates)
+      if (geometric_under(c) || original_under(c) > 0) {
+        theta = c;
+        break;
+      }
+    a_.rotary_base = theta;
+    const double scale = a_.attention_scale, factor = a_.rotary_factor;
+    if (scale <= 0) {
+      a_.megatron_gaps.push_back("multi-head latent attention's softmax scale: not a constant the graph holds");
+      return;
+    }
+    if (geometric_under(theta)) {
+      if (std::abs(scale * std::sqrt(head) - 1) > 1e-5 || std::abs(factor - 1) > 1e-6)
+        a_.megatron_gaps.push_back(fmt::format("scores x {:g} and cos/sin x {:g} without YaRN: Megatron-LM's MLA scales by 1/sqrt({}) only",
+                                               scale, factor, head));
+      return;
+    }
+    a_.yarn = true;
+    const double f = factor_under(theta);
+    a_.yarn_factor = f;
+    if (f <= 1) {
+      a_.megatron_gaps.push_back("a rotary table neither theta^(-2i/d) nor YaRN-scaled: Megatron-LM's MLA builds one of the two");
+      return;
+    }
+    const double all = std::sqrt(scale * std::sqrt(head));  // mscale(f, mscale_all_dim)
+    const double log_f = 0.1 * std::log(f);
+    a_.yarn_mscale_all_dim = std::round((all - 1) / log_f * 1e4) / 1e4;
+    a_.yarn_mscale = std::round((factor * all - 1) / log_f * 1e4) / 1e4;
+    const double m_all = megatron_yarn_mscale(f, a_.yarn_mscale_all_dim);
+    if (std::abs(m_all * m_all / std::sqrt(head) / scale - 1) > 1e-4 ||
+        std::abs(megatron_yarn_mscale(f, a_.yarn_mscale) / m_all / factor - 1) > 1e-4)
+      a_.megatron_gaps.push_back(fmt::format("scores x {:g} and cos/sin x {:g}: no YaRN mscales give both", scale, factor));
+    if (const double original = original_under(theta); original != 4096) {
+      a_.megatron_gaps.push_back(fmt::format(
+          "YaRN correction range of the rotary table (original context {}): Megatron-LM's MLA uses original_max_position_embeddings "
+          "4096 with beta_fast 32, beta_slow 1 (MLATransformerConfig's defaults; no flag in FRAMEWORKS.md)",
+          original > 0 ? fmt::format("{} with betas 32/1", original) : std::string("none with betas 32/1")));
+    }
   }
 
   void read_embeddings() {
@@ -231,6 +527,7 @@ class ArchitectureReader {
         if (g_.tensor(in).is_constant) {
           const auto v = constants_.values(g_.tensor(in).name);
           if (!v || v->size() < 2 || std::abs(v->front() - 1.0) > 1e-6 || v->back() <= 0 || v->back() >= 1) continue;
+          a_.inv_freq = *v;
           const double d = 2.0 * static_cast<double>(v->size());
           a_.rotary_base = std::round(std::pow(v->back(), -d / (2.0 * static_cast<double>(v->size() - 1))));
           return;
@@ -245,13 +542,20 @@ class ArchitectureReader {
   void read_experts() {
     a_.experts = expert_count(g_, spaces_, s_);
     if (a_.experts == 0) return;
+    bool topk_over_experts = false;
     for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes().size()); ++n) {
       const Node& node = g_.node(n);
       if ((node.op_type == "MoeDispatch" || node.op_type == "MoeCombine") && a_.top_k == 0) a_.top_k = node.attr_int("top_k", 0);
-      if (node.op_type == "TopK" && a_.top_k == 0 && node.inputs.size() > 1) {
+      // The TopK over all experts (a group-limited router ranks groups by TopKs first).
+      if (node.op_type == "TopK" && (a_.top_k == 0 || last_dim(node.inputs.at(0)).value_or(0) == a_.experts) && !topk_over_experts &&
+          node.inputs.size() > 1) {
         const auto& k = g_.tensor(node.inputs[1]).value;
         if (k && k->size() == 1) a_.top_k = extent(k->front()).value_or(0);
+        topk_over_experts = last_dim(node.inputs.at(0)).value_or(0) == a_.experts;
       }
+    }
+    for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes().size()); ++n) {
+      const Node& node = g_.node(n);
       // [b, s, E, C]: C = capacity_factor * top_k * s / E, rounded up.
       if (node.op_type == "MoeDispatch" && a_.capacity_factor == 0 && a_.top_k > 0) {
         const Tensor& routing = g_.tensor(node.inputs.at(0));
@@ -269,6 +573,10 @@ class ArchitectureReader {
   TransformerStructure s_;
   FloatConstants constants_;
   ModelArchitecture a_;
+  std::vector<int> position_;          // per node: topological position
+  std::vector<int> anchor_positions_;  // the layers' anchors, sorted
+  std::map<int, long long> moe_width_, dense_width_;  // per layer: the experts' / a dense MLP's width
+  long long attention_width_ = 0;      // the first attention output projection's contraction
 };
 
 }  // namespace
@@ -290,6 +598,58 @@ std::string_view megatron_name(PositionKind k) {
     case PositionKind::unknown: break;
   }
   return "";
+}
+
+double megatron_yarn_mscale(double factor, double mscale) { return factor <= 1 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0; }
+
+std::vector<double> megatron_yarn_inv_freq(int dim, double base, double factor, double original_positions, double beta_fast,
+                                           double beta_slow) {
+  const double pi = std::acos(-1.0);
+  const auto correction_dim = [&](double rotations) {
+    return dim * std::log(original_positions / (rotations * 2 * pi)) / (2 * std::log(base));
+  };
+  const double low = std::max(std::floor(correction_dim(beta_fast)), 0.0);
+  double high = std::min(std::ceil(correction_dim(beta_slow)), static_cast<double>(dim - 1));
+  if (low == high) high += 0.001;
+  std::vector<double> out;
+  for (int i = 0; i < dim / 2; ++i) {
+    const double extrapolated = std::pow(base, -2.0 * i / dim), interpolated = extrapolated / factor;
+    const double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);
+    const double keep = 1.0 - ramp;  // the extrapolation share
+    out.push_back(interpolated * (1 - keep) + extrapolated * keep);
+  }
+  return out;
+}
+
+std::string moe_layer_pattern(const std::vector<int>& layers, std::string_view open, std::string_view close) {
+  std::string s(open);
+  for (std::size_t i = 0; i < layers.size();) {
+    std::size_t j = i;
+    while (j < layers.size() && layers[j] == layers[i]) ++j;
+    s += fmt::format("{}[{}]*{}", i ? "+" : "", layers[i], j - i);
+    i = j;
+  }
+  return s + std::string(close);
+}
+
+bool ModelArchitecture::dense_first_layers() const {
+  return std::count(moe_layers.begin(), moe_layers.end(), 0) > 0 && std::count(moe_layers.begin(), moe_layers.end(), 1) > 0;
+}
+
+std::vector<std::string> ModelArchitecture::deepseek_features() const {
+  std::vector<std::string> f;
+  if (mla)
+    f.push_back(fmt::format("multi-head latent attention (q/kv latents {}/{}, head dims {}+{}, values {})", q_lora_rank, kv_lora_rank,
+                            qk_head_dim, qk_pos_head_dim, v_head_dim));
+  if (shared_expert_ffn > 0) f.push_back(fmt::format("shared experts of width {}", shared_expert_ffn));
+  if (dense_first_layers()) f.push_back("dense and MoE layers mixed " + moe_layer_pattern(moe_layers));
+  if (router_score == RouterScore::sigmoid || router_score == RouterScore::pre_softmax || router_groups > 0 || router_scaling > 0 ||
+      expert_bias)
+    f.push_back(fmt::format("a router of {} scores{}{}{}", router_score == RouterScore::sigmoid ? "sigmoid" : "softmax",
+                            expert_bias ? " with an expert bias" : "",
+                            router_groups > 0 ? fmt::format(", limited to {} of {} groups", router_group_topk, router_groups) : "",
+                            router_scaling > 0 ? fmt::format(", weights x{:g}", router_scaling) : ""));
+  return f;
 }
 
 ModelArchitecture read_model_architecture(const Graph& graph, const std::vector<IterationSpace>& spaces) {

@@ -57,6 +57,8 @@ struct Chain {
   std::vector<NodeId> members;
   TensorId q = kNone, k = kNone, v = kNone, mask = kNone;
   double scale = 1;
+  TensorId scale_tensor = kNone;  // the scale's constant (its float value is not in the IR)
+  bool scale_divides = false;     // the scores are divided by it
 };
 
 }  // namespace
@@ -143,6 +145,8 @@ std::optional<Chain> chain_from_softmax(const Graph& g, NodeId softmax) {
     if (!scaled && (p.op_type == "Div" || p.op_type == "Mul") && p.inputs.size() == 2 && is_constant_operand(g, p.inputs[1])) {
       const auto value = scalar_value(g, p.inputs[1]);
       if (value && *value != 0) c.scale = p.op_type == "Div" ? 1 / *value : *value;
+      c.scale_tensor = p.inputs[1];
+      c.scale_divides = p.op_type == "Div";
       scaled = true;
       x = p.inputs[0];
     } else if (!masked && p.op_type == "Add" && p.inputs.size() == 2) {
@@ -198,6 +202,10 @@ PatternResult match_attention(const Graph& g) {
     fused.outputs = {pv.outputs.at(0)};
     fused.attributes["causal"] = std::int64_t{causal ? 1 : 0};
     fused.attributes["scale"] = chain->scale;
+    // The constant the scores were multiplied ("scale_mul") or divided ("scale_div") by, by
+    // name: a float the IR holds no value of, read from the ONNX file where it matters.
+    if (chain->scale_tensor != kNone)
+      fused.attributes[chain->scale_divides ? "scale_div" : "scale_mul"] = g.tensor(chain->scale_tensor).name;
     causal_count += causal ? 1 : 0;
     const Shape& k = g.tensor(chain->k).shape;
     for (const auto& d : k)

@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "compiler/export/export.h"
@@ -23,6 +24,7 @@
 #include "compiler/onnx_import/import.h"
 #include "compiler/strategies/strategy.h"
 #include "hardware/cluster.h"
+#include "onnx_models/hf_config.h"
 #include "onnx_models/model_zoo.h"
 #include "onnx_models/presets.h"
 
@@ -32,7 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // ---- Megatron-LM's argument table (names and types from FRAMEWORKS.md) ------------------
-enum class Kind { integer, number, flag, choice };
+enum class Kind { integer, number, flag, choice, layer_pattern };
 struct ArgSpec {
   Kind kind;
   std::vector<std::string> choices = {};
@@ -51,12 +53,22 @@ const std::map<std::string, ArgSpec>& megatron_table() {
       {"add-qkv-bias", {Kind::flag}}, {"attention-dropout", {Kind::number}}, {"hidden-dropout", {Kind::number}},
       {"make-vocab-size-divisible-by", {Kind::integer}}, {"vocab-size", {Kind::integer}},
       {"tokenizer-type", {Kind::choice, {"NullTokenizer", "GPT2BPETokenizer", "HuggingFaceTokenizer", "Llama2Tokenizer"}}},
+      // 1b MLA
+      {"multi-latent-attention", {Kind::flag}}, {"q-lora-rank", {Kind::integer}}, {"kv-lora-rank", {Kind::integer}},
+      {"qk-head-dim", {Kind::integer}}, {"qk-pos-emb-head-dim", {Kind::integer}}, {"v-head-dim", {Kind::integer}},
+      {"rope-type", {Kind::choice, {"rope", "yarn"}}}, {"rotary-scaling-factor", {Kind::number}}, {"mscale", {Kind::number}},
+      {"mscale-all-dim", {Kind::number}},
       // 1c MoE
       {"num-experts", {Kind::integer}}, {"moe-ffn-hidden-size", {Kind::integer}}, {"moe-router-topk", {Kind::integer}},
       {"moe-token-dispatcher-type", {Kind::choice, {"allgather", "alltoall", "flex"}}}, {"moe-grouped-gemm", {Kind::flag}},
       {"moe-expert-capacity-factor", {Kind::number}},
       {"moe-router-load-balancing-type", {Kind::choice, {"aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "none"}}},
       {"moe-aux-loss-coeff", {Kind::number}}, {"expert-model-parallel-size", {Kind::integer}},
+      {"moe-shared-expert-intermediate-size", {Kind::integer}}, {"moe-layer-freq", {Kind::layer_pattern}},
+      {"moe-router-score-function", {Kind::choice, {"softmax", "sigmoid", "sqrtsoftplus"}}},
+      {"moe-router-enable-expert-bias", {Kind::flag}}, {"moe-router-num-groups", {Kind::integer}},
+      {"moe-router-group-topk", {Kind::integer}}, {"moe-router-topk-scaling-factor", {Kind::number}},
+      {"moe-router-pre-softmax", {Kind::flag}},
       {"expert-tensor-parallel-size", {Kind::integer}},
       // 1d precision
       {"bf16", {Kind::flag}}, {"fp16", {Kind::flag}}, {"fp8-format", {Kind::choice, {"e4m3", "hybrid"}}},
@@ -92,6 +104,27 @@ struct MegatronArgs {
   double d(const std::string& f) const { return std::stod(values.at(f)); }
   const std::string& s(const std::string& f) const { return values.at(f); }
 };
+
+// --moe-layer-freq: an int N (every N-th layer MoE) or Megatron's pattern "([0]*3+[1]*58)";
+// the per-layer list, or nullopt when it is neither.
+std::optional<std::vector<int>> layer_pattern(const std::string& v, int layers) {
+  std::vector<int> out;
+  if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
+    const int n = std::stoi(v);
+    for (int l = 0; l < layers; ++l) out.push_back(n > 0 && l % n == 0 ? 1 : 0);
+    return out;
+  }
+  if (v.size() < 2 || v.front() != '(' || v.back() != ')') return std::nullopt;
+  std::istringstream in(v.substr(1, v.size() - 2));
+  for (std::string term; std::getline(in, term, '+');) {
+    int value = 0, count = 0;
+    char close = 0, star = 0;
+    std::istringstream t(term);
+    if (t.get() != '[' || !(t >> value >> close >> star >> count) || close != ']' || star != '*' || !t.eof()) return std::nullopt;
+    out.insert(out.end(), count, value);
+  }
+  return out;
+}
 
 bool is_integer(const std::string& v) {
   return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
@@ -146,6 +179,7 @@ MegatronArgs parse_megatron(const std::string& text) {
         EXPECT_NE(std::find(spec->second.choices.begin(), spec->second.choices.end(), v), spec->second.choices.end())
             << "--" << name << " " << v;
         break;
+      case Kind::layer_pattern: EXPECT_TRUE(layer_pattern(v, 1).has_value()) << "--" << name << " " << v; break;
       case Kind::flag: break;
     }
     a.values[name] = v;
@@ -471,6 +505,172 @@ TEST_F(ExportReadback, MegatronFsdpCheckpointFormat) {
   EXPECT_EQ(a.s("data-parallel-sharding-strategy"), "optim_grads_params");
   EXPECT_EQ(a.s("ckpt-format"), "fsdp_dtensor");
   megatron_parallel(a);  // no CUDA_DEVICE_MAX_CONNECTIONS=1 under Megatron-FSDP
+}
+
+// ---- DeepSeek-V3 (#30, #31) --------------------------------------------------------------
+// A tiny DeepSeek-V3 from models --hf-config: multi-head latent attention with YaRN (the
+// original context 4096 and betas 32/1 Megatron-Core's MLA assumes), one dense layer then
+// two MoE layers of 16 routed experts and one shared, V3's sigmoid router with its bias,
+// 2 of 4 groups ranked by their best 2 = top_k / group_topk scores, weights x 2.5.
+constexpr const char* kDeepSeekTiny = R"({"model_type": "deepseek_v3", "hidden_size": 64, "intermediate_size": 96,
+    "moe_intermediate_size": 32, "num_hidden_layers": 3, "first_k_dense_replace": 1, "num_attention_heads": 4,
+    "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 12,
+    "n_routed_experts": 16, "num_experts_per_tok": 4, "n_shared_experts": 1, "n_group": 4, "topk_group": 2,
+    "vocab_size": 128, "max_position_embeddings": 64, "routed_scaling_factor": 2.5, "rms_norm_eps": 1e-06,
+    "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 4, "mscale": 1.0, "mscale_all_dim": 1.0,
+                     "original_max_position_embeddings": 4096, "type": "yarn"}})";
+
+class DeepSeekExport : public ExportReadback {
+ protected:
+  Graph deepseek(std::string json = kDeepSeekTiny) {
+    const std::string path = file("deepseek_v3_tiny.json", json);
+    models::ModelConfig config = models::load_hf_config(path);
+    config.name = "deepseek-v3-tiny";
+    return model(config);
+  }
+  // The keyword arguments of `model_config_kwargs = dict(...)` in the NeMo module, each
+  // evaluated alone (moe_layer_freq is a list expression).
+  nlohmann::json nemo_model(const std::string& text) {
+    const auto j = python_json(
+        "import ast, json, sys\n"
+        "tree = ast.parse(open(sys.argv[1]).read())\n"
+        "call = [n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == 'model_config_kwargs'][0]\n"
+        "print(json.dumps({k.arg: eval(compile(ast.Expression(k.value), 'kw', 'eval'), {'__builtins__': {}}) "
+        "for k in call.keywords}))\n",
+        file("nemo_plan.py", text));
+    return j.value_or(nlohmann::json());
+  }
+};
+
+TEST_F(DeepSeekExport, MegatronWritesLatentAttentionRouterAndLayerMix) {
+  Graph g = deepseek();
+  const hardware::Cluster c = cluster("dgx-a100", 1, 4);
+  const Plan p = plan(g, c, "tp=2,sp=1,ep=2,etp=1,mb=1");
+  const ExportResult r = export_plan(ExportTarget::megatron, g, c, p);
+  ASSERT_TRUE(r.exact()) << r.not_expressible.front() << "\n" << r.config;
+  const MegatronArgs a = parse_megatron(r.config);
+  EXPECT_EQ(a.i("num-layers"), 3);
+  EXPECT_EQ(a.i("hidden-size"), 64);
+  EXPECT_EQ(a.i("num-attention-heads"), 4);
+  EXPECT_FALSE(a.has("group-query-attention"));  // Megatron asserts on it with MLA
+  EXPECT_TRUE(a.has("multi-latent-attention"));
+  EXPECT_EQ(a.i("q-lora-rank"), config_.q_lora_rank);
+  EXPECT_EQ(a.i("kv-lora-rank"), config_.kv_lora_rank);
+  EXPECT_EQ(a.i("qk-head-dim"), config_.qk_nope_head_dim);
+  EXPECT_EQ(a.i("qk-pos-emb-head-dim"), config_.qk_rope_head_dim);
+  EXPECT_EQ(a.i("v-head-dim"), config_.v_head_dim);
+  EXPECT_TRUE(a.has("qk-layernorm"));  // MLA's latent norms
+  EXPECT_EQ(a.s("position-embedding-type"), "rope");
+  EXPECT_EQ(a.s("rope-type"), "yarn");
+  EXPECT_EQ(a.i("rotary-base"), static_cast<long long>(config_.rope_theta));
+  EXPECT_DOUBLE_EQ(a.d("rotary-scaling-factor"), config_.rope_scaling.factor);
+  EXPECT_DOUBLE_EQ(a.d("mscale"), config_.rope_scaling.mscale);
+  EXPECT_DOUBLE_EQ(a.d("mscale-all-dim"), config_.rope_scaling.mscale_all_dim);
+  EXPECT_EQ(a.s("normalization"), "RMSNorm");
+  EXPECT_DOUBLE_EQ(a.d("norm-epsilon"), 1e-6);
+  EXPECT_TRUE(a.has("swiglu"));
+  // The dense layer's width and the experts'; the shared experts' total width.
+  EXPECT_EQ(a.i("ffn-hidden-size"), config_.dense_intermediate);
+  EXPECT_EQ(a.i("moe-ffn-hidden-size"), config_.intermediate);
+  EXPECT_EQ(a.i("moe-shared-expert-intermediate-size"), config_.shared_experts * config_.intermediate);
+  EXPECT_EQ(a.i("num-experts"), config_.experts);
+  EXPECT_EQ(a.i("moe-router-topk"), config_.top_k);
+  const auto layers = layer_pattern(a.s("moe-layer-freq"), 3);
+  ASSERT_TRUE(layers.has_value());
+  EXPECT_EQ(*layers, (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(a.s("moe-router-score-function"), "sigmoid");
+  EXPECT_TRUE(a.has("moe-router-enable-expert-bias"));
+  EXPECT_FALSE(a.has("moe-router-pre-softmax"));
+  EXPECT_EQ(a.i("moe-router-num-groups"), config_.expert_groups);
+  EXPECT_EQ(a.i("moe-router-group-topk"), config_.top_groups);
+  EXPECT_EQ(config_.top_k / a.i("moe-router-group-topk"), config_.group_top);  // Megatron's group ranking
+  EXPECT_DOUBLE_EQ(a.d("moe-router-topk-scaling-factor"), config_.routed_scaling);
+  EXPECT_EQ(a.i("vocab-size"), config_.vocab);
+  const MegatronParallel m = megatron_parallel(a);
+  EXPECT_EQ(m.tp, 2);
+  EXPECT_EQ(a.i("expert-model-parallel-size"), 2);
+  EXPECT_EQ(a.i("num-experts") % a.i("expert-model-parallel-size"), 0);
+  EXPECT_EQ(a.i("num-experts") % a.i("moe-router-num-groups"), 0);
+  EXPECT_TRUE(a.has("sequence-parallel"));
+  // NeMo: the same fields under Megatron-Core's config names.
+  const ExportResult n = export_plan(ExportTarget::nemo, g, c, p);
+  EXPECT_TRUE(n.exact()) << n.not_expressible.front();
+  const nlohmann::json k = nemo_model(n.config);
+  if (k.is_null()) GTEST_SKIP() << "no python3";
+  EXPECT_EQ(k["multi_latent_attention"], true);
+  EXPECT_EQ(k["q_lora_rank"], config_.q_lora_rank);
+  EXPECT_EQ(k["kv_lora_rank"], config_.kv_lora_rank);
+  EXPECT_EQ(k["qk_head_dim"], config_.qk_nope_head_dim);
+  EXPECT_EQ(k["qk_pos_emb_head_dim"], config_.qk_rope_head_dim);
+  EXPECT_EQ(k["v_head_dim"], config_.v_head_dim);
+  EXPECT_EQ(k["qk_layernorm"], true);
+  EXPECT_EQ(k["rope_type"], "yarn");
+  EXPECT_DOUBLE_EQ(k["rotary_scaling_factor"].get<double>(), config_.rope_scaling.factor);
+  EXPECT_EQ(k["ffn_hidden_size"], config_.dense_intermediate);
+  EXPECT_EQ(k["moe_ffn_hidden_size"], config_.intermediate);
+  EXPECT_EQ(k["moe_shared_expert_intermediate_size"], config_.shared_experts * config_.intermediate);
+  EXPECT_EQ(k["moe_layer_freq"], nlohmann::json::array({0, 1, 1}));
+  EXPECT_EQ(k["moe_router_score_function"], "sigmoid");
+  EXPECT_EQ(k["moe_router_enable_expert_bias"], true);
+  EXPECT_EQ(k["moe_router_num_groups"], config_.expert_groups);
+  EXPECT_EQ(k["moe_router_group_topk"], config_.top_groups);
+  EXPECT_DOUBLE_EQ(k["moe_router_topk_scaling_factor"].get<double>(), config_.routed_scaling);
+  EXPECT_EQ(k["num_moe_experts"], config_.experts);
+}
+
+// What Megatron-LM cannot be told makes the export inexact, one line each, never "exact":
+// the tiny config of the ONNX Runtime test (original context 16; groups ranked by their best
+// 2 scores where Megatron takes top_k / group_topk = 1).
+TEST_F(DeepSeekExport, MegatronSaysWhatItCannotExpress) {
+  std::string json = kDeepSeekTiny;
+  const std::string top4 = "\"num_experts_per_tok\": 4";
+  json.replace(json.find(top4), top4.size(), "\"num_experts_per_tok\": 2");
+  json.replace(json.find("4096"), 4, "16");
+  Graph g = deepseek(json);
+  const hardware::Cluster c = cluster("dgx-a100", 1, 2);
+  const Plan p = plan(g, c, "tp=2,mb=1");
+  for (ExportTarget t : {ExportTarget::megatron, ExportTarget::nemo}) {
+    const ExportResult r = export_plan(t, g, c, p);
+    ASSERT_FALSE(r.exact()) << to_string(t);
+    EXPECT_FALSE(r.nearest.has_value());  // the plan itself is expressed
+    int yarn = 0, groups = 0;
+    for (const auto& line : r.not_expressible) {
+      EXPECT_EQ(line.find('\n'), std::string::npos);
+      yarn += line.find("YaRN correction range") != std::string::npos && line.find("original context 4096") == std::string::npos;
+      groups += line.find("best 2 scores") != std::string::npos && line.find("2/2 = 1") != std::string::npos;
+    }
+    EXPECT_EQ(yarn, 1) << fmt::format("{}", fmt::join(r.not_expressible, "\n"));
+    EXPECT_EQ(groups, 1) << fmt::format("{}", fmt::join(r.not_expressible, "\n"));
+    EXPECT_NE(export_summary(r, "x").find("not expressible"), std::string::npos);
+    EXPECT_EQ(export_summary(r, "x").find("exact\n"), std::string::npos);
+  }
+  // Megatron's flags are still the model's (the file says what it could not write).
+  const MegatronArgs a = parse_megatron(export_plan(ExportTarget::megatron, g, c, p).config);
+  EXPECT_EQ(a.i("kv-lora-rank"), 16);
+  EXPECT_EQ(a.i("moe-router-topk"), 2);
+}
+
+// torchtitan's llama3 builds none of it; DeepSpeed's AutoTP split of MLA is not documented;
+// JAX's PartitionSpecs name no model flags.
+TEST_F(DeepSeekExport, OtherTargetsClaimNoExactnessTheyLack) {
+  Graph g = deepseek();
+  const hardware::Cluster c = cluster("dgx-a100", 1, 4);
+  const Plan p = plan(g, c, "tp=2,mb=1");
+  const ExportResult t = export_plan(ExportTarget::torchtitan, g, c, p);
+  ASSERT_FALSE(t.exact());
+  const auto names = [](const ExportResult& r, const std::string& what) {
+    int n = 0;
+    for (const auto& line : r.not_expressible) n += line.find(what) != std::string::npos;
+    return n;
+  };
+  EXPECT_EQ(names(t, "multi-head latent attention (q/kv latents 32/16"), 1);
+  EXPECT_EQ(names(t, "shared experts of width 32"), 1);
+  EXPECT_EQ(names(t, "dense and MoE layers mixed ([0]*1+[1]*2)"), 1);
+  EXPECT_EQ(names(t, "a router of sigmoid scores with an expert bias, limited to 2 of 4 groups, weights x2.5"), 1);
+  const ExportResult d = export_plan(ExportTarget::deepspeed, g, c, p);
+  EXPECT_EQ(names(d, "multi-head latent attention under AutoTP tp=2"), 1);
+  const ExportResult j = export_plan(ExportTarget::jax, g, c, p);
+  EXPECT_EQ(names(j, "model: "), 0);
 }
 
 // ---- torchtitan --------------------------------------------------------------------------
