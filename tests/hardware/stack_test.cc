@@ -12,6 +12,16 @@
 namespace symtensor::hardware {
 namespace stack_test {
 
+// parse_stack's error for `text` as the file s.yaml ("no error" when it loads).
+std::string error(const std::string& text) {
+  try {
+    parse_stack(text, "s.yaml");
+  } catch (const std::runtime_error& e) {
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
 TEST(Stacks, BundledOnesCarryTheirFrameworksMemoryConventions) {
   EXPECT_THAT(list_stacks(), ::testing::IsSupersetOf({"deepspeed", "jax", "megatron", "torchtitan"}));
   const Stack megatron = load_stack("megatron");
@@ -74,14 +84,6 @@ TEST(Stacks, HeadroomLeavesMemoryFreeAndBadValuesAreRefused) {
 TEST(Stacks, BadFilesAreOneLineErrorsNamingTheKey) {
   const std::string memory =
       "memory: {weights: 2, master_weights: 4, gradients: 4, optimizer: 8, gradient_reduce: 4, weight_gather: 2, loss_per_logit: 6}\n";
-  auto error = [](const std::string& text) {
-    try {
-      parse_stack(text, "s.yaml");
-    } catch (const std::runtime_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   EXPECT_THAT(error("name: x\n"), ::testing::HasSubstr("s.yaml:1:1: key 'memory': missing required field"));
   EXPECT_THAT(error("name: x\n" + memory + "kernels:\n  - {gpu: H100, gemm: 3, source: s}\n"),
               ::testing::HasSubstr("s.yaml:4:23: key 'kernels[0].gemm': a factor of 3 is implausible"));
@@ -163,14 +165,6 @@ kernels:
   const double curve = gb200.device.efficiency_for(flops);
   EXPECT_NEAR(seconds(Precision::fp8), flops / (gb200.device.peak(Precision::fp8) * 0.8 * curve), 1e-12);
   EXPECT_NEAR(seconds(Precision::fp4), flops / (gb200.device.peak(Precision::fp4) * 0.8 * 0.5 * curve), 1e-12);
-  auto error = [](const std::string& text) {
-    try {
-      parse_stack(text, "s.yaml");
-    } catch (const std::runtime_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   EXPECT_THAT(error("name: x\nbase: megatron\nfusion: {elementwise: yes please}\n"),
               ::testing::HasSubstr("key 'fusion.elementwise': expected true or false"));
   EXPECT_THAT(error("name: x\nbase: megatron\nmemory: {low_precision_copies: sometimes}\n"),
