@@ -33,6 +33,7 @@ struct Device {
   // caching allocator's fragmentation), as the profile states it; 0 when it states none.
   double memory_reserve_bytes = 0;
   double hbm_bandwidth = 0;                // bytes/s
+  double host_link_bandwidth = 0;          // bytes/s per direction to host memory; 0: not stated
   std::vector<EfficiencyPoint> efficiency; // ascending min_flops
   double kernel_launch_s = 0;
   // Low-precision (FP8, MXFP8, NVFP4) GEMMs reach this fraction of the efficiency the curve

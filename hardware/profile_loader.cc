@@ -57,7 +57,7 @@ void read_attention_table(YamlReader& r, const YAML::Node& node, Device& device)
 Device read_device(YamlReader& r, const YAML::Node& node) {
   const std::string path = "device";
   r.expect_map(node, path,
-               {"name", "peak_tflops", "memory_gb", "memory_reserve_gb", "hbm_bandwidth_gb_per_s", "kernel_launch_us",
+               {"name", "peak_tflops", "memory_gb", "memory_reserve_gb", "hbm_bandwidth_gb_per_s", "host_link_gb_per_s", "kernel_launch_us",
                 "efficiency", "fused_attention"});
   Device device;
   device.name = r.string(node, path, "name");
@@ -77,6 +77,7 @@ Device read_device(YamlReader& r, const YAML::Node& node) {
       r.fail(node["memory_reserve_gb"], "device.memory_reserve_gb", "must be less than memory_gb");
   }
   device.hbm_bandwidth = r.positive(node, path, "hbm_bandwidth_gb_per_s") * kGiga;
+  if (node["host_link_gb_per_s"].IsDefined()) device.host_link_bandwidth = r.positive(node, path, "host_link_gb_per_s") * kGiga;
   device.kernel_launch_s = r.non_negative(node, path, "kernel_launch_us") * kMicro;
 
   YAML::Node curve = r.required(node, path, "efficiency");

@@ -201,6 +201,7 @@ struct PlanAnalyzer::State {
     // Under Plan::recompute_layers: the counts of the last such plan, and its sums.
     std::vector<int> layer_recompute;
     std::optional<OperatorSums> layer_operators;
+    int offload_layers = 0;  // Plan::offload_layers of the operator sums above
     std::optional<std::vector<double>> p2p_bytes;
   };
   Sums sums;
@@ -259,6 +260,13 @@ StageTotals assemble_totals(const PlanAnalyzer::State::OperatorSums& ops,
   return t;
 }
 
+// Plan::offload_layers' share of the saved activations, per offloaded layer.
+struct Offloaded {
+  std::vector<double> bytes;                     // sent to host memory per micro-batch
+  std::vector<NodeId> holder;                    // an operator of the layer that saves some of them
+  std::vector<double> fwd_seconds, bwd_seconds;  // the copies' exposed time (add_offload_exposure)
+};
+
 class Analyzer {
  public:
   Analyzer(Graph& graph, const hardware::Cluster& cluster, const Plan& plan, const NumericGraph& ng, PlanAnalyzer::State& state)
@@ -277,7 +285,7 @@ class Analyzer {
     a.device_memory = cluster_.device.usable_memory();
     a.state_bytes = cluster_.stack.memory;
     for (OpWork& w : a.ops) {
-      w.saved_bytes = 0, w.recomputed = false;  // add_activations' part
+      w.saved_bytes = 0, w.recomputed = false, w.offload_fwd_seconds = w.offload_bwd_seconds = 0;  // add_activations' part
       add_working_buffers(a.stage_memory[w.stage], w);
     }
     for (StageMemory& m : a.stage_memory) m.reserve = cluster_.device.memory_reserve_bytes;
@@ -296,13 +304,26 @@ class Analyzer {
     PlanAnalyzer::State::Sums& sums = state_.sums;
     const int recompute = train ? static_cast<int>(plan_.recompute) : 0;
     const bool by_layers = train && layer_recompute();
+    if (sums.offload_layers != plan_.offload_layers) {
+      for (auto& o : sums.operators) o.reset();
+      sums.layer_operators.reset();
+      sums.offload_layers = plan_.offload_layers;
+    }
     if (by_layers && sums.layer_recompute != plan_.recompute_layers) sums.layer_operators.reset();
     auto& ops = by_layers ? sums.layer_operators : sums.operators.at(recompute);
     if (by_layers) sums.layer_recompute = plan_.recompute_layers;
     if (!ops) {
       ops.emplace(stages);
       for (const OpWork& w : state_.analysis.ops) ops->add(w, train && recomputed(w.node), train);
-      if (train) saved_activations(ops->activations, nullptr);
+      if (train) {
+        Offloaded offloaded;
+        saved_activations(ops->activations, nullptr, plan_.offload_layers > 0 ? &offloaded : nullptr);
+        if (!offloaded.bytes.empty()) {
+          add_offload_exposure(state_.analysis.ops, offloaded);
+          for (std::size_t l = 0; l < offloaded.bytes.size(); ++l)
+            ops->fwd_compute[0] += offloaded.fwd_seconds[l], ops->bwd_compute[0] += offloaded.bwd_seconds[l];
+        }
+      }
     }
     const int zero = effective_zero_stage();
     auto& params = sums.parameters.at(train ? zero : 0);
@@ -982,20 +1003,60 @@ class Analyzer {
   // (with `by_node`) on the operator holding each.
   // Under layer_recompute() a recomputed layer keeps what it reads from outside itself (its
   // input, the rotary tables) and the others what they would without recomputation.
-  void saved_activations(std::vector<double>& per_stage, const std::vector<OpWork*>* by_node) const {
+  // `offloaded`: per layer, the bytes Plan::offload_layers sends to host memory (those layers'
+  // saved tensors count there, and one layer's worth stays in device memory, in transit).
+  void saved_activations(std::vector<double>& per_stage, const std::vector<OpWork*>* by_node,
+                         Offloaded* offloaded = nullptr) const {
+    if (offloaded) {
+      if (plan_.offload_layers >= ng_.num_layers())
+        throw std::runtime_error(fmt::format("plan: offload_layers {} must be less than the model's {} layers",
+                                             plan_.offload_layers, ng_.num_layers()));
+      offloaded->bytes.assign(plan_.offload_layers, 0.0);
+      offloaded->holder.assign(plan_.offload_layers, kNone);
+    }
     if (!layer_recompute()) {
       add_saved(plan_.recompute == RecomputePolicy::full ? ng_.layer_checkpoints() : ng_.saved_tensors(), nullptr,
-                per_stage, by_node);
-      return;
+                per_stage, by_node, offloaded);
+    } else {
+      auto kept = [&](const SavedTensor& s, NodeId holder) {
+        return !in_recomputed_layer_[holder] || read_from_outside_its_layer(ng_, s, holder);
+      };
+      add_saved(ng_.saved_tensors(), kept, per_stage, by_node, offloaded);
+      // The inputs of recomputed layers that no operator saves (layer_checkpoints).
+      add_saved(ng_.layer_checkpoints(),
+                [&](const SavedTensor& s, NodeId holder) { return s.layer_input_only && in_recomputed_layer_[holder]; },
+                per_stage, by_node, offloaded);
     }
-    auto kept = [&](const SavedTensor& s, NodeId holder) {
-      return !in_recomputed_layer_[holder] || read_from_outside_its_layer(ng_, s, holder);
-    };
-    add_saved(ng_.saved_tensors(), kept, per_stage, by_node);
-    // The inputs of recomputed layers that no operator saves (layer_checkpoints).
-    add_saved(ng_.layer_checkpoints(),
-              [&](const SavedTensor& s, NodeId holder) { return s.layer_input_only && in_recomputed_layer_[holder]; },
-              per_stage, by_node);
+    if (!offloaded || offloaded->bytes.empty()) return;
+    const auto transit = std::max_element(offloaded->bytes.begin(), offloaded->bytes.end());
+    const NodeId holder = offloaded->holder[transit - offloaded->bytes.begin()];
+    if (holder == kNone) return;
+    per_stage[plan_.stage_of_node[holder]] += *transit;
+    if (by_node) (*by_node)[holder]->saved_bytes += *transit;
+  }
+
+  // Seconds the host copies of Plan::offload_layers do not hide, per offloaded layer: layer l's
+  // saved tensors go out under layer l+1's forward and come back under its backward.
+  void add_offload_exposure(const std::vector<OpWork>& ops, Offloaded& offloaded) const {
+    const int layers = ng_.num_layers();
+    std::vector<double> fwd(layers, 0.0), bwd(layers, 0.0);
+    for (const OpWork& w : ops) {
+      const int l = ng_.node_layers()[w.node];
+      if (l < 0) continue;
+      fwd[l] += w.fwd_seconds;
+      bwd[l] += w.bwd_seconds + (recomputed(w.node) ? w.fwd_seconds : 0);
+    }
+    const double bandwidth = cluster_.device.host_link_bandwidth;
+    if (bandwidth <= 0)
+      throw std::runtime_error("plan: offload_layers needs the profile's host link (device.host_link_gb_per_s)");
+    offloaded.fwd_seconds.assign(offloaded.bytes.size(), 0.0);
+    offloaded.bwd_seconds.assign(offloaded.bytes.size(), 0.0);
+    for (std::size_t l = 0; l < offloaded.bytes.size(); ++l) {
+      const double copy = offloaded.bytes[l] / bandwidth;
+      const std::size_t next = std::min<std::size_t>(l + 1, layers - 1);
+      offloaded.fwd_seconds[l] = std::max(0.0, copy - fwd[next]);
+      offloaded.bwd_seconds[l] = std::max(0.0, copy - bwd[next]);
+    }
   }
 
   // A saved tensor as the smaller of its producer's and its holder's layouts: sequence
@@ -1015,7 +1076,7 @@ class Analyzer {
 
   // `kept(saved tensor, holder)`: whether it counts (null: all).
   void add_saved(const std::vector<SavedTensor>& saved, const std::function<bool(const SavedTensor&, NodeId)>& kept,
-                 std::vector<double>& per_stage, const std::vector<OpWork*>* by_node) const {
+                 std::vector<double>& per_stage, const std::vector<OpWork*>* by_node, Offloaded* offloaded) const {
     for (const SavedTensor& s : saved) {
       if (plan_.recompute == RecomputePolicy::selective && s.quadratic_in_sequence) continue;
       const NodeId holder = saved_tensor_holder(graph_, s);
@@ -1024,6 +1085,12 @@ class Analyzer {
       if (s.view_of_kept && !low_precision_gemm(holder)) continue;
       const double elements = saved_elements(s, holder);
       const double bytes = elements * (s.mask ? 1.0 : low_precision_gemm(holder) ? low_precision_copy_bytes() / 2 : activation_bytes_);
+      const int layer = ng_.node_layers()[holder];
+      if (offloaded && layer >= 0 && layer < static_cast<int>(offloaded->bytes.size())) {
+        offloaded->bytes[layer] += bytes;
+        if (offloaded->holder[layer] == kNone) offloaded->holder[layer] = holder;
+        continue;
+      }
       per_stage[plan_.stage_of_node[holder]] += bytes;
       if (by_node) (*by_node)[holder]->saved_bytes += bytes;
     }
@@ -1037,9 +1104,17 @@ class Analyzer {
     std::vector<OpWork*> by_node(graph_.nodes().size(), nullptr);
     for (auto& w : a.ops) by_node[w.node] = &w;
     std::vector<double> per_stage(a.stage_memory.size(), 0.0);
-    saved_activations(per_stage, &by_node);
+    Offloaded offloaded;
+    saved_activations(per_stage, &by_node, plan_.offload_layers > 0 ? &offloaded : nullptr);
     // What is not kept is recomputed in the backward pass.
     for (auto& w : a.ops) w.recomputed = recomputed(w.node);
+    if (!offloaded.bytes.empty()) {
+      add_offload_exposure(a.ops, offloaded);
+      for (std::size_t l = 0; l < offloaded.bytes.size(); ++l)
+        if (offloaded.holder[l] != kNone)
+          by_node[offloaded.holder[l]]->offload_fwd_seconds += offloaded.fwd_seconds[l],
+              by_node[offloaded.holder[l]]->offload_bwd_seconds += offloaded.bwd_seconds[l];
+    }
     for (std::size_t s = 0; s < a.stage_memory.size(); ++s) {
       a.stage_memory[s].activations_per_micro_batch = per_stage[s];
       a.stage_memory[s].micro_batches_in_flight = micro_batches_in_flight(plan_, static_cast<int>(s));
@@ -1117,7 +1192,10 @@ StageTotals stage_totals(const PlanAnalysis& a, const Plan& plan) {
   const int stages = plan.pipeline_stages();
   const bool train = plan.mode == ExecutionMode::train;
   PlanAnalyzer::State::OperatorSums ops(stages);
-  for (const OpWork& w : a.ops) ops.add(w, w.recomputed, train);
+  for (const OpWork& w : a.ops) {
+    ops.add(w, w.recomputed, train);
+    ops.fwd_compute[w.stage] += w.offload_fwd_seconds, ops.bwd_compute[w.stage] += w.offload_bwd_seconds;
+  }
   PlanAnalyzer::State::ParameterSums params(stages);
   for (const ParamWork& p : a.params)
     params.add(p.stage, p.gather_unit, p.local_elements, !p.gather.empty(), sum_seconds(p.grad_sync), sum_seconds(p.gather),

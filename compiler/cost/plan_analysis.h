@@ -53,6 +53,9 @@ struct OpWork {
   std::vector<CommOp> fwd_comm;  // before/after the op on the critical path
   std::vector<CommOp> bwd_comm;
   double saved_bytes = 0;        // activations kept for backward, per micro-batch
+  // Plan::offload_layers: host copies of its layer's saved tensors that the next layer's
+  // forward (backward) does not hide, per micro-batch.
+  double offload_fwd_seconds = 0, offload_bwd_seconds = 0;
   // Local bytes of its outputs and activation (non-parameter) inputs: live while it runs
   // forward, and as their gradients while it runs backward.
   double buffer_bytes = 0;

@@ -169,6 +169,10 @@ void parallel_flags(MegatronArgs& a, const ExportContext& c) {
   } else if (r.recompute == RecomputePolicy::selective) {
     a.value("recompute-granularity", "selective");
   }
+  if (r.offload_layers > 0) {
+    a.flag("cpu-offloading");
+    a.value("cpu-offloading-num-layers", r.offload_layers);
+  }
   a.value("micro-batch-size", r.micro_batch_size);
   a.value("global-batch-size", static_cast<long long>(r.global_batch));
   if (r.seq > 0) a.value("seq-length", static_cast<long long>(r.seq));

@@ -99,6 +99,7 @@ std::string emit_nemo(const ExportContext& c) {
     s += "    recompute_granularity=\"selective\",\n";
   else
     s += "    recompute_granularity=None,\n";
+  if (r.offload_layers > 0) s += fmt::format("    cpu_offloading=True,\n    cpu_offloading_num_layers={},\n", r.offload_layers);
   s += ")\n";
   s += fmt::format("optimizer_config = OptimizerConfig(optimizer=\"adam\", use_distributed_optimizer={}{})\n",
                    py_bool(r.distopt), megatron_precision(r.precision) == "bf16" ? ", bf16=True" : "");

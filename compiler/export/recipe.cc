@@ -56,6 +56,7 @@ MegatronKnobs ParallelRecipe::knobs() const {
   MegatronKnobs k;
   k.tp = tp, k.pp = pp, k.cp = cp, k.dp = dp, k.mb = micro_batch_size, k.vp = vp;
   k.sp = sp, k.recompute = recompute, k.distopt = distopt;
+  k.offload = offload_layers;
   k.ep = ep, k.etp = ep > 1 ? etp : 0;
   k.fsdp = zero_stage >= 2 ? zero_stage : 0;
   k.vocab_div = vocab_div;
@@ -75,6 +76,7 @@ ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, co
   r.distopt = plan.distributed_optimizer;
   r.recompute = plan.recompute;
   r.recompute_layers = plan.recompute_layers;
+  r.offload_layers = plan.offload_layers;
   r.schedule = plan.schedule;
   r.precision = plan.precision;
   if (const double seq = bound_sequence_length(graph); seq > 0) r.seq = seq;

@@ -34,6 +34,7 @@ struct ParallelRecipe {
   // recompute_layers); empty: every layer. recompute_num_layers() is Megatron's count.
   std::vector<int> recompute_layers;
   int recompute_num_layers() const;  // per model chunk (the largest stage's count / vp, rounded up); 1 when empty
+  int offload_layers = 0;  // Plan::offload_layers (Megatron's --cpu-offloading-num-layers)
   Schedule schedule = Schedule::one_f_one_b;
   hardware::Precision precision = hardware::Precision::bf16;
   std::vector<int> tp_axes, dp_axes, cp_axes;  // mesh axis ids of the plan's mesh, major to minor

@@ -64,6 +64,11 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
   std::vector<std::string> items;
   const std::string name(to_string(target));
   if (mode == ExecutionMode::infer) items.push_back("an inference plan: written as the training recipe of the same layout");
+  if (r.offload_layers > 0 && target != ExportTarget::megatron && target != ExportTarget::nemo) {
+    items.push_back(fmt::format("activation offloading of {} layers: only Megatron-Core's --cpu-offloading-num-layers offloads "
+                                "saved activations; nearest: none", r.offload_layers));
+    r.offload_layers = 0;
+  }
   switch (target) {
     case ExportTarget::megatron:
       if (r.zero_stage >= 1 && !r.distopt && r.zero_stage == 1) r.distopt = true;  // ZeRO-1 is the distributed optimizer

@@ -197,7 +197,7 @@ StageLayout build_stage_layout(const PlanAnalysis& a, const Plan& plan, const Lo
         const int i = ops[j];
         const OpWork& op = a.ops[i];
         if (j == 0 || unit_of[j] != unit_of[j - 1]) fwd.add_comm(Segment::Kind::gather, unit_gathers[unit_of[j]], label(i));
-        fwd.add_op(op.fwd_flops, op.fwd_bytes, op.fwd_seconds, op.fwd_comm, label(i));
+        fwd.add_op(op.fwd_flops, op.fwd_bytes, op.fwd_seconds + op.offload_fwd_seconds, op.fwd_comm, label(i));
         w.forward_flops += op.fwd_flops;
         w.backward_flops += op.bwd_flops;
         w.saved_bytes += op.saved_bytes;
@@ -224,7 +224,7 @@ StageLayout build_stage_layout(const PlanAnalysis& a, const Plan& plan, const Lo
         const OpWork& op = a.ops[i];
         if (r + 1 == ops.size() || unit_of[r] != unit_of[r + 1])
           bwd.add_comm(Segment::Kind::gather, unit_gathers[unit_of[r]], label(i));
-        bwd.add_op(op.bwd_flops, op.bwd_bytes, op.bwd_seconds, op.bwd_comm, label(i));
+        bwd.add_op(op.bwd_flops, op.bwd_bytes, op.bwd_seconds + op.offload_bwd_seconds, op.bwd_comm, label(i));
         for (int k : params_at[i]) {
           merge_comm(bucket.syncs, a.params[k].grad_sync);
           for (const auto& sync : a.params[k].grad_sync) bucket_bytes += sync.bytes;

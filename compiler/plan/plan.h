@@ -71,6 +71,10 @@ struct Plan {
   // first ones, in order) are recomputed whole; the others keep every activation
   // (Megatron's --recompute-method block, per stage). Empty: every layer, and the rest.
   std::vector<int> recompute_layers;
+  // Megatron's --cpu-offloading-num-layers (one pipeline stage only): the activations the first
+  // offload_layers layers save for backward go to host memory in the forward pass and come
+  // back in the backward, each layer's copy under the next layer's compute. 0: none.
+  int offload_layers = 0;
   int zero_stage = 0;           // 0..3
   bool distributed_optimizer = false;  // Megatron's: optimizer state sharded over data parallel
   bool sequence_parallel = false;      // recorded for Megatron plans; the cuts say what it means

@@ -98,6 +98,7 @@ std::string plan_to_yaml(const Plan& plan, Graph& graph, const hardware::Cluster
   out << YAML::Key << "recompute" << YAML::Value << std::string(to_string(plan.recompute));
   if (!plan.recompute_layers.empty())
     out << YAML::Key << "recompute_layers" << YAML::Value << YAML::Flow << plan.recompute_layers;
+  if (plan.offload_layers > 0) out << YAML::Key << "offload_layers" << YAML::Value << plan.offload_layers;
   out << YAML::Key << "zero_stage" << YAML::Value << plan.zero_stage;
   out << YAML::Key << "distributed_optimizer" << YAML::Value << plan.distributed_optimizer;
   out << YAML::Key << "sequence_parallel" << YAML::Value << plan.sequence_parallel;

@@ -189,7 +189,7 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
     throw std::runtime_error(fmt::format("{}:{}: {}", source, e.mark.line + 1, e.msg));
   }
   r.only_keys(root, "", {"format", "strategy", "model", "cluster", "stack", "mode", "precision", "mesh", "batch", "schedule",
-                         "virtual_stages", "recompute", "recompute_layers", "zero_stage", "distributed_optimizer", "sequence_parallel",
+                         "virtual_stages", "recompute", "recompute_layers", "offload_layers", "zero_stage", "distributed_optimizer", "sequence_parallel",
                          "context_parallel_comm", "nodes", "inputs",
                          "tensors", "predicted"});
   const std::string format = r.get<std::string>(root, "format", "format");
@@ -237,6 +237,10 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
       plan.recompute_layers.push_back(v);
     }
   }
+  if (root["offload_layers"].IsDefined()) {
+    plan.offload_layers = r.get<int>(root, "offload_layers", "offload_layers");
+    if (plan.offload_layers < 0) r.fail(root["offload_layers"], "offload_layers", "must be 0 or more");
+  }
   plan.zero_stage = r.get<int>(root, "zero_stage", "zero_stage");
   if (plan.zero_stage < 0 || plan.zero_stage > 3) r.fail(root["zero_stage"], "zero_stage", "must be 0..3");
   plan.distributed_optimizer = r.get<bool>(root, "distributed_optimizer", "distributed_optimizer");
@@ -247,6 +251,8 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   if (!plan.recompute_layers.empty() && static_cast<int>(plan.recompute_layers.size()) != plan.pipeline_stages())
     r.fail(root["recompute_layers"], "recompute_layers",
            fmt::format("{} counts for {} pipeline stages", plan.recompute_layers.size(), plan.pipeline_stages()));
+  if (plan.offload_layers > 0 && plan.pipeline_stages() > 1)
+    r.fail(root["offload_layers"], "offload_layers", "needs one pipeline stage (Megatron-LM offloads only without pipelining)");
   read_nodes(r, root, graph, plan_mesh(plan, cluster), plan);
   return plan;
 }

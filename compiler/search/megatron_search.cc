@@ -212,6 +212,8 @@ class MegatronSearch {
              "first=/last= (layers of the first/last pipeline stage) need pp > 1; give pp as well");
     if (c_->has("vp") && k.vp > 1 && c_->has("pp") && k.pp == 1) refuse("vp", "interleaving needs pp > 1");
     if (c_->has("sp") && k.sp && c_->has("tp") && k.tp == 1) refuse("sp", "sequence parallelism needs tp > 1");
+    if (c_->has("offload") && !c_->fully_fixed())
+      refuse("offload", "activation offloading is priced for one plan, not searched: give tp, pp=1 and mb as well");
   }
 
   // (sp, ep, etp) for one (tp, dp): every ep dividing the experts whose etp x ep grid

@@ -352,6 +352,18 @@ Plan MegatronLayouts::make(const hardware::Cluster& cluster, const MegatronKnobs
   plan.virtual_stages = knobs.vp;
   plan.schedule = knobs.vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
   plan.recompute = knobs.recompute;
+  if (knobs.offload > 0) {
+    if (knobs.pp > 1)
+      throw std::runtime_error("megatron: offload=" + std::to_string(knobs.offload) +
+                               " needs pp=1 (Megatron-LM has no CPU offloading with pipeline parallelism)");
+    if (knobs.recompute != RecomputePolicy::none)
+      throw std::runtime_error("megatron: offload=" + std::to_string(knobs.offload) +
+                               " with recompute: Megatron-LM offloads or recomputes activations, not both");
+    if (cluster.device.host_link_bandwidth <= 0)
+      throw std::runtime_error("megatron: offload=" + std::to_string(knobs.offload) + ": the profile '" + cluster.name +
+                               "' states no host link (device.host_link_gb_per_s)");
+    plan.offload_layers = knobs.offload;
+  }
   plan.distributed_optimizer = knobs.distopt || knobs.fsdp > 0;
   plan.zero_stage = knobs.fsdp;
   plan.sequence_parallel = knobs.sp && knobs.tp > 1;

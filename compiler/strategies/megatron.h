@@ -44,6 +44,9 @@ struct MegatronKnobs {
   // 0: even stages, or, where the layers do not divide, the embedding and the loss counted as
   // a layer each (--account-for-embedding/loss-in-pipeline-split).
   int first = 0, last = 0;
+  // --cpu-offloading-num-layers: the first `offload` layers' saved activations live in host
+  // memory (Plan::offload_layers; pp = 1 only, as Megatron-LM allows).
+  int offload = 0;
   // --make-vocab-size-divisible-by: a vocabulary that tp does not divide is padded to a
   // multiple of this x tp, as Megatron-LM pads it (GPT-3's 50257 at tp=4: 50688), and priced
   // so (NodeCut::padded_extents). A vocabulary that tp divides is planned as it is. 0 (not a
@@ -60,7 +63,7 @@ std::vector<int> megatron_stage_layers(const MegatronKnobs& knobs, int layers);
 // "tp=8,pp=8,cp=2,mb=1,vp=3,sp=1,recompute=selective,distopt=1,ep=8,etp=1,fsdp=3,vocab_div=128" (any
 // subset, any order; empty text gives the defaults). Throws "--megatron: ..." naming the bad item.
 MegatronKnobs parse_megatron_knobs(const std::string& text);
-std::string to_string(const MegatronKnobs& knobs);  // ep, etp, fsdp and vocab_div only when set
+std::string to_string(const MegatronKnobs& knobs);  // ep, etp, fsdp, vocab_div and offload only when set
 
 // Megatron-LM's padded vocabulary (_vocab_size_with_padding): `vocab` rounded up to a multiple
 // of divisible_by x tp.

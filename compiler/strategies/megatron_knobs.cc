@@ -63,6 +63,7 @@ MegatronConstraints parse_megatron_constraints(const std::string& text) {
     else if (key == "first") k.first = parse_positive(key, value);
     else if (key == "last") k.last = parse_positive(key, value);
     else if (key == "vocab_div") k.vocab_div = parse_positive(key, value);
+    else if (key == "offload") k.offload = parse_positive(key, value);
     else if (key == "fsdp") {
       if (value != "0" && value != "2" && value != "3")
         throw std::runtime_error("--megatron fsdp=" + value + ": expected 0, 2 (optim_grads) or 3 (optim_grads_params)");
@@ -75,7 +76,7 @@ MegatronConstraints parse_megatron_constraints(const std::string& text) {
         throw std::runtime_error("--megatron recompute=" + value + ": " + e.what());
       }
     } else {
-      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp, fsdp, first, last, vocab_div)");
+      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp, fsdp, first, last, vocab_div, offload)");
     }
     c.given.insert(key);
     c.items.push_back(item);
@@ -94,6 +95,7 @@ std::string to_string(const MegatronKnobs& k) {
   if (k.first > 0) s += ",first=" + std::to_string(k.first);
   if (k.last > 0) s += ",last=" + std::to_string(k.last);
   if (k.vocab_div != 128) s += ",vocab_div=" + std::to_string(k.vocab_div);
+  if (k.offload > 0) s += ",offload=" + std::to_string(k.offload);
   return s;
 }
 

@@ -84,6 +84,7 @@ const std::map<std::string, ArgSpec>& megatron_table() {
       {"ckpt-format", {Kind::choice, {"torch", "torch_dist", "torch_dcp", "fsdp_dtensor"}}},
       {"recompute-granularity", {Kind::choice, {"full", "selective"}}}, {"recompute-method", {Kind::choice, {"uniform", "block"}}},
       {"recompute-num-layers", {Kind::integer}}, {"micro-batch-size", {Kind::integer}}, {"global-batch-size", {Kind::integer}},
+      {"cpu-offloading", {Kind::flag}}, {"cpu-offloading-num-layers", {Kind::integer}},
       // 1f benchmark launch
       {"mock-data", {Kind::flag}}, {"train-iters", {Kind::integer}}, {"lr", {Kind::number}}, {"min-lr", {Kind::number}},
       {"lr-decay-style", {Kind::choice, {"constant", "linear", "cosine", "inverse-square-root", "WSD"}}},
