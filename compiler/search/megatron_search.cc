@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "compiler/export/target_limits.h"
@@ -320,9 +321,11 @@ class MegatronSearch {
         knobs.mb = mb, knobs.vp = vp, knobs.recompute = policies[r];
         knobs.distopt = sharding.distopt, knobs.fsdp = sharding.fsdp;
         // Outside the bound's target: neither priced nor counted as fitting (so it prunes nothing).
-        if (const std::string beyond = beyond_bound(knobs); !beyond.empty()) {
-          last_skip_ = beyond;
-          continue;
+        if (options_.bound) {
+          if (std::string beyond = beyond_bound(knobs); !beyond.empty()) {
+            last_skip_ = std::move(beyond);
+            continue;
+          }
         }
         ++best_.configurations;
         bool dominated = false;

@@ -103,6 +103,24 @@ TEST_P(SearchInsideTarget, ExportsExactlyAndIsNeverFasterThanUnbounded) {
   }
 }
 
+// A mixture of experts (Mixtral 8x7B's layers, 4 of them, one DGX H100): the exhaustive search
+// inside a recipe target finds expert-parallel layouts the SymTensor search's cheap Megatron seed
+// does not walk to, and the unbounded search prices that plan too, so it stays the faster.
+TEST_P(SearchInsideTarget, ExpertModelNeverFasterThanUnbounded) {
+  const std::string stack = GetParam();
+  models::Overrides o;
+  o.layers = 4;
+  Graph g = symtensor::testing::zoo_graph("mixtral-8x7b", o, 16, 4096);
+  const hardware::Cluster c = hardware::with_software(symtensor::testing::cluster_of("dgx-h100", 1, 8), {stack});
+  const ExportTarget t = *stack_export_target(stack);
+  StrategyOptions bounded, unbounded;
+  bounded.bound = t;
+  unbounded.target_seed = t;
+  const Plan inside = make_plan("symtensor", g, c, bounded), any = make_plan("symtensor", g, c, unbounded);
+  EXPECT_TRUE(target_items(t, g, c, inside).empty()) << ::testing::PrintToString(target_items(t, g, c, inside));
+  EXPECT_GE(step_of(g, c, inside), step_of(g, c, any) * (1 - 1e-9));
+}
+
 INSTANTIATE_TEST_SUITE_P(Stacks, SearchInsideTarget, ::testing::Values("megatron", "nemo", "torchtitan", "deepspeed", "jax"));
 
 }  // namespace
