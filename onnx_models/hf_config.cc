@@ -18,8 +18,6 @@ using Json = nlohmann::json;
 // What each refused family has that the zoo does not write yet (one line each).
 const std::map<std::string, std::string>& hf_refused_families() {
   static const std::map<std::string, std::string> refused = {
-      {"gpt_oss", "attention sinks, alternating sliding-window layers, yarn rope scaling and biased, clamped "
-                  "SwiGLU experts"},
       {"gemma3", "the vision tower of this multimodal config (its text_config alone is a gemma3_text config)"},
       {"gemma2", "logit soft-capping, alternating sliding-window layers, GeGLU MLP and the extra norms"},
       {"gemma", "GeGLU MLP, (1 + weight) RMSNorm and the scaled embedding"},
@@ -116,6 +114,7 @@ HfDefaults hf_defaults(const std::string& type) {
   if (type == "mixtral") return {1e-5, 1e6, 4096 * 32};
   if (type == "gemma3_text") return {1e-6, 1e6, 131072};
   if (type == "deepseek_v2" || type == "deepseek_v3") return {1e-6, 10000.0, type == "deepseek_v3" ? 4096 : 2048};
+  if (type == "gpt_oss") return {1e-5, 150000.0, 131072};
   return {1e-6, 10000.0, 32768};  // qwen2, qwen3, qwen3_moe
 }
 
@@ -168,8 +167,11 @@ void read_rope(const HfReader& r, const Json& j, ModelConfig& c, double default_
     optional("mscale", c.rope_scaling.mscale);
     optional("mscale_all_dim", c.rope_scaling.mscale_all_dim);
     optional("attention_factor", c.rope_scaling.attention_factor);
-    if (s.contains("truncate") && s.at("truncate") != Json(true))
-      r.refuse(scaling_key + ".truncate", "= " + s.at("truncate").dump(), "yarn's correction range is truncated");
+    if (s.contains("truncate") && !s.at("truncate").is_null()) {  // gpt-oss: false
+      if (!s.at("truncate").is_boolean())
+        r.fail("key '" + scaling_key + ".truncate' must be true or false, got " + s.at("truncate").dump());
+      c.rope_scaling.truncate = s.at("truncate").get<bool>();
+    }
   } else {
     r.refuse(scaling_key, "with rope type '" + type + "'",
              yarn_allowed ? "written: default, linear, llama3, yarn" : "written: default, linear, llama3");
@@ -231,8 +233,9 @@ void read_deepseek(const HfReader& r, const Json& j, ModelConfig& c) {
 }  // namespace
 
 const std::vector<std::string>& hf_model_types() {
-  static const std::vector<std::string> types = {"llama",     "mistral",     "mixtral",     "qwen2",      "qwen3",
-                                                 "qwen3_moe", "gemma3_text", "deepseek_v2", "deepseek_v3"};
+  static const std::vector<std::string> types = {"llama",       "mistral",     "mixtral",     "qwen2",
+                                                 "qwen3",       "qwen3_moe",   "gemma3_text", "deepseek_v2",
+                                                 "deepseek_v3", "gpt_oss"};
   return types;
 }
 
@@ -263,6 +266,7 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
   const bool qwen3 = type == "qwen3" || type == "qwen3_moe";
   const bool gemma3 = type == "gemma3_text";
   const bool deepseek = type == "deepseek_v2" || type == "deepseek_v3";
+  const bool gpt_oss = type == "gpt_oss";
   ModelConfig c;
   c.family = Family::llama;
   c.model_type = type;
@@ -282,16 +286,16 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
   if (c.heads % c.kv_heads != 0)
     r.fail("key 'num_key_value_heads' (" + std::to_string(c.kv_heads) + ") must divide 'num_attention_heads' (" +
            std::to_string(c.heads) + ")");
-  // head_dim: Qwen3's and Gemma 3's classes default to 128 / 256 whatever the width, so it
-  // must be given there.
-  c.head_dim = qwen3 || gemma3 ? r.integer("head_dim") : deepseek ? 0 : r.integer_or("head_dim", 0);
+  // head_dim: Qwen3's, Gemma 3's and gpt-oss's classes default to 128 / 256 / 64 whatever the
+  // width, so it must be given there.
+  c.head_dim = qwen3 || gemma3 || gpt_oss ? r.integer("head_dim") : deepseek ? 0 : r.integer_or("head_dim", 0);
   if (c.head_dim == 0 && c.hidden % c.heads != 0 && !deepseek)
     r.fail("key 'hidden_size' (" + std::to_string(c.hidden) + ") is not a multiple of 'num_attention_heads' (" +
            std::to_string(c.heads) + ") and there is no 'head_dim'");
   if (c.head_dim * c.heads == c.hidden) c.head_dim = 0;  // the usual layout, described as such
   c.seq = r.integer_or("max_position_embeddings", defaults.max_positions);
   c.norm_epsilon = r.positive_number_or("rms_norm_eps", defaults.norm_epsilon);
-  read_rope(r, j, c, defaults.rope_theta, /*yarn_allowed=*/deepseek);
+  read_rope(r, j, c, defaults.rope_theta, /*yarn_allowed=*/deepseek || gpt_oss);
   c.tied_embeddings = r.boolean_or("tie_word_embeddings", gemma3);  // Gemma3TextConfig ties by default
   if (gemma3) {
     if (!c.tied_embeddings) r.refuse("tie_word_embeddings", "= false", "Gemma 3's head is its embedding");
@@ -315,6 +319,8 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
   // q/k/v and o_proj.
   if (type == "qwen2") {
     c.qkv_bias = true;
+  } else if (gpt_oss) {  // GptOssConfig's attention_bias defaults to true
+    c.qkv_bias = c.out_bias = r.boolean_or("attention_bias", true);
   } else if (r.boolean_or("attention_bias", false)) {
     if (type == "mistral" || type == "mixtral" || gemma3 || deepseek) r.refuse("attention_bias", "= true");
     c.qkv_bias = c.out_bias = true;
@@ -325,6 +331,9 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
   // use_sliding_window (and then on layers from max_window_layers), which is refused.
   if (type == "mistral" || type == "mixtral") {
     if (r.has("sliding_window")) c.sliding_window = r.integer(j.at("sliding_window"), "sliding_window");
+  } else if (gpt_oss) {  // every other layer windowed unless layer_types says otherwise (below)
+    c.sliding_window = r.integer("sliding_window");
+    c.global_every = 2;
   } else if (!gemma3 && r.boolean_or("use_sliding_window", false)) {
     r.refuse("use_sliding_window", "= true", "Qwen's sliding-window layers above max_window_layers");
   }
@@ -334,26 +343,42 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
     if (static_cast<std::int64_t>(types.size()) != c.layers)
       r.fail("key 'layer_types' lists " + std::to_string(types.size()) + " layers, 'num_hidden_layers' is " +
              std::to_string(c.layers));
-    // What the model writes, layer by layer: Gemma 3 local except every global_every-th
-    // (from layer_types when it is there); the others all alike.
-    if (gemma3) {
+    // What the model writes, layer by layer: Gemma 3 and gpt-oss local except every
+    // global_every-th (from layer_types when it is there); the others all alike.
+    const bool periodic = gemma3 || gpt_oss;
+    if (periodic) {
       c.global_every = 0;
       for (std::size_t i = 0; i < types.size() && c.global_every == 0; ++i)
         if (types[i] == "full_attention") c.global_every = static_cast<std::int64_t>(i) + 1;
     }
     for (std::size_t i = 0; i < types.size(); ++i) {
-      const bool global = gemma3 ? c.global_every > 0 && (static_cast<std::int64_t>(i) + 1) % c.global_every == 0
-                                 : c.sliding_window == 0;
+      const bool global = periodic ? c.global_every > 0 && (static_cast<std::int64_t>(i) + 1) % c.global_every == 0
+                                   : c.sliding_window == 0;
       const char* expected = global ? "full_attention" : "sliding_attention";
       if (types[i] != expected)
         r.refuse("layer_types", "with layer " + std::to_string(i) + " " + types[i].dump(),
-                 std::string("written: ") + (gemma3 ? "a global layer every " + std::to_string(c.global_every)
+                 std::string("written: ") + (periodic ? "a global layer every " + std::to_string(c.global_every)
                                                     : std::string("every layer ") + expected));
     }
   }
 
   if (deepseek) {
     read_deepseek(r, j, c);
+  } else if (gpt_oss) {
+    // GptOssForCausalLM: attention sinks; a biased router, softmax over its top-k logits;
+    // experts of intermediate_size with biased, interleaved gate_up and clamped SwiGLU.
+    c.attention_sinks = true;
+    c.experts = r.integer("num_local_experts");
+    c.top_k = r.integer("num_experts_per_tok");
+    if (r.has("experts_per_token") && r.integer("experts_per_token") != c.top_k)
+      r.fail("key 'experts_per_token' differs from 'num_experts_per_tok'");
+    if (c.top_k > c.experts)
+      r.fail("key 'num_experts_per_tok' (" + std::to_string(c.top_k) + ") exceeds 'num_local_experts' (" +
+             std::to_string(c.experts) + ")");
+    c.intermediate = r.integer("intermediate_size");
+    c.norm_topk_prob = true;
+    c.expert_bias = true;
+    c.swiglu_limit = r.positive_number_or("swiglu_limit", 7.0);
   } else if (moe) {
     if (type == "mixtral") {
       c.experts = r.integer("num_local_experts");

@@ -7,7 +7,10 @@
 // qwen2, qwen3 (q_norm/k_norm, head_dim), qwen3_moe (every layer sparse), gemma3_text
 // (local/global layers, GeGLU, four (1 + w) norms a layer, scaled embedding), deepseek_v2 and
 // deepseek_v3 (multi-head latent attention, yarn rope, dense first layers, routed and shared
-// experts, V3's sigmoid group-limited router; the MTP layer is not written). Every other
+// experts, V3's sigmoid group-limited router; the MTP layer is not written), gpt_oss
+// (alternating sliding-window and full layers, attention sinks, biased attention, yarn rope
+// with an untruncated correction range, biased router and experts, clamped SwiGLU; the mxfp4
+// quantization_config is not an architecture field and is not read). Every other
 // model_type, and any field of a written one that the zoo cannot express (a different
 // hidden_act, mlp_bias, yarn rope scaling, mixed dense/sparse layers, ...), is refused in one
 // line that names the file, the model_type and the key, never approximated.

@@ -187,7 +187,22 @@ std::string self_attention(GraphBuilder& g, const std::string& x, const Attentio
   const double divisor = spec.score_divisor > 0 ? spec.score_divisor : std::sqrt(static_cast<double>(head_dim));
   scores = g.op("Div", {scores, g.float_scalar(static_cast<float>(divisor))});
   if (!spec.mask.empty()) scores = g.op("Add", {scores, spec.mask});
-  std::string probs = g.op("Softmax", {scores}, {{"axis", std::int64_t{-1}}});
+  std::string probs;
+  if (spec.sinks) {
+    // sinks.reshape(1, -1, 1, 1).expand(b, -1, s, -1), concatenated after the keys; the sink
+    // column leaves the softmax's denominator bigger and is dropped before P·V.
+    std::string sinks = g.parameter("sinks", {spec.heads}, Init::uniform(1.0));
+    sinks = g.op("Reshape", {sinks, grouped ? g.ints({1, -1, rep, 1, 1}) : g.ints({1, -1, 1, 1})});
+    std::string q_shape = g.op("Shape", {q});
+    std::string target = g.op("Concat", {g.op("Slice", {q_shape, g.ints({0}), g.ints({-1})}), g.ints({1})},
+                              {{"axis", std::int64_t{0}}});  // [b, heads.., s, 1]
+    std::string combined = g.op("Concat", {scores, g.op("Expand", {sinks, target})}, {{"axis", std::int64_t{-1}}});
+    std::string row_max = g.op("ReduceMax", {combined}, {{"axes", perm({-1})}, {"keepdims", std::int64_t{1}}});
+    probs = g.op("Softmax", {g.op("Sub", {combined, row_max})}, {{"axis", std::int64_t{-1}}});
+    probs = g.op("Slice", {probs, g.ints({0}), g.ints({-1}), g.ints({-1}), g.ints({1})});  // probs[..., :-1]
+  } else {
+    probs = g.op("Softmax", {scores}, {{"axis", std::int64_t{-1}}});
+  }
   std::string context = g.op("MatMul", {probs, v});
   context = g.op("Transpose", {context}, {{"perm", grouped ? perm({0, 3, 1, 2, 4}) : perm({0, 2, 1, 3})}});
   context = g.op("Reshape", {context, g.ints({0, 0, width})});
@@ -282,7 +297,7 @@ std::string moe_mlp(GraphBuilder& g, const std::string& x, const MoeSpec& spec) 
   const std::int64_t h = spec.hidden, E = spec.experts, k = spec.top_k;
   // Router: logits [b, s, E] -> top-k logits and indices -> softmax over the k logits
   // (equal to Mixtral's softmax-then-renormalize).
-  std::string logits = linear(g, x, "gate", h, E, false);
+  std::string logits = linear(g, x, spec.gpt_oss ? "router" : "gate", h, E, spec.gpt_oss);
   std::vector<std::string> top;
   std::string weights;  // [b, s, k]
   std::string scores;   // DeepSeek's sigmoid scores [b, s, E], the weights taken from them below
@@ -360,12 +375,34 @@ std::string moe_mlp(GraphBuilder& g, const std::string& x, const MoeSpec& spec) 
   std::string combine = g.op("Mul", {in_slot, g.op("Unsqueeze", {gate, g.ints({-1})})});
   // Experts, stacked [E, in, out], on their C tokens each.
   const double bound_in = fan_in_bound(h), bound_out = fan_in_bound(spec.intermediate);
-  std::string w1 = g.parameter("experts.w1", {E, h, spec.intermediate}, Init::uniform(bound_in));
-  std::string w3 = g.parameter("experts.w3", {E, h, spec.intermediate}, Init::uniform(bound_in));
-  std::string w2 = g.parameter("experts.w2", {E, spec.intermediate, h}, Init::uniform(bound_out));
   auto einsum = [&](const char* equation, const std::string& a, const std::string& b) {
     return g.op("Einsum", {a, b}, {{"equation", std::string(equation)}});
   };
+  if (spec.gpt_oss) {
+    const std::int64_t I = spec.intermediate;
+    std::string gate_up_w = g.parameter("experts.gate_up_proj", {E, h, 2 * I}, Init::uniform(bound_in));
+    std::string gate_up_b = g.parameter("experts.gate_up_proj_bias", {E, 2 * I}, Init::uniform(bound_in));
+    std::string down_w = g.parameter("experts.down_proj", {E, I, h}, Init::uniform(bound_out));
+    std::string down_b = g.parameter("experts.down_proj_bias", {E, h}, Init::uniform(bound_out));
+    std::string tokens = einsum("bsec,bsh->bech", dispatch, x);  // [b, E, C, h]
+    std::string gate_up = g.op("Add", {einsum("bech,ehi->beci", tokens, gate_up_w), g.op("Unsqueeze", {gate_up_b, g.ints({1})})});
+    // gate_up[..., ::2] and gate_up[..., 1::2]: the pairs (2i, 2i + 1) as [.., I, 2].
+    std::string pairs = g.op("Reshape", {gate_up, g.ints({0, 0, 0, I, 2})});
+    std::string gate_part = g.op("Gather", {pairs, g.int_scalar(0)}, {{"axis", std::int64_t{4}}});
+    std::string up_part = g.op("Gather", {pairs, g.int_scalar(1)}, {{"axis", std::int64_t{4}}});
+    if (spec.limit > 0) {
+      const float limit = static_cast<float>(spec.limit);
+      gate_part = g.op("Min", {gate_part, g.float_scalar(limit)});  // clamp(max=limit)
+      up_part = g.op("Clip", {up_part, g.float_scalar(-limit), g.float_scalar(limit)});
+    }
+    std::string glu = g.op("Mul", {gate_part, g.op("Sigmoid", {g.op("Mul", {gate_part, g.float_scalar(static_cast<float>(spec.alpha))})})});
+    std::string act = g.op("Mul", {g.op("Add", {up_part, g.float_scalar(1.0f)}), glu});
+    std::string expert_out = g.op("Add", {einsum("beci,eih->bech", act, down_w), g.op("Unsqueeze", {down_b, g.ints({1})})});
+    return einsum("bsec,bech->bsh", combine, expert_out);
+  }
+  std::string w1 = g.parameter("experts.w1", {E, h, spec.intermediate}, Init::uniform(bound_in));
+  std::string w3 = g.parameter("experts.w3", {E, h, spec.intermediate}, Init::uniform(bound_in));
+  std::string w2 = g.parameter("experts.w2", {E, spec.intermediate, h}, Init::uniform(bound_out));
   std::string tokens = einsum("bsec,bsh->bech", dispatch, x);  // [b, E, C, h]
   std::string act = g.op("Mul", {silu(g, einsum("bech,ehi->beci", tokens, w1)), einsum("bech,ehi->beci", tokens, w3)});
   std::string expert_out = einsum("beci,eih->bech", act, w2);  // [b, E, C, h]

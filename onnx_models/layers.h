@@ -64,6 +64,11 @@ struct AttentionSpec {
   const Rotary* rotary = nullptr;
   // Additive mask broadcastable to the scores: [b, heads, s, s], or [b, kv, rep, s, s] for GQA.
   std::string mask;
+  // gpt-oss's attention sinks (GptOss eager_attention_forward): a learned logit per head,
+  // "sinks" [heads], reshaped to the heads of the scores, expanded to [..., s, 1] from q's shape
+  // and concatenated after the keys; the row max subtracted, the softmax taken, the sink column
+  // dropped (Slice) before the product with V.
+  bool sinks = false;
 };
 // Self-attention of x [b, s, h]; the module scope is the caller's.
 std::string self_attention(GraphBuilder& g, const std::string& x, const AttentionSpec& spec);
@@ -115,6 +120,13 @@ struct MoeSpec {
   bool sigmoid = false;
   std::int64_t groups = 1, top_groups = 1, group_top = 2;
   double routed_scaling = 1.0;
+  // gpt-oss (HF GptOssTopKRouter, GptOssExperts): the router "router" with a bias; each expert
+  // one projection experts.gate_up_proj [E, h, 2I] + experts.gate_up_proj_bias [E, 2I] whose
+  // columns interleave gate (even) and up (odd), read as [.., I, 2] and gathered; gate clamped
+  // to <= limit, up to [-limit, limit]; (up + 1) * gate * sigmoid(alpha * gate); then
+  // experts.down_proj [E, I, h] + experts.down_proj_bias [E, h]. limit 0: no clamp.
+  bool gpt_oss = false;
+  double limit = 0, alpha = 1.702;
 };
 std::string moe_mlp(GraphBuilder& g, const std::string& x, const MoeSpec& spec);
 

@@ -12,6 +12,10 @@
 // experts with DeepSeek's router, adding n_shared_experts always-on experts ("shared_experts",
 // one SwiGLU MLP of n_shared_experts x moe_intermediate_size). DeepSeek-V3's multi-token
 // prediction layer is not written (HF's modeling code does not run it either).
+// gpt-oss (HF GptOssForCausalLM) alternates sliding-window layers (layer_types; every
+// global_every-th layer full causal) with one yarn rotary table, biased q/k/v/o, attention
+// sinks (layers.h, AttentionSpec::sinks), and routes every layer's tokens to biased experts
+// with gpt-oss's clamped SwiGLU (MoeSpec::gpt_oss) under "mlp.router" / "mlp.experts".
 #include <cmath>
 #include <string>
 
@@ -42,12 +46,15 @@ void build_llama(GraphBuilder& g, const ModelConfig& c) {
   std::string embed = g.parameter("embed_tokens.weight", {c.vocab, h}, Init::uniform(1.0));
   std::string x = g.op("Gather", {embed, ids});
   Rotary rotary = rotary_tables(g, positions, rotary_inv_freq(c), rotary_attention_factor(c));
-  std::string mask;
+  // Local layers mask with the sliding window; with global_every, every global_every-th layer
+  // is global (causal).
+  std::string mask, global_mask;
   if (c.sliding_window > 0)
     mask = sliding_window_mask(g, positions, c.sliding_window);
   else
     mask = causal_mask(g, positions);
   mask = mask_for_scores(g, mask, grouped);
+  if (c.sliding_window > 0 && c.global_every > 0) global_mask = mask_for_scores(g, causal_mask(g, positions), grouped);
   for (int64_t layer = 0; layer < c.layers; ++layer) {
     g.push("layers." + std::to_string(layer));
     std::string a = rms_norm(g, x, "input_layernorm", h, c.norm_epsilon);
@@ -68,18 +75,22 @@ void build_llama(GraphBuilder& g, const ModelConfig& c) {
       attn.qkv_bias = c.qkv_bias, attn.out_bias = c.out_bias;
       attn.qk_norm = c.qk_norm, attn.qk_norm_epsilon = c.norm_epsilon;
       attn.rotary = &rotary;
-      attn.mask = mask;
+      const bool global = !global_mask.empty() && (layer + 1) % c.global_every == 0;
+      attn.mask = global ? global_mask : mask;
+      attn.sinks = c.attention_sinks;
       x = g.op("Add", {x, self_attention(g, a, attn)});
     }
     g.pop();
     std::string m = rms_norm(g, x, "post_attention_layernorm", h, c.norm_epsilon);
     if (c.experts > 0 && layer >= c.first_dense_layers) {
-      const bool mlp_scope = c.model_type == "qwen3_moe" || c.model_type.starts_with("deepseek");  // HF's names
+      const bool mlp_scope =
+          c.model_type == "qwen3_moe" || c.model_type.starts_with("deepseek") || c.model_type == "gpt_oss";  // HF's names
       g.push(mlp_scope ? std::string("mlp") : std::string("block_sparse_moe"));
       MoeSpec moe{h, c.intermediate, c.experts, c.top_k, c.capacity_factor, c.norm_topk_prob};
       moe.sigmoid = c.sigmoid_router;
       moe.groups = c.expert_groups, moe.top_groups = c.top_groups, moe.group_top = c.group_top;
       moe.routed_scaling = c.routed_scaling;
+      moe.gpt_oss = c.expert_bias, moe.limit = c.swiglu_limit, moe.alpha = c.swiglu_alpha;
       std::string out = moe_mlp(g, m, moe);
       if (c.shared_experts > 0) {
         g.push("shared_experts");

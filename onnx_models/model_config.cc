@@ -96,6 +96,9 @@ void validate(const ModelConfig& c) {
       require(c.experts == 0 || (c.top_k > 0 && c.top_k <= c.experts), c,
               "top-k must be between 1 and experts");
       require(c.capacity_factor > 0 && c.capacity_factor <= 1000, c, "capacity factor must be in (0, 1000]");
+      require(c.swiglu_limit >= 0 && (c.swiglu_limit == 0 || c.experts > 0), c,
+              "the clamped SwiGLU (swiglu_limit) is written for experts only");
+      require(!c.attention_sinks || c.kv_lora_rank == 0, c, "attention sinks are written for q/k/v attention only");
       break;
     case Family::vit:
       require(c.patch_size > 0 && c.image_size > 0 && c.image_size % c.patch_size == 0, c,
@@ -132,8 +135,9 @@ std::vector<float> yarn_inv_freq(const ModelConfig& c, std::int64_t dim) {
   auto correction_dim = [&](double rotations) {
     return static_cast<double>(dim) * std::log(positions / (rotations * 2 * std::numbers::pi)) / (2 * std::log(base));
   };
-  const double low = std::max(std::floor(correction_dim(r.beta_fast)), 0.0);
-  double high = std::min(std::ceil(correction_dim(r.beta_slow)), static_cast<double>(dim - 1));
+  const double fast = correction_dim(r.beta_fast), slow = correction_dim(r.beta_slow);
+  const double low = std::max(r.truncate ? std::floor(fast) : fast, 0.0);
+  double high = std::min(r.truncate ? std::ceil(slow) : slow, static_cast<double>(dim - 1));
   if (low == high) high += 0.001;
   std::vector<float> out;
   for (std::int64_t i = 0; i < dim / 2; ++i) {

@@ -18,7 +18,7 @@ enum class Weights { none, random };
 // smooth in between; low/high_freq_factor and original_max_position_embeddings), or "yarn"
 // (DeepSeek-V2/V3: interpolated below the beta_slow..beta_fast correction range, kept above,
 // ramped in between; cos and sin scaled by the attention factor, transformers'
-// _compute_yarn_parameters).
+// _compute_yarn_parameters; gpt-oss leaves the correction range untruncated).
 struct RopeScaling {
   std::string type;  // "" (none), "linear", "llama3", "yarn"
   double factor = 1.0;
@@ -30,6 +30,7 @@ struct RopeScaling {
   double mscale = 0;            // yarn: 0 when absent
   double mscale_all_dim = 0;    // yarn: 0 when absent
   double attention_factor = 0;  // yarn: 0 when absent (derived from the mscales)
+  bool truncate = true;         // yarn: the correction range rounded to whole dims (floor, ceil)
 };
 
 struct ModelConfig {
@@ -88,6 +89,16 @@ struct ModelConfig {
   std::int64_t top_groups = 1;          // [topk_group]
   std::int64_t group_top = 2;           // V3: a group's best 2 scores (noaux_tc), V2: its best 1 (max)
   double routed_scaling = 1.0;          // [routed_scaling_factor]
+  // gpt-oss (model_type gpt_oss): every global_every-th layer full causal attention, the others
+  // in the sliding window (layer_types); a learned logit per head (self_attn.sinks) joins each
+  // softmax's denominator and is dropped after; q/k/v/o biased; the router biased, softmax over
+  // its top-k logits; each expert one biased gate_up projection (gate and up interleaved) and a
+  // biased down projection around the clamped SwiGLU (up + 1) * gate * sigmoid(alpha * gate),
+  // gate <= limit, |up| <= limit.
+  bool attention_sinks = false;
+  bool expert_bias = false;             // router and experts biased
+  double swiglu_limit = 0;              // [swiglu_limit] > 0: gpt-oss's clamped SwiGLU
+  double swiglu_alpha = 1.702;
   std::int64_t image_size = 0;      // vit, resnet
   std::int64_t patch_size = 0;      // vit
   std::int64_t classes = 0;         // vit, resnet

@@ -66,8 +66,20 @@ constexpr const char* kQwen3 =
        "rms_norm_eps": 1e-06, "rope_theta": 1000000, "rope_scaling": null, "attention_bias": false,
        "tie_word_embeddings": false, "use_sliding_window": false)";
 
+// gpt-oss-120b and gpt-oss-20b share every field but the layers and the experts (layer_types
+// is GptOssConfig's default: sliding, full, sliding, ...).
+constexpr const char* kGptOss =
+    R"("model_type": "gpt_oss", "attention_bias": true, "experts_per_token": 4, "head_dim": 64,
+       "hidden_act": "silu", "hidden_size": 2880, "initial_context_length": 4096, "intermediate_size": 2880,
+       "max_position_embeddings": 131072, "num_attention_heads": 64, "num_experts_per_tok": 4,
+       "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+       "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+                        "original_max_position_embeddings": 4096, "rope_type": "yarn", "truncate": false},
+       "rope_theta": 150000, "sliding_window": 128, "swiglu_limit": 7.0, "tie_word_embeddings": false,
+       "vocab_size": 201088)";
+
 std::vector<HfPreset> hf_presets() {
-  const std::string llama3 = kLlama3, l31 = kLlama31Rope, l32 = kLlama32Rope, qwen3 = kQwen3;
+  const std::string llama3 = kLlama3, l31 = kLlama31Rope, l32 = kLlama32Rope, qwen3 = kQwen3, gpt_oss = kGptOss;
   return {
       {"llama3-8b", "meta-llama/Meta-Llama-3-8B",
        llama3 + R"(, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
@@ -148,6 +160,8 @@ std::vector<HfPreset> hf_presets() {
                           "original_max_position_embeddings": 4096, "type": "yarn"},
          "rope_theta": 10000, "routed_scaling_factor": 1.0, "scoring_func": "softmax", "tie_word_embeddings": false,
          "topk_group": 1, "topk_method": "greedy", "v_head_dim": 128, "vocab_size": 102400)"},
+      {"gpt-oss-120b", "openai/gpt-oss-120b", gpt_oss + R"(, "num_hidden_layers": 36, "num_local_experts": 128)"},
+      {"gpt-oss-20b", "openai/gpt-oss-20b", gpt_oss + R"(, "num_hidden_layers": 24, "num_local_experts": 32)"},
       {"gemma3-1b", "google/gemma-3-1b-pt",
        R"("model_type": "gemma3_text", "attention_bias": false, "attn_logit_softcapping": null,
          "final_logit_softcapping": null, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
@@ -312,8 +326,10 @@ std::string describe(const ModelConfig& c) {
     if (c.kv_heads != c.heads) s << " (" << c.kv_heads << " kv)";
     if (c.head_dim > 0) s << " of " << c.head_dim;
     if (c.qk_norm) s << ", q/k norm";
+    if (c.qkv_bias) s << (c.out_bias ? ", q/k/v/o bias" : ", q/k/v bias");
     if (c.sliding_window > 0) s << ", sliding window " << c.sliding_window;
     if (c.global_every > 0) s << " (global every " << c.global_every << ")";
+    if (c.attention_sinks) s << ", attention sinks";
     if (c.first_dense_layers > 0)
       s << ", " << c.first_dense_layers << " dense layer" << (c.first_dense_layers > 1 ? "s" : "") << " of mlp "
         << c.dense_intermediate << ", then";
@@ -323,6 +339,8 @@ std::string describe(const ModelConfig& c) {
         << (c.norm_topk_prob ? "" : ", not renormalized");
       if (c.expert_groups > 1) s << ", " << c.top_groups << " of " << c.expert_groups << " groups";
       if (c.routed_scaling != 1.0) s << ", scaled " << c.routed_scaling;
+      if (c.expert_bias) s << ", biased";
+      if (c.swiglu_limit > 0) s << ", SwiGLU clamped at " << c.swiglu_limit;
       if (c.capacity_factor != 1.0) s << ", capacity factor " << c.capacity_factor;
       s << ")";
       if (c.shared_experts > 0) s << " + " << c.shared_experts << " shared";
@@ -332,6 +350,7 @@ std::string describe(const ModelConfig& c) {
     else
       s << ", vocab " << c.vocab << (c.tied_embeddings ? " (tied)" : "") << ", seq " << c.seq;
     if (!c.rope_scaling.type.empty()) s << ", rope " << c.rope_scaling.type << " x" << c.rope_scaling.factor;
+    if (c.rope_scaling.type == "yarn" && !c.rope_scaling.truncate) s << " (untruncated)";
   }
   s << ", weights " << weights_name(c.weights);
   return s.str();

@@ -26,8 +26,9 @@ std::int64_t routed_top_k(const Graph& g) {
   return 0;
 }
 
-// Elements of the expert GEMMs' weights (E experts stacked in each), and of them those one
-// token passes through: top_k / E, or all when top_k is unknown.
+// Elements of the expert GEMMs' weights (E experts stacked in each) and of the per-expert
+// biases added to their outputs (gpt-oss's [E, out], through an Unsqueeze), and of them those
+// one token passes through: top_k / E, or all when top_k is unknown.
 struct ExpertWeights {
   double total = 0, active = 0;
 };
@@ -41,11 +42,34 @@ ExpertWeights expert_weights(const Graph& g, const std::vector<IterationSpace>& 
       const int operand = weight_operand(g, s, n);
       const int loop = gemm_expert_loop(spaces[n], operand);
       if (loop < 0 || !seen.insert(g.node(n).inputs[operand]).second) continue;
-      const auto elements = g.symbols.evaluate(g.tensor(g.node(n).inputs[operand]).num_elements());
       const auto experts = g.symbols.evaluate(spaces[n].loops[loop].extent);
-      if (!elements || !experts || *experts <= 0) continue;
-      w.total += *elements;
-      w.active += top_k > 0 ? *elements * std::min(static_cast<double>(top_k), *experts) / *experts : *elements;
+      if (!experts || *experts <= 0) continue;
+      auto add = [&](TensorId t) {
+        const auto elements = g.symbols.evaluate(g.tensor(t).num_elements());
+        if (!elements) return;
+        w.total += *elements;
+        w.active += top_k > 0 ? *elements * std::min(static_cast<double>(top_k), *experts) / *experts : *elements;
+      };
+      add(g.node(n).inputs[operand]);
+      const TensorId out = g.node(n).outputs.at(0);
+      for (NodeId c : g.tensor(out).consumers) {
+        if (g.node(c).op_type != "Add") continue;
+        for (TensorId b : g.node(c).inputs) {
+          if (b == kNone || b == out || !s.weight_derived[b]) continue;
+          // The bias parameter behind views (Unsqueeze, Reshape) of it; per expert when its
+          // first dim is the experts'.
+          TensorId t = b;
+          for (int steps = 0; steps < 4 && !g.tensor(t).is_parameter; ++steps) {
+            const NodeId p = g.tensor(t).producer;
+            if (p == kNone || g.node(p).inputs.empty() || spaces[p].kind != OpKind::data_movement) break;
+            t = g.node(p).inputs[0];
+          }
+          const Tensor& bias = g.tensor(t);
+          if (!bias.is_parameter || !bias.shape_known || bias.shape.empty()) continue;
+          const auto first = g.symbols.evaluate(bias.shape[0]);
+          if (first && *first == *experts && seen.insert(t).second) add(t);
+        }
+      }
     }
   return w;
 }

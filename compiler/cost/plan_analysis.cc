@@ -723,8 +723,8 @@ class Analyzer {
     const TensorFacts& facts = ng_.facts(t);
     if (!on_chip(facts)) local_bytes += bytes;
     if (!facts.parameter && !facts.constant && !facts.weight_derived) w.buffer_bytes += bytes;
-    // A fused attention's mask (input 3) gets no gradient.
-    const bool differentiable = train && needs_gradient(t) && !(nn.kind == OpKind::attention && i >= 3);
+    // A fused attention's mask (input 3) gets no gradient; its sinks (input 4) do.
+    const bool differentiable = train && needs_gradient(t) && !(nn.kind == OpKind::attention && i == 3);
     if (differentiable) ++gradient_inputs;
     if (old && !(*dirty)[t]) {
       const auto [fwd_begin, bwd_begin] = i == 0 ? std::pair<int, int>{0, 0} : old_ends_[i - 1];

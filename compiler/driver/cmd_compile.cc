@@ -1,10 +1,14 @@
 // symtensor compile MODEL.onnx --cluster PROFILE [--nodes N] [--gpus G] [--bind batch=..,seq=..]
 //   [--strategy symtensor|megatron|dp|zero3|ilp] [--megatron tp=..,pp=..] [--plan plan.yaml]
-//   [--mode train|infer] [--precision bf16] [--allow-oom] [--onnx] -o DIR
+//   [--mode train|infer] [--precision bf16] [--allow-oom] [--onnx] [--export T] [--stack S] [--unbounded] -o DIR
 // Builds a plan, prices it (analyze_plan + estimate_step), writes DIR/plan.yaml (and with
 // --onnx the sharded program) and prints a summary. A plan that does not fit device memory
 // is an error naming the memory needed, the capacity and about how many devices it would
 // take, and nothing is written, unless --allow-oom is given.
+// The search is bounded (issue #30) by what the export target runs as written (--export T), else
+// by the stack's framework when --stack names one (megatron, nemo, torchtitan, deepspeed, jax):
+// the symtensor and megatron strategies return the fastest plan inside it. --unbounded searches
+// every plan (the export then writes the nearest expressible one beside it, both priced).
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -36,8 +40,17 @@ struct CompileOptions {
   std::string strategy, megatron, plan, mode, precision, out, export_to;
   ClusterChoice cluster;
   CLI::Option *stack_option = nullptr, *headroom_option = nullptr, *cluster_option = nullptr;
-  bool allow_oom = false, onnx = false;
+  bool allow_oom = false, onnx = false, unbounded = false;
 };
+
+// The target whose limits bound the search: --export's, else --stack's when given; none
+// without either, or for a stack that is no export target. With --unbounded it seeds the
+// search instead (StrategyOptions::target_seed).
+std::optional<compiler::ExportTarget> search_target(const CompileOptions& o, const hardware::Cluster& cluster) {
+  if (!o.export_to.empty()) return compiler::parse_export_target(o.export_to);
+  if (o.stack_option && o.stack_option->count() > 0) return compiler::stack_export_target(cluster.stack.name);
+  return std::nullopt;
+}
 
 std::string mesh_text(const compiler::Plan& plan, const hardware::DeviceMesh& mesh) {
   std::string s;
@@ -51,7 +64,7 @@ std::string mesh_text(const compiler::Plan& plan, const hardware::DeviceMesh& me
 void run_compile(CompileOptions o) {
   if (!o.plan.empty()) take_recorded_software(o.plan, given_software(o.stack_option, o.headroom_option, o.cluster_option), o.cluster);
   const hardware::Cluster cluster = load_cluster(o.cluster);
-  const compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);
+  compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);
   std::string strategy = o.strategy;
   if (!o.plan.empty()) {
     if (!strategy.empty() && strategy != "file") throw std::runtime_error("--plan and --strategy " + strategy + " exclude each other");
@@ -63,6 +76,8 @@ void run_compile(CompileOptions o) {
   // Refuse an unusable output folder before the (slower) import and planning.
   sim::check_output_dir(o.out, "-o");
   if (!o.export_to.empty()) (void)compiler::parse_export_target(o.export_to);
+  (o.unbounded ? so.target_seed : so.bound) = search_target(o, cluster);
+  const bool bounded = so.bound && (strategy == "symtensor" || strategy == "megatron");
 
   compiler::Graph graph = import_model(o.input, true);
   compiler::Plan plan = compiler::make_plan(strategy, graph, cluster, so);
@@ -107,6 +122,9 @@ void run_compile(CompileOptions o) {
   std::cout << fmt::format("{:<18}{}\n", "model", o.input.path);
   std::cout << fmt::format("{:<18}{} ({} devices)\n", "cluster", cluster.name, cluster.num_devices());
   std::cout << fmt::format("{:<18}{}{}\n", "strategy", plan.strategy, strategy == "file" ? " (from " + o.plan + ")" : "");
+  if (bounded)
+    std::cout << fmt::format("{:<18}inside {}: the fastest plan it runs as written (--unbounded: every plan)\n", "search",
+                             compiler::to_string(*so.bound));
   std::cout << fmt::format("{:<18}{}\n", "mesh", mesh_text(plan, mesh));
   std::cout << fmt::format("{:<18}{}, batch {}, {} micro-batches, {}{}\n", "mode", compiler::to_string(plan.mode),
                            plan.global_batch, plan.micro_batches, compiler::to_string(plan.schedule),
@@ -163,7 +181,10 @@ void add_compile_command(CLI::App& app) {
   cmd->add_flag("--onnx", o->onnx, "also write the sharded program: stage_<k>.onnx, emulation.onnx, manifest.json "
                                    "(every dim must be bound; check it with `symtensor verify`)");
   cmd->add_option("--export", o->export_to, "also write the plan for a training framework: megatron | nemo | torchtitan | "
-                                            "deepspeed | dtensor | jax (see `symtensor export`)");
+                                            "deepspeed | dtensor | jax (see `symtensor export`); the search stays inside "
+                                            "what it runs as written");
+  cmd->add_flag("--unbounded", o->unbounded, "search every plan, not only those the --export target (else the --stack "
+                                            "framework) runs as written; the export writes the nearest expressible plan");
   cmd->add_option("-o,--output", o->out, "output directory (created if missing)")->required();
   cmd->callback([o]() { run_compile(*o); });
 }

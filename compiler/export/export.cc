@@ -48,6 +48,7 @@ std::vector<std::string> architecture_gaps(ExportTarget t, const ModelArchitectu
     case ExportTarget::torchtitan:
       for (const auto& f : m.deepseek_features())
         gaps.push_back("model: " + f + ": torchtitan's llama3 does not build it and no deepseek_v3 flavor fields are documented to write");
+      for (const auto& f : m.gpt_oss_features()) gaps.push_back("model: " + f + ": torchtitan's llama3 does not build it");
       break;
     case ExportTarget::deepspeed:
       if (m.mla && r.tp > 1)
@@ -89,6 +90,51 @@ ExportTarget parse_export_target(std::string_view text) {
   throw std::runtime_error(fmt::format("--to: unknown target '{}' ({})", text, fmt::join(export_target_names(), ", ")));
 }
 
+namespace {
+
+// What the target cannot write of the plan (the model's architecture aside), the recipe as
+// it writes it and the plan that recipe stands for: export_plan's first half, and the
+// searches' check of a plan (target_items).
+struct TargetFit {
+  ParallelRecipe recipe;
+  std::vector<std::string> items;
+  RecipePlan recipe_plan;
+};
+
+TargetFit fit_to_target(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan, ExecutionMode mode) {
+  TargetFit fit;
+  ParallelRecipe& r = fit.recipe;
+  r = recover_recipe(graph, cluster, plan);
+  // JAX writes a PartitionSpec per parameter: per-operator cuts are its own; the other
+  // targets write the recipe, so whatever the recipe does not say is not expressible.
+  if (target != ExportTarget::jax) fit.items = r.not_expressible;
+  const std::vector<std::string> limits = apply_target_limits(target, mode, r);
+  fit.items.insert(fit.items.end(), limits.begin(), limits.end());
+
+  // The plan the recipe stands for, compared operator by operator with the original.
+  if (target == ExportTarget::jax && fit.items.empty()) return fit;  // nothing to build: the plan is written as it is
+  RecipePlan& recipe_plan = fit.recipe_plan;
+  recipe_plan = build_recipe_plan(graph, cluster, plan, r);
+  if (recipe_plan.plan && keeps_uneven_stages(target) && r.uneven_stages() && r.layers_per_stage.size() == static_cast<std::size_t>(plan.pipeline_stages()))
+    recipe_plan.plan->stage_of_node = plan.stage_of_node;
+  if (recipe_plan.plan && target != ExportTarget::jax && limits.empty() && r.not_expressible.empty()) {
+    for (auto& line : plan_differences(graph, cluster, plan, *recipe_plan.plan)) fit.items.push_back(std::move(line));
+  }
+  return fit;
+}
+
+}  // namespace
+
+std::vector<std::string> target_items(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {
+  return fit_to_target(target, graph, cluster, plan, ExecutionMode::train).items;
+}
+
+std::optional<ExportTarget> stack_export_target(std::string_view stack_name) {
+  for (ExportTarget t : {ExportTarget::megatron, ExportTarget::nemo, ExportTarget::torchtitan, ExportTarget::deepspeed, ExportTarget::jax})
+    if (to_string(t) == stack_name) return t;
+  return std::nullopt;
+}
+
 ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {
   ExportResult out;
   out.target = target;
@@ -96,20 +142,10 @@ ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Clus
   out.original_step_s = original.step_time_s;
   out.original_fits = original.fits;
 
-  ParallelRecipe r = recover_recipe(graph, cluster, plan);
-  // JAX writes a PartitionSpec per parameter: per-operator cuts are its own; the other
-  // targets write the recipe, so whatever the recipe does not say is not expressible.
-  if (target != ExportTarget::jax) out.not_expressible = r.not_expressible;
-  const std::vector<std::string> limits = apply_target_limits(target, plan.mode, r);
-  out.not_expressible.insert(out.not_expressible.end(), limits.begin(), limits.end());
-
-  // The plan the recipe stands for, compared operator by operator with the original.
-  RecipePlan recipe_plan = build_recipe_plan(graph, cluster, plan, r);
-  if (recipe_plan.plan && keeps_uneven_stages(target) && r.uneven_stages() && r.layers_per_stage.size() == static_cast<std::size_t>(plan.pipeline_stages()))
-    recipe_plan.plan->stage_of_node = plan.stage_of_node;
-  if (recipe_plan.plan && target != ExportTarget::jax && limits.empty() && r.not_expressible.empty()) {
-    for (auto& line : plan_differences(graph, cluster, plan, *recipe_plan.plan)) out.not_expressible.push_back(std::move(line));
-  }
+  TargetFit fit = fit_to_target(target, graph, cluster, plan, plan.mode);
+  ParallelRecipe& r = fit.recipe;
+  out.not_expressible = std::move(fit.items);
+  RecipePlan& recipe_plan = fit.recipe_plan;
   const Plan* expressed = &plan;
   const ModelArchitecture arch = read_model_architecture(graph, node_iteration_spaces(graph));
   if (!out.exact()) {

@@ -12,18 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/export/export_target.h"
 #include "compiler/export/recipe.h"
 #include "compiler/ir/graph.h"
 #include "compiler/plan/plan.h"
 #include "hardware/cluster.h"
 
 namespace symtensor::compiler {
-
-enum class ExportTarget { megatron, nemo, torchtitan, deepspeed, dtensor, jax };
-std::string_view to_string(ExportTarget t);
-// Throws "--to: unknown target 'x' (megatron, nemo, torchtitan, deepspeed, dtensor, jax)".
-ExportTarget parse_export_target(std::string_view text);
-std::vector<std::string> export_target_names();
 
 struct ExportResult {
   ExportTarget target = ExportTarget::megatron;
@@ -40,6 +35,11 @@ struct ExportResult {
 };
 
 ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan);
+
+// What export_plan would list as not expressible for a training plan, the model's
+// architecture aside (empty: the target writes the plan exactly). The searches bounded by a
+// target check whole plans with it (compiler/export/target_limits.h).
+std::vector<std::string> target_items(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan);
 
 // The summary printed by `export` and `compile --export`: items, both predictions.
 std::string export_summary(const ExportResult& result, const std::string& path);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "compiler/export/float_constants.h"
+#include "compiler/fusion/attention_pattern.h"
 #include "compiler/strategies/megatron.h"
 #include "compiler/strategies/propagation.h"
 #include "compiler/strategies/transformer_structure.h"
@@ -42,6 +43,8 @@ class ArchitectureReader {
     read_mlp_layers();
     read_router();
     read_latent_attention();
+    read_attention_variants();
+    for (const auto& f : a_.gpt_oss_features()) a_.megatron_gaps.push_back(f + ": this export writes no flag for it");
     for (const Node& n : g_.nodes()) a_.dropout |= n.op_type == "Dropout";
     // Megatron-Core's qk_layernorm: the per-head q/k norms, or MLA's latent norms.
     a_.qk_norm = !s_.head_norms.empty() || !s_.latent_norms.empty();
@@ -147,13 +150,64 @@ class ArchitectureReader {
     a_.head_dim = q_dim;
   }
 
+  // Attention sinks and sliding windows: a fused attention's sinks input and window, or, in a
+  // materialized graph, the Concat of a sink column before a Softmax and the window of the
+  // mask added to its scores.
+  void read_attention_variants() {
+    for (NodeId n : s_.attention) {
+      const Node& node = g_.node(n);
+      if (node.op_type != "FusedAttention") continue;
+      if (node.inputs.size() > 4 && node.inputs[4] != kNone) ++a_.sink_layers;
+      if (const std::int64_t w = node.attr_int("window", 0); w > 0) ++a_.window_layers[w];
+    }
+    for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes().size()); ++n) {
+      if (g_.node(n).op_type != "Softmax" || !s_.in_tp_region[n]) continue;
+      TensorId x = g_.node(n).inputs.at(0);
+      auto producer = [&](TensorId t) -> const Node* {
+        const NodeId p = g_.tensor(t).producer;
+        return p == kNone ? nullptr : &g_.node(p);
+      };
+      if (const Node* p = producer(x); p && p->op_type == "Sub") x = p->inputs.at(0);
+      if (const Node* p = producer(x); p && p->op_type == "Concat" && p->inputs.size() == 2) {
+        ++a_.sink_layers;
+        x = p->inputs[0];
+      }
+      for (int steps = 0; steps < 3; ++steps) {
+        const Node* p = producer(x);
+        if (!p || p->inputs.empty()) break;
+        if (p->op_type == "Add" && p->inputs.size() == 2) {
+          for (TensorId in : p->inputs)
+            if (const auto w = sliding_window_of(g_, in)) ++a_.window_layers[*w];
+          break;
+        }
+        x = p->inputs[0];
+      }
+    }
+    // A YaRN table outside multi-head latent attention: frequencies not theta^(-2i/d) and cos
+    // and sin scaled (yarn's attention factor; Llama 3.1's llama3 table scales neither).
+    if (!a_.mla && a_.position == PositionKind::rope && a_.inv_freq.size() >= 3) {
+      const std::vector<double>& v = a_.inv_freq;
+      bool geometric = true;
+      for (std::size_t i = 2; i < v.size(); ++i) geometric &= std::abs(v[i] / v[i - 1] / (v[1] / v[0]) - 1) < 1e-5;
+      double factor = 1;
+      for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes().size()); ++n) {
+        if (g_.node(n).op_type != "Cos") continue;
+        for (NodeId c : g_.tensor(g_.node(n).outputs.at(0)).consumers)
+          if (const auto f = scale_of(c)) factor = *f;
+        break;
+      }
+      if (!geometric && std::abs(factor - 1) > 1e-6) a_.yarn_rotary_factor = factor;
+    }
+  }
+
   // Each row GEMM and the column GEMMs that feed it: attention's output projection (an
   // attention between them) or an MLP (gated when two column GEMMs meet), dense or expert.
   void read_projections() {
     bool any_row = false;
     for (NodeId row : s_.row) {
       std::set<NodeId> columns, seen;
-      bool attention = false, sigmoid = false;
+      bool attention = false, sigmoid = false, clamped = false;
+      int gathers = 0;
       std::deque<NodeId> queue{row};
       while (!queue.empty()) {
         const NodeId n = queue.front();
@@ -167,6 +221,8 @@ class ArchitectureReader {
           } else if (s_.in_tp_region[p]) {
             attention |= spaces_[p].kind == OpKind::attention || spaces_[p].kind == OpKind::softmax;
             sigmoid |= g_.node(p).op_type == "Sigmoid";
+            clamped |= g_.node(p).op_type == "Min" || g_.node(p).op_type == "Clip";
+            gathers += g_.node(p).op_type == "Gather" ? 1 : 0;
             queue.push_back(p);
           }
         }
@@ -184,6 +240,11 @@ class ArchitectureReader {
       (expert ? a_.moe_ffn_hidden : a_.ffn_hidden) = width;
       if (const int layer = layer_of(row); layer >= 0) (expert ? moe_width_ : dense_width_)[layer] = width;
       a_.gated_mlp |= columns.size() >= 2;
+      // One column GEMM whose output is gathered twice (gate and up interleaved, gpt-oss).
+      const bool interleaved = columns.size() == 1 && gathers >= 2;
+      a_.gated_mlp |= interleaved;
+      a_.interleaved_glu |= interleaved;
+      a_.clamped_glu |= clamped;
       a_.silu |= sigmoid;
       a_.linear_bias |= has_bias(row);
       any_row = true;
@@ -272,7 +333,15 @@ class ArchitectureReader {
       a_.unknown.push_back("MoE router: no GEMM of one output per expert found");
       return;
     }
-    const TensorId logits = g_.node(gate).outputs.at(0);
+    TensorId logits = g_.node(gate).outputs.at(0);
+    // A bias on the logits (gpt-oss's router is a biased linear): the logits are the Add's.
+    for (NodeId c : g_.tensor(logits).consumers) {
+      const Node& add = g_.node(c);
+      if (add.op_type != "Add" || g_.tensor(logits).consumers.size() != 1) continue;
+      for (TensorId in : add.inputs)
+        if (in != kNone && in != logits && s_.weight_derived[in]) a_.router_bias = true;
+      if (a_.router_bias) logits = add.outputs.at(0);
+    }
     std::set<NodeId> after;
     std::deque<TensorId> queue{logits};
     while (!queue.empty() && after.size() < 400) {
@@ -649,6 +718,23 @@ std::vector<std::string> ModelArchitecture::deepseek_features() const {
                             expert_bias ? " with an expert bias" : "",
                             router_groups > 0 ? fmt::format(", limited to {} of {} groups", router_group_topk, router_groups) : "",
                             router_scaling > 0 ? fmt::format(", weights x{:g}", router_scaling) : ""));
+  return f;
+}
+
+std::vector<std::string> ModelArchitecture::gpt_oss_features() const {
+  std::vector<std::string> f;
+  if (sink_layers > 0)
+    f.push_back(fmt::format("attention sinks (a learned logit per head in each softmax's denominator) in {} of {} layers", sink_layers,
+                            layers));
+  for (const auto& [window, count] : window_layers)
+    f.push_back(fmt::format("sliding-window attention of {} tokens in {} of {} layers (the others full causal)", window, count, layers));
+  if (interleaved_glu || clamped_glu)
+    f.push_back(fmt::format("the {}SwiGLU{} ((up + 1) x gate x sigmoid(alpha x gate) in gpt-oss; Megatron's --swiglu is silu(gate) x up "
+                            "of [gate; up])",
+                            clamped_glu ? "clamped " : "", interleaved_glu ? " of one interleaved gate/up projection" : ""));
+  if (router_bias) f.push_back("a bias on the router's logits");
+  if (yarn_rotary_factor > 0)
+    f.push_back(fmt::format("a YaRN-scaled rotary table (cos and sin x{:g}) outside multi-head latent attention", yarn_rotary_factor));
   return f;
 }
 

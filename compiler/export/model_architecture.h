@@ -4,6 +4,7 @@
 // and, for float constants the IR does not keep (an RMSNorm's epsilon, rotary frequencies),
 // the ONNX file the graph came from. Never from node names. A fact the graph does not hold
 // is left at 0 / unknown and named in `unknown`, for the emitters to write as a placeholder.
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,6 +68,14 @@ struct ModelArchitecture {
   bool yarn = false;
   double yarn_factor = 0, yarn_mscale = 0, yarn_mscale_all_dim = 0;
   std::vector<double> inv_freq;  // the rotary inverse frequencies the graph holds
+  // gpt-oss: layers whose softmax has a learned per-head sink logit; layers attending in a
+  // sliding window (window -> layers); a bias on the router's logits; the experts' gate and up
+  // interleaved in one projection, the SwiGLU clamped (a Min or Clip between the projections).
+  int sink_layers = 0;
+  std::map<long long, int> window_layers;
+  bool router_bias = false;
+  bool interleaved_glu = false, clamped_glu = false;
+  double yarn_rotary_factor = 0;  // outside MLA: cos and sin x this on a non-geometric (YaRN) table; 0: none
   // What Megatron-LM / NeMo cannot be told of this architecture, one line each: the export
   // says so (not exact) instead of launching a different model.
   std::vector<std::string> megatron_gaps;
@@ -79,6 +88,9 @@ struct ModelArchitecture {
   // router other than softmax over the top-k logits), one line each: what a llama-style
   // model definition does not build.
   std::vector<std::string> deepseek_features() const;
+  // gpt-oss's features (attention sinks, sliding windows, the clamped interleaved SwiGLU, the
+  // router's bias), one line each.
+  std::vector<std::string> gpt_oss_features() const;
 };
 
 // Megatron-LM's --moe-layer-freq pattern: "([0]*3+[1]*58)".

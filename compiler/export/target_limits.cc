@@ -1,6 +1,7 @@
 #include "compiler/export/target_limits.h"
 
 #include <algorithm>
+#include <exception>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -58,6 +59,12 @@ void every_layer_recomputed(ParallelRecipe& r, std::vector<std::string>& items, 
   r.recompute_layers.clear();
 }
 
+// ZeRO-1/2 or the distributed optimizer: part of the model states sharded. Megatron-FSDP's
+// optim_grads_params (ZeRO-3, which implies the distributed optimizer) shards them all.
+bool shards_part_of_the_states(const ParallelRecipe& r) {
+  return r.zero_stage == 1 || r.zero_stage == 2 || (r.distopt && r.zero_stage < 3);
+}
+
 }  // namespace
 
 std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode mode, ParallelRecipe& r) {
@@ -88,7 +95,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
         items.push_back("tensor parallelism without sequence parallelism: torchtitan's TP always shards the norms on the sequence");
         r.sp = true;
       }
-      if (r.dp > 1 && (r.zero_stage == 1 || r.zero_stage == 2 || r.distopt)) {
+      if (r.dp > 1 && shards_part_of_the_states(r)) {
         items.push_back(fmt::format("{}: torchtitan replicates (DDP) or fully shards (FSDP, ZeRO-3); nearest: FSDP",
                                     r.distopt && r.zero_stage == 0 ? std::string("distributed optimizer")
                                                                    : fmt::format("ZeRO-{}", r.zero_stage)));
@@ -142,7 +149,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
         items.push_back(fmt::format("context parallelism cp={}: not in parallelize_module's styles; folded into data parallelism", r.cp));
         fold_into_dp(r, r.cp);
       }
-      if (r.dp > 1 && (r.zero_stage == 1 || r.zero_stage == 2 || r.distopt)) {
+      if (r.dp > 1 && shards_part_of_the_states(r)) {
         items.push_back("ZeRO-1/2 or the distributed optimizer: the script replicates (DDP) or fully shards (fully_shard); nearest: fully_shard");
         r.zero_stage = 3, r.distopt = false;
       }
@@ -155,7 +162,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
     case ExportTarget::jax:
       no_pipeline(r, items, "PartitionSpecs shard within one program");
       no_expert_parallelism(r, items, "the PartitionSpecs written shard the dense layers' axes only");
-      if (r.dp > 1 && (r.zero_stage == 1 || r.zero_stage == 2 || r.distopt)) {
+      if (r.dp > 1 && shards_part_of_the_states(r)) {
         items.push_back("ZeRO-1/2 or the distributed optimizer: parameters are either replicated or sharded over the batch axes; nearest: sharded (ZeRO-3)");
         r.zero_stage = 3, r.distopt = false;
       }
@@ -163,6 +170,32 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
       break;
   }
   return items;
+}
+
+std::vector<std::string> recipe_beyond_target(ExportTarget target, const ParallelRecipe& recipe) {
+  if (target != ExportTarget::jax && !recipe.not_expressible.empty()) return recipe.not_expressible;
+  ParallelRecipe adjusted = recipe;
+  return apply_target_limits(target, ExecutionMode::train, adjusted);
+}
+
+ParallelRecipe megatron_layout_recipe(const MegatronKnobs& k, int layers) {
+  ParallelRecipe r;
+  r.tp = k.tp, r.pp = k.pp, r.vp = std::max(k.vp, 1), r.cp = k.cp, r.dp = std::max(k.dp, 1);
+  r.ep = k.ep, r.etp = expert_tp(k);
+  r.micro_batch_size = k.mb;
+  r.sp = k.sp && k.tp > 1;
+  r.distopt = k.distopt || k.fsdp > 0;
+  r.zero_stage = k.fsdp;
+  r.recompute = k.recompute;
+  r.schedule = r.vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
+  r.vocab_div = k.vocab_div;
+  r.layers = layers;
+  try {
+    r.layers_per_stage = megatron_stage_layers(k, layers);
+  } catch (const std::exception& e) {
+    r.not_expressible.emplace_back(e.what());
+  }
+  return r;
 }
 
 }  // namespace symtensor::compiler

@@ -52,10 +52,39 @@ TensorId strip_views(const Graph& g, TensorId t) {
   return t;
 }
 
+// The integer values of a small constant (Slice bounds), or nullopt.
+std::optional<std::vector<std::int64_t>> int_values(const Graph& g, TensorId t) {
+  if (t == kNone) return std::nullopt;
+  const Tensor& tensor = g.tensor(t);
+  if (!tensor.value) return std::nullopt;
+  std::vector<std::int64_t> out;
+  for (const GiNaC::ex& e : *tensor.value) {
+    if (!GiNaC::is_a<GiNaC::numeric>(e) || !GiNaC::ex_to<GiNaC::numeric>(e).is_integer()) return std::nullopt;
+    out.push_back(GiNaC::ex_to<GiNaC::numeric>(e).to_long());
+  }
+  return out;
+}
+
+// Slice(x, [0], [-1], [last axis]) with unit steps: the sink column dropped.
+bool drops_last_column(const Graph& g, const Node& n, std::size_t rank) {
+  if (n.op_type != "Slice" || !plain_domain(n) || n.inputs.size() < 3) return false;
+  const auto starts = int_values(g, n.inputs[1]), ends = int_values(g, n.inputs[2]);
+  if (!starts || !ends || *starts != std::vector<std::int64_t>{0} || *ends != std::vector<std::int64_t>{-1}) return false;
+  if (n.inputs.size() > 3 && n.inputs[3] != kNone) {
+    const auto axes = int_values(g, n.inputs[3]);
+    const auto last = static_cast<std::int64_t>(rank) - 1;
+    if (!axes || axes->size() != 1 || ((*axes)[0] != -1 && (*axes)[0] != last)) return false;
+  }
+  if (n.inputs.size() > 4 && n.inputs[4] != kNone && int_values(g, n.inputs[4]) != std::vector<std::int64_t>{1})
+    return false;
+  return true;
+}
+
 struct Chain {
   NodeId first_matmul = kNone;
   std::vector<NodeId> members;
   TensorId q = kNone, k = kNone, v = kNone, mask = kNone;
+  TensorId sinks = kNone;  // gpt-oss's per-head logits, broadcastable to [B..., sq, 1]
   double scale = 1;
   TensorId scale_tensor = kNone;  // the scale's constant (its float value is not in the IR)
   bool scale_divides = false;     // the scores are divided by it
@@ -121,6 +150,13 @@ std::optional<Chain> chain_from_softmax(const Graph& g, NodeId softmax) {
     dropout = g.tensor(probs).consumers[0];
     probs = d.outputs[0];
   }
+  // Attention sinks: the softmax ran over one more column than there are keys, dropped here.
+  std::optional<NodeId> drop_sink;
+  if (const Node& d = g.node(g.tensor(probs).consumers[0]); !dropout && drops_last_column(g, d, rank)) {
+    if (d.outputs.empty() || !internal(g, d.outputs[0])) return std::nullopt;
+    drop_sink = g.tensor(probs).consumers[0];
+    probs = d.outputs[0];
+  }
   const NodeId m2 = g.tensor(probs).consumers[0];
   const Node& pv = g.node(m2);
   if (pv.op_type != "MatMul" || !plain_domain(pv) || pv.inputs.at(0) != probs) return std::nullopt;
@@ -128,6 +164,37 @@ std::optional<Chain> chain_from_softmax(const Graph& g, NodeId softmax) {
   c.members = {softmax, m2};
   if (dropout) c.members.push_back(*dropout);
   TensorId x = s.inputs[0];
+  bool max_folded = false;
+  // The row max subtracted before the softmax (gpt-oss's overflow guard; softmax does it
+  // anyway): Sub(a, ReduceMax(a, last axis)), a read by those two only.
+  if (const Node* sub = producer(g, x); sub && internal(g, x) && sub->op_type == "Sub" && plain_domain(*sub)) {
+    const TensorId a = sub->inputs.at(0);
+    const Node* max = producer(g, sub->inputs.at(1));
+    const Tensor& at = g.tensor(a);
+    if (max && max->op_type == "ReduceMax" && plain_domain(*max) && max->inputs.at(0) == a && internal(g, sub->inputs[1]) &&
+        !at.is_graph_output && at.consumers.size() == 2) {
+      c.members.push_back(g.tensor(x).producer);
+      c.members.push_back(g.tensor(sub->inputs[1]).producer);
+      x = a;
+      max_folded = true;
+    }
+  }
+  if (drop_sink) {
+    // Concat(scores, sinks) on the last axis; the sinks through their Expand to [B..., sq, 1].
+    const Node* cat = producer(g, x);
+    if (!cat || cat->op_type != "Concat" || !plain_domain(*cat) || cat->inputs.size() != 2 ||
+        (cat->attr_int("axis", 0) != -1 && cat->attr_int("axis", 0) != static_cast<std::int64_t>(rank) - 1) ||
+        g.tensor(x).is_graph_output || (!max_folded && !internal(g, x)))
+      return std::nullopt;
+    c.members.push_back(*drop_sink);
+    c.members.push_back(g.tensor(x).producer);
+    c.sinks = cat->inputs[1];
+    if (const Node* e = producer(g, c.sinks); e && e->op_type == "Expand" && plain_domain(*e) && internal(g, c.sinks)) {
+      c.members.push_back(g.tensor(c.sinks).producer);
+      c.sinks = e->inputs.at(0);
+    }
+    x = cat->inputs[0];
+  }
   bool scaled = false, masked = false;
   for (int steps = 0; steps < 3; ++steps) {
     if (!internal(g, x)) return std::nullopt;
@@ -175,23 +242,60 @@ std::optional<Chain> chain_from_softmax(const Graph& g, NodeId softmax) {
     if (!tensor.shape_known || tensor.shape.size() != rank) return std::nullopt;
   }
   if (c.mask != kNone && g.tensor(c.mask).shape.size() > rank) return std::nullopt;
+  if (c.sinks != kNone && (!g.tensor(c.sinks).shape_known || g.tensor(c.sinks).shape.size() > rank)) return std::nullopt;
   return c;
 }
 
+// `t` is GreaterOrEqual(Sub(q, k), w) or Greater(Sub(q, k), w - 1) of the same positions on
+// two axes: the keys w or more positions behind the query. Returns w.
+std::optional<std::int64_t> window_comparison(const Graph& g, TensorId t) {
+  const Node* p = producer(g, t);
+  if (!p || !plain_domain(*p) || (p->op_type != "GreaterOrEqual" && p->op_type != "Greater")) return std::nullopt;
+  const Node* d = producer(g, p->inputs.at(0));
+  const auto w = int_values(g, p->inputs.at(1));
+  if (!d || d->op_type != "Sub" || !w || w->size() != 1) return std::nullopt;
+  const TensorId a = strip_views(g, d->inputs.at(0)), b = strip_views(g, d->inputs.at(1));
+  if (a != b || a == d->inputs[0]) return std::nullopt;
+  const std::int64_t window = (*w)[0] + (p->op_type == "Greater" ? 1 : 0);
+  return window > 0 ? std::optional<std::int64_t>(window) : std::nullopt;
+}
+
 }  // namespace
+
+std::optional<std::int64_t> sliding_window_of(const Graph& g, TensorId mask) {
+  TensorId t = mask;
+  for (int steps = 0; steps < 12 && t != kNone; ++steps) {
+    const Node* p = producer(g, t);
+    if (!p || !plain_domain(*p) || p->inputs.empty()) return std::nullopt;
+    if (p->op_type == "Where") {
+      t = p->inputs[0];
+    } else if (mask_passthrough(p->op_type) && p->op_type != "Not") {
+      t = p->inputs[0];
+    } else if (p->op_type == "Or" && p->inputs.size() == 2) {
+      for (int side = 0; side < 2; ++side)
+        if (const auto w = window_comparison(g, p->inputs[side]); w && is_causal_mask(g, p->inputs[1 - side])) return w;
+      return std::nullopt;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
 
 PatternResult match_attention(const Graph& g) {
   PatternResult result;
   std::set<std::string> taken;
   for (const Node& n : g.nodes()) taken.insert(n.name);
-  int causal_count = 0, grouped = 0;
+  int causal_count = 0, grouped = 0, windowed = 0, with_sinks = 0;
+  std::set<std::int64_t> windows;
   for (NodeId id = 0; id < static_cast<NodeId>(g.nodes().size()); ++id) {
     const Node& n = g.node(id);
     if (n.op_type != "Softmax" || !plain_domain(n)) continue;
     const auto chain = chain_from_softmax(g, id);
     if (!chain) continue;
     const Node& pv = g.node(chain->members[1]);
-    const bool causal = chain->mask != kNone && is_causal_mask(g, chain->mask);
+    const std::optional<std::int64_t> window = chain->mask != kNone ? sliding_window_of(g, chain->mask) : std::nullopt;
+    const bool causal = window || (chain->mask != kNone && is_causal_mask(g, chain->mask));
     Node fused;
     fused.name = fused_node_name(g, g.node(chain->first_matmul), "FusedAttention", taken);
     fused.op_type = "FusedAttention";
@@ -199,8 +303,18 @@ PatternResult match_attention(const Graph& g) {
     fused.opset = 1;
     fused.inputs = {chain->q, chain->k, chain->v};
     if (chain->mask != kNone && !causal) fused.inputs.push_back(chain->mask);
+    if (chain->sinks != kNone) {
+      if (fused.inputs.size() == 3) fused.inputs.push_back(kNone);  // no mask read
+      fused.inputs.push_back(chain->sinks);
+      ++with_sinks;
+    }
     fused.outputs = {pv.outputs.at(0)};
     fused.attributes["causal"] = std::int64_t{causal ? 1 : 0};
+    if (window) {
+      fused.attributes["window"] = *window;
+      windows.insert(*window);
+      ++windowed;
+    }
     fused.attributes["scale"] = chain->scale;
     // The constant the scores were multiplied ("scale_mul") or divided ("scale_div") by, by
     // name: a float the IR holds no value of, read from the ONNX file where it matters.
@@ -217,7 +331,18 @@ PatternResult match_attention(const Graph& g) {
   }
   if (!result.matches.empty()) {
     const int total = static_cast<int>(result.matches.size());
-    result.detail = (causal_count == total ? "causal" : causal_count == 0 ? "not causal" : std::to_string(causal_count) + " causal");
+    if (windowed == 0) {
+      result.detail = causal_count == total ? "causal" : causal_count == 0 ? "not causal" : std::to_string(causal_count) + " causal";
+    } else {
+      // Per layer type: full causal, causal in a sliding window, not causal.
+      std::string sizes;
+      for (std::int64_t w : windows) sizes += (sizes.empty() ? "" : "/") + std::to_string(w);
+      const int full = causal_count - windowed;
+      if (full > 0) result.detail = std::to_string(full) + " causal, ";
+      result.detail += std::to_string(windowed) + " in a sliding window of " + sizes;
+      if (causal_count < total) result.detail += ", " + std::to_string(total - causal_count) + " not causal";
+    }
+    if (with_sinks) result.detail += with_sinks == total ? ", attention sinks" : ", " + std::to_string(with_sinks) + " with attention sinks";
     if (grouped) result.detail += ", grouped-query";
     result.detail += "; e.g. " + result.matches.front().fused.name;
   }

@@ -4,14 +4,21 @@
 // Inputs: Q [B..., sq, d], Kᵀ [B..., d, sk], V [B..., sk, dv], optional additive mask
 // broadcastable to [B..., sq, sk] (batch dims broadcast as MatMul's: grouped-query attention
 // passes K and V with a size-1 repeat dim). Attribute `causal` = 1 when the mask was a causal
-// mask: the kernel skips the masked blocks and reads no mask.
+// mask: the kernel skips the masked blocks and reads no mask. Attribute `window` = w (with
+// causal; Mistral's, Gemma 3's and gpt-oss's sliding window): a query sees its last w keys
+// only. Optional input 4 (input 3 then empty when causal): attention sinks, gpt-oss's
+// per-head logit broadcastable to [B..., sq, 1] that joins each row's softmax denominator.
 //
 // Loops: the batch dims, sq, sk (reduction), d (reduction), dv. Both reductions are under
 // the softmax, so neither can be cut into partial sums; a cut of sq is context parallelism
 // (K and V are needed whole along sk by every piece of sq).
 // FLOPs: the two matrix products, 2·B·sq·sk·(d + dv), halved when causal (as the
 // FlashAttention papers count); the softmax's exponentials are not counted, as they do not.
-// Bytes: Q, K, V and the output once (no s² tensor reaches HBM), plus a non-causal mask.
+// In a window of w keys: 2·B·(sq·w - w²/2)·(d + dv), the causal triangle cut to a band of
+// width w (equal to the causal count at sq = w); when sq is bound below w, the causal count.
+// A sink adds one logit to a row: no FLOPs counted.
+// Bytes: Q, K, V and the output once (no s² tensor reaches HBM), plus a non-causal mask and
+// the sinks (the fusion passes them before their broadcast: one value a head).
 // ONNX Runtime's com.microsoft MultiHeadAttention and GroupQueryAttention are priced the
 // same way (below): a model that already has them needs no fusion.
 #include <optional>
@@ -87,12 +94,36 @@ IterationSpace attention_space(const OpContext& ctx) {
     }
     s.input_dims.push_back(mask);
     if (!causal) bytes += tensor_bytes(input(ctx, 3));
+  } else if (has_input(ctx, 4)) {
+    s.input_dims.emplace_back();  // no mask
+  }
+  if (has_input(ctx, 4)) {
+    // The sinks: their batch dims map to the batch loops (the heads), sq's to sq, the sink
+    // column to none.
+    const std::size_t nb = a.batch.size();
+    Shape column = a.batch;
+    column.push_back(a.sq);
+    column.push_back(GiNaC::ex(1));
+    std::vector<int> sinks = broadcast_dim_map(input_shape(ctx, 4), column);
+    for (int& m : sinks) {
+      if (m < 0) continue;
+      m = m < static_cast<int>(nb) ? m : (m == static_cast<int>(nb) ? sq : -1);
+    }
+    s.input_dims.push_back(sinks);
+    bytes += tensor_bytes(input(ctx, 4));
   }
   std::vector<int> out = identity_dims(a.batch.size());
   out.push_back(sq);
   out.push_back(dv);
   s.output_dims = {out};
   s.flops = 2 * product(a.batch) * a.sq * a.sk * (a.d + a.dv) * (causal ? GiNaC::ex(GiNaC::numeric(1, 2)) : GiNaC::ex(1));
+  const std::int64_t window = causal ? ctx.node.attr_int("window", 0) : 0;
+  if (window > 0) {
+    const GiNaC::ex w = GiNaC::numeric(window);
+    const std::optional<double> sq = ctx.symbols.evaluate(a.sq);
+    if (!sq || *sq > static_cast<double>(window))
+      s.flops = 2 * product(a.batch) * (a.sq * w - w * w / 2) * (a.d + a.dv);
+  }
   if (has_output(ctx, 0)) bytes += tensor_bytes(*ctx.outputs[0]);
   s.bytes = bytes;
   return s;

@@ -5,8 +5,10 @@
 #include <limits>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 #include <vector>
 
+#include "compiler/export/target_limits.h"
 #include "compiler/search/search_common.h"
 #include "compiler/strategies/propagation.h"
 #include "compiler/strategies/transformer_structure.h"
@@ -61,6 +63,7 @@ class MegatronSearch {
     const std::vector<IterationSpace>& spaces = layouts.spaces();
     const TransformerStructure& structure = layouts.structure();
     const int layers = structure.layers();
+    layers_ = layers;
     const long long heads = attention_heads(graph_, spaces, structure);
     const long long experts = expert_count(graph_, spaces, structure);
     const Plan skeleton = plan_skeleton("megatron", graph_, cluster_, options_);
@@ -110,6 +113,13 @@ class MegatronSearch {
             base.first = given.first, base.last = given.last;
             // The SymTensor search's seed stays within that search's space, which pads nothing.
             base.vocab_div = seed ? 0 : given.vocab_div;
+            // A layout the bound's target cannot write with the least of every other knob
+            // (no interleaving, recomputation or sharding, each always expressible) it cannot
+            // write with any: not built.
+            if (const std::string beyond = beyond_bound(base); !beyond.empty()) {
+              last_skip_ = beyond;
+              continue;
+            }
             Plan plan;
             try {
               plan = layouts.make(cluster_, base, options_);
@@ -175,7 +185,9 @@ class MegatronSearch {
       for (const auto& [error, count] : build_errors_)
         if (count > most) most = count, why = error;
       if (c_) throw std::runtime_error("--megatron " + c_->text() + ": no valid configuration (" + why + ")");
-      throw std::runtime_error("megatron search: no valid configuration (" + why + ")");
+      throw std::runtime_error("megatron search: no valid configuration" +
+                               (options_.bound ? " that " + std::string(to_string(*options_.bound)) + " runs as written" : std::string()) +
+                               " (" + why + ")");
     }
     return best_;
   }
@@ -214,6 +226,15 @@ class MegatronSearch {
     if (c_->has("sp") && k.sp && c_->has("tp") && k.tp == 1) refuse("sp", "sequence parallelism needs tp > 1");
     if (c_->has("offload") && !c_->fully_fixed())
       refuse("offload", "activation offloading is priced for one plan, not searched: give tp, pp=1 and mb as well");
+  }
+
+  // Empty when no bound is set or its target writes the Megatron layout of `knobs` as it is;
+  // else why not ("torchtitan cannot run tp=2,pp=1,... as written: <the target's first item>").
+  std::string beyond_bound(const MegatronKnobs& knobs) const {
+    if (!options_.bound) return {};
+    const std::vector<std::string> items = recipe_beyond_target(*options_.bound, megatron_layout_recipe(knobs, layers_));
+    if (items.empty()) return {};
+    return std::string(to_string(*options_.bound)) + " cannot run " + to_string(knobs) + " as written: " + items.front();
   }
 
   // (sp, ep, etp) for one (tp, dp): every ep dividing the experts whose etp x ep grid
@@ -298,6 +319,16 @@ class MegatronSearch {
       for (int d = 0; d < static_cast<int>(shardings.size()); ++d) {
         if (c_ && c_->has("recompute") && policies[r] != c_->knobs.recompute) continue;
         const Sharding sharding = shardings[d];
+        MegatronKnobs knobs = base;
+        knobs.mb = mb, knobs.vp = vp, knobs.recompute = policies[r];
+        knobs.distopt = sharding.distopt, knobs.fsdp = sharding.fsdp;
+        // Outside the bound's target: neither priced nor counted as fitting (so it prunes nothing).
+        if (options_.bound) {
+          if (std::string beyond = beyond_bound(knobs); !beyond.empty()) {
+            last_skip_ = std::move(beyond);
+            continue;
+          }
+        }
         ++best_.configurations;
         bool dominated = false;
         for (auto [fr, fd] : fitted) dominated |= fr <= r && (fd == d || (fd < d && sharding.fsdp == 0));
@@ -319,9 +350,6 @@ class MegatronSearch {
           last_error_ = e.error;
           continue;
         }
-        MegatronKnobs knobs = base;
-        knobs.mb = mb, knobs.vp = vp, knobs.recompute = policies[r];
-        knobs.distopt = sharding.distopt, knobs.fsdp = sharding.fsdp;
         if (e.estimate.fits) {
           fitted.emplace_back(r, d), any_fit = true;
           least_recompute = std::min(least_recompute, r);
@@ -350,6 +378,7 @@ class MegatronSearch {
   MegatronSpace space_;
   const MegatronConstraints* c_;
   long long B_ = 0;
+  int layers_ = 0;  // transformer layers of the model
   bool train_ = true;
   MegatronSearchResult best_;
   Evaluation best_eval_;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "compiler/cost/kernel_precision.h"
+#include "compiler/export/export.h"
 #include "compiler/search/ilp_solver.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/pipeline_stages.h"
@@ -65,7 +66,12 @@ class Search {
  public:
   Search(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options, const SearchOptions& search)
       : g_(graph), cluster_(cluster), options_(options), search_(search), ng_(graph), analyzer_(graph, cluster, ng_),
-        folded_(fold_graph(ng_)), spaces_(ng_.spaces()) {}
+        folded_(fold_graph(ng_)), spaces_(ng_.spaces()) {
+    // The exact level solver checks the level step alone: no bound.
+    if (search_.solver == LevelSolver::ilp) options_.bound.reset(), options_.target_seed.reset();
+    if (options_.bound) options_.target_seed.reset();
+    per_operator_bound_ = options_.bound == ExportTarget::jax;
+  }
 
   SearchResult run() {
     const std::string name = search_.solver == LevelSolver::ilp ? "ilp" : "symtensor";
@@ -74,10 +80,16 @@ class Search {
       throw std::runtime_error(name + ": '" + g_.source + "' has " + std::to_string(heavy) + " heavy operators, above the limit of " +
                                std::to_string(search_.max_heavy_operators) + " for the exact search (use --strategy symtensor)");
     skeleton_ = plan_skeleton(name, g_, cluster_, options_);
+    train_ = options_.mode == ExecutionMode::train;
+    if (options_.bound && !per_operator_bound_) {
+      SearchResult r = search_in_recipes(*options_.bound);
+      r.plan.strategy = name;
+      r.analysis = analyzer_.analyze(r.plan);
+      return r;
+    }
     const double batch = skeleton_.global_batch;
     const long long B = static_cast<long long>(batch);
     if (B < 1 || static_cast<double>(B) != batch) throw std::runtime_error(name + ": the batch must be a positive integer");
-    train_ = options_.mode == ExecutionMode::train;
     stage_boundaries_ = static_cast<int>(stage_boundary_candidates(ng_, 1).size());
 
     std::string last_error;
@@ -106,18 +118,21 @@ class Search {
     }
     consider_data_parallel_seed(name);
     consider_megatron_seed(name);
+    consider_target_seed(name);
     if (!best_.valid) throw std::runtime_error(name + ": no plan found: " + last_error);
     const double before_refinement = best_.estimate.step_time_s;
     if (search_.refine) refine();
     SearchResult r;
     r.refine_moves = refine_moves_, r.refine_kept = refine_kept_;
+    if (options_.bound) r.summary = "inside " + std::string(to_string(*options_.bound)) + ": ";
     if (best_.estimate.fits && before_refinement > 0) r.refine_gain = 1 - best_.estimate.step_time_s / before_refinement;
     r.plan = best_plan_;
     r.analysis = analyzer_.analyze(r.plan);
     r.estimate = best_.estimate;
     r.evaluations = evaluations_;
     r.level_objective = best_objective_;
-    r.summary = describe(best_knobs_) + (best_seed_.empty() ? "" : " (from the Megatron-layout seed " + best_seed_ + ")") +
+    r.summary += describe(best_knobs_) + (best_seed_.empty() ? "" : " (from the Megatron-layout seed " + best_seed_ + ")") +
+                 (best_target_seed_.empty() ? "" : " (from the fastest plan inside " + best_target_seed_ + ")") +
                 (best_.estimate.fits ? "" : " (does not fit memory)") +
                 (refine_kept_ > 0 ? fmt::format(", refined: {} of {} moves kept, {:.1f}% faster", refine_kept_, refine_moves_,
                                                 100 * r.refine_gain)
@@ -126,6 +141,55 @@ class Search {
   }
 
  private:
+  // Bounded by a target that writes a recipe (Megatron-LM, NeMo, torchtitan, DeepSpeed, the
+  // DTensor script): what it runs as written are the Megatron layouts of its knobs, so the
+  // search is Megatron's exhaustive one inside the target's limits, then, where the target
+  // writes one recomputed-layer count for every stage (--recompute-num-layers), full
+  // recomputation of fewer layers.
+  // Leaves SearchResult::analysis to the caller.
+  SearchResult search_in_recipes(ExportTarget target) {
+    StrategyOptions inside = options_;
+    inside.bound = target, inside.target_seed.reset();
+    MegatronSearchResult m = megatron_search(analyzer_, inside, MegatronSpace::exhaustive);
+    evaluations_ += m.evaluations;
+    Evaluation best;
+    best.valid = true;
+    best.estimate = m.estimate;
+    Plan plan = std::move(m.plan);
+    if (train_ && plan.recompute == RecomputePolicy::full) {
+      Plan fewer = plan;
+      const Evaluation partial = recompute_fewest_layers(fewer);
+      if (partial.valid && partial.estimate.fits && !fewer.recompute_layers.empty()) {
+        // One count in every stage: the most any stage needs (more recomputation fits too).
+        const int most = *std::max_element(fewer.recompute_layers.begin(), fewer.recompute_layers.end());
+        fewer.recompute_layers.assign(fewer.recompute_layers.size(), most);
+        const Evaluation uniform = evaluate_plan(analyzer_, fewer);
+        ++evaluations_;
+        if (uniform.better_than(best) && target_items(target, g_, cluster_, fewer).empty()) best = uniform, plan = std::move(fewer);
+      }
+    }
+    SearchResult r;
+    r.plan = std::move(plan);
+    r.estimate = best.estimate;
+    r.evaluations = evaluations_;
+    r.summary = "inside " + std::string(to_string(target)) + ": Megatron layout " + to_string(m.knobs) +
+                (r.plan.recompute_layers.empty() ? "" : ", recompute=" + describe_recompute(r.plan)) +
+                (best.estimate.fits ? "" : " (does not fit memory)");
+    return r;
+  }
+
+  // Whether the bound's target writes the plan's cuts as they are (per-operator bounds: the
+  // other knobs are kept inside the target by the loops that set them).
+  bool cuts_within_bound(const Plan& plan) const {
+    if (!per_operator_bound_) return true;
+    Plan probe = plan;
+    probe.zero_stage = 0, probe.distributed_optimizer = false;
+    probe.recompute = RecomputePolicy::none, probe.recompute_layers.clear();
+    return target_items(*options_.bound, g_, cluster_, probe).empty();
+  }
+  // ZeRO stages the bound allows (a per-operator bound: replicated or fully sharded states).
+  bool zero_within_bound(int zero) const { return !per_operator_bound_ || zero == 0 || zero == 3; }
+
   double escalated_memory_weight() const {
     const double t = best_.valid ? best_.estimate.step_time_s : 1.0;
     return 4 * t / std::max(cluster_.device.memory_bytes, 1.0);
@@ -133,7 +197,7 @@ class Search {
 
   std::vector<int> pipeline_candidates() const {
     std::vector<int> out{1};
-    if (!train_) return out;
+    if (!train_ || per_operator_bound_) return out;  // JAX's PartitionSpecs shard within one program
     int outer = 1;
     for (int l = static_cast<int>(cluster_.levels.size()) - 1; l >= 0; --l)
       if (cluster_.levels[l].size > 1) {
@@ -230,6 +294,7 @@ class Search {
     const LevelContext ctx = context(mesh, m);
     const LevelSearchResult levels = search_levels(ctx, axes, search_.solver);
     complete_plan(plan, levels.heavy_cuts, mesh, pp);
+    if (!cuts_within_bound(plan)) return kInfinity;
     // Interleaving (Megatron's virtual stages): v chunks per device cut the bubble to
     // (p-1)/(v·m) and add v times the pipeline sends. Needs m a multiple of p and enough
     // stage boundaries for p·v chunks; v grows until two depths in a row do not improve.
@@ -251,6 +316,7 @@ class Search {
       int zero_limit = top_zero;  // options with a higher stage are beaten by a cheaper one that fits
       for (RecomputePolicy recompute : recomputes) {
         for (int zero = zero_limit; zero >= 0; --zero) {
+          if (!zero_within_bound(zero)) continue;
           plan.virtual_stages = vp;
           plan.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
           plan.recompute = recompute;
@@ -263,7 +329,8 @@ class Search {
           if (!e.estimate.fits) break;  // less sharding needs more memory still
           best_of_vp = std::min(best_of_vp, e.estimate.step_time_s);
           zero_limit = zero - 1;
-          if (recompute == RecomputePolicy::full) best_of_vp = std::min(best_of_vp, consider_fewer_layers(plan, knobs, &levels));
+          if (recompute == RecomputePolicy::full && !per_operator_bound_)
+            best_of_vp = std::min(best_of_vp, consider_fewer_layers(plan, knobs, &levels));
         }
         if (zero_limit < 0) break;  // ZeRO-0 fits: more recomputation only costs time
       }
@@ -349,6 +416,7 @@ class Search {
       return;
     }
     dp.strategy = name;
+    if (!cuts_within_bound(dp)) return;
     const long long per_device = static_cast<long long>(dp.global_batch) / cluster_.num_devices();
     UpwardWalk counts;
     const std::vector<RecomputePolicy> recomputes =
@@ -364,6 +432,7 @@ class Search {
         bool valid = true;
         for (int zero : {0, 1, 2, 3}) {
           if (!train_ && zero > 0) break;
+          if (!zero_within_bound(zero)) continue;
           dp.micro_batches = m;
           dp.zero_stage = zero;
           dp.recompute = recompute;
@@ -379,7 +448,7 @@ class Search {
           // prefetched gathers can hide behind compute while its sharded optimizer step is
           // cheaper (GPT-1.7B on 2x8 A100: ZeRO-3 943 ms against ZeRO-0 965 ms).
           if (e.estimate.fits) best_of_m = std::min(best_of_m, e.estimate.step_time_s);
-          if (recompute == RecomputePolicy::full && e.estimate.fits)
+          if (recompute == RecomputePolicy::full && e.estimate.fits && !per_operator_bound_)
             best_of_m = std::min(best_of_m, consider_fewer_layers(dp, knobs, nullptr));
         }
         if (!valid || best_of_m < kInfinity) break;
@@ -411,7 +480,7 @@ class Search {
     e.estimate = r.estimate;
     // Megatron's layouts recompute every layer or none; the seed's may recompute fewer,
     // and per stage (1F1B's first stage holds the most micro-batches).
-    if (train_ && r.plan.recompute == RecomputePolicy::full) {
+    if (train_ && r.plan.recompute == RecomputePolicy::full && !per_operator_bound_) {
       Plan fewer = r.plan;
       const Evaluation partial = recompute_fewest_layers(fewer);
       if (partial.better_than(e)) e = partial, r.plan = std::move(fewer);
@@ -423,6 +492,40 @@ class Search {
     best_knobs_ = {r.knobs.pp, r.plan.micro_batches, r.knobs.vp, r.plan.recompute, r.plan.zero_stage, r.plan.recompute_layers};
     take_heavy_cuts(best_plan_);
     best_seed_ = to_string(r.knobs);
+  }
+
+  // The fastest plan inside options_.target_seed, priced as one more candidate (issue #30:
+  // the bounded search's candidates are among the unbounded one's). For a recipe target the
+  // exhaustive Megatron search inside it on this search's analyzer; for JAX the bounded
+  // SymTensor search, whose walks may reach points this one's stopped before.
+  void consider_target_seed(const std::string& name) {
+    if (!options_.target_seed) return;
+    const ExportTarget target = *options_.target_seed;
+    SearchResult r;
+    try {
+      if (target == ExportTarget::jax) {
+        StrategyOptions inside = options_;
+        inside.bound = target, inside.target_seed.reset();
+        r = Search(g_, cluster_, inside, search_).run();
+      } else {
+        r = search_in_recipes(target);
+      }
+    } catch (const std::exception&) {
+      return;  // nothing inside the target
+    }
+    evaluations_ += target == ExportTarget::jax ? r.evaluations : 0;  // search_in_recipes counts its own
+    Evaluation e;
+    e.valid = true;
+    e.estimate = r.estimate;
+    if (!e.better_than(best_)) return;
+    best_ = e;
+    best_plan_ = r.plan;
+    best_plan_.strategy = name;
+    best_knobs_ = {best_plan_.pipeline_stages(), best_plan_.micro_batches, best_plan_.virtual_stages, best_plan_.recompute,
+                   best_plan_.zero_stage, best_plan_.recompute_layers};
+    take_heavy_cuts(best_plan_);
+    best_seed_.clear();
+    best_target_seed_ = std::string(to_string(target));
   }
 
   void take_heavy_cuts(const Plan& p) {
@@ -478,7 +581,8 @@ class Search {
         ++evaluations_;
         ++refine_moves_;
         --budget;
-        if (e.valid && e.estimate.fits && e.estimate.step_time_s < best_.estimate.step_time_s * (1 - kRefineMinGain)) {
+        if (e.valid && e.estimate.fits && e.estimate.step_time_s < best_.estimate.step_time_s * (1 - kRefineMinGain) &&
+            cuts_within_bound(p)) {
           ++refine_kept_;
           best_ = e;
           std::swap(best_plan_, p);
@@ -544,7 +648,7 @@ class Search {
 
   Graph& g_;
   const hardware::Cluster& cluster_;
-  const StrategyOptions& options_;
+  StrategyOptions options_;  // a copy: the exact solver drops the bound
   SearchOptions search_;
   NumericGraph ng_;
   PlanAnalyzer analyzer_;
@@ -558,6 +662,9 @@ class Search {
   mutable Propagated last_propagated_;  // complete_plan's last propagation from scratch
   Plan skeleton_;
   bool train_ = true;
+  // Bounded by a target that writes per-operator cuts (JAX): the SymTensor search itself, its
+  // pipeline, ZeRO-1/2, per-stage recomputation counts and cuts outside the target left out.
+  bool per_operator_bound_ = false;
   int stage_boundaries_ = 0;  // places a pipeline stage may end
   double memory_weight_ = 0;
   Evaluation best_;
@@ -567,6 +674,7 @@ class Search {
   std::vector<NodeCut> best_levels_;
   double best_objective_ = 0;
   std::string best_seed_;  // the Megatron knobs of the seed the best plan came from, if it did
+  std::string best_target_seed_;  // the target whose bounded search gave the best plan, if one did
   int evaluations_ = 0;
   int refine_moves_ = 0, refine_kept_ = 0;
 };

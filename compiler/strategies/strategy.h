@@ -1,9 +1,11 @@
 #pragma once
 // One entry point for every way of making a Plan: the SymTensor search, the ILP check,
 // Megatron-LM (fixed knobs, or its best configuration searched), dp, zero3, a plan file.
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "compiler/export/export_target.h"
 #include "compiler/ir/graph.h"
 #include "compiler/plan/plan.h"
 #include "hardware/cluster.h"
@@ -15,6 +17,14 @@ struct StrategyOptions {
   hardware::Precision precision = hardware::Precision::bf16;
   std::string megatron;   // knobs "tp=8,pp=8,mb=1,vp=3,sp=1,recompute=selective,distopt=1"
   std::string plan_file;  // strategy "file": the plan.yaml to read
+  // The export target whose limits bound the search (compile --stack T / --export T): the
+  // symtensor and megatron strategies return the fastest plan the target runs as written
+  // (compiler/export/target_limits.h); empty: every plan. dp, zero3, ilp and file ignore it.
+  std::optional<ExportTarget> bound;
+  // Unbounded, with the target known (compile --unbounded with --stack T or --export T): the
+  // SymTensor search also prices the fastest plan inside it as one of its candidates, so the
+  // plan found is never slower than the bounded one (the bound only removes candidates).
+  std::optional<ExportTarget> target_seed;
 };
 
 // The strategies make_plan knows, in the order `--help` lists them.

@@ -674,6 +674,50 @@ TEST_F(DeepSeekExport, OtherTargetsClaimNoExactnessTheyLack) {
   EXPECT_EQ(names(j, "model: "), 0);
 }
 
+// ---- gpt-oss: what Megatron-LM / NeMo and torchtitan are not told, one line each ---------
+constexpr const char* kGptOssTiny = R"({"model_type": "gpt_oss", "hidden_size": 64, "intermediate_size": 48,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+    "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 128, "max_position_embeddings": 64,
+    "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"], "rope_theta": 150000,
+    "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 4.0, "original_max_position_embeddings": 16,
+                     "rope_type": "yarn", "truncate": false}})";
+
+TEST_F(ExportReadback, GptOssExportsSayWhatTheyCannotWrite) {
+  models::ModelConfig config = models::load_hf_config(file("gpt_oss_tiny.json", kGptOssTiny));
+  config.name = "gpt-oss-tiny";
+  Graph g = model(config);
+  const hardware::Cluster c = cluster("dgx-a100", 1, 2);
+  const Plan p = plan(g, c, "tp=2,mb=1");
+  const auto names = [](const ExportResult& r, const std::string& what) {
+    int n = 0;
+    for (const auto& line : r.not_expressible) n += line.find(what) != std::string::npos;
+    return n;
+  };
+  for (ExportTarget t : {ExportTarget::megatron, ExportTarget::nemo, ExportTarget::torchtitan}) {
+    const ExportResult r = export_plan(t, g, c, p);
+    ASSERT_FALSE(r.exact()) << to_string(t);
+    const std::string all = fmt::format("{}", fmt::join(r.not_expressible, "\n"));
+    for (const auto& line : r.not_expressible) EXPECT_EQ(line.find('\n'), std::string::npos);
+    EXPECT_EQ(names(r, "model: attention sinks (a learned logit per head in each softmax's denominator) in 2 of 2 layers"), 1) << all;
+    EXPECT_EQ(names(r, "model: sliding-window attention of 4 tokens in 1 of 2 layers"), 1) << all;
+    EXPECT_EQ(names(r, "model: the clamped SwiGLU of one interleaved gate/up projection"), 1) << all;
+    EXPECT_EQ(names(r, "model: a bias on the router's logits"), 1) << all;
+    EXPECT_EQ(names(r, "model: a YaRN-scaled rotary table (cos and sin x1.1386"), 1) << all;  // 0.1 ln 4 + 1
+    EXPECT_NE(export_summary(r, "x").find("not expressible"), std::string::npos);
+  }
+  // The flags Megatron-LM is given are still the model's.
+  const MegatronArgs a = parse_megatron(export_plan(ExportTarget::megatron, g, c, p).config);
+  EXPECT_EQ(a.i("num-layers"), 2);
+  EXPECT_EQ(a.i("num-attention-heads"), 4);
+  EXPECT_EQ(a.i("num-query-groups"), 2);
+  EXPECT_EQ(a.i("kv-channels"), 16);
+  EXPECT_EQ(a.i("num-experts"), 4);
+  EXPECT_EQ(a.i("moe-router-topk"), 2);
+  EXPECT_EQ(a.i("moe-ffn-hidden-size"), 48);
+  EXPECT_TRUE(a.has("swiglu"));
+  EXPECT_FALSE(a.has("disable-bias-linear"));  // every linear biased
+}
+
 // ---- torchtitan --------------------------------------------------------------------------
 struct TitanBatch {
   long long dp, local, global, microbatch, accumulation;

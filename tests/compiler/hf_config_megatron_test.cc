@@ -4,7 +4,8 @@
 // A tiny DeepSeek-V3 (multi-head latent attention, dense first layer, routed and shared
 // experts): Megatron's tensor parallelism keeps the down projections whole and cuts the up
 // projections and the heads; its plans under data parallelism and megatron tp=2 are written
-// as sharded ONNX and proven equal to the model in ONNX Runtime (`symtensor verify`).
+// as sharded ONNX and proven equal to the model in ONNX Runtime (`symtensor verify`). A tiny
+// gpt-oss (attention sinks, a sliding and a full layer, biased clamped-SwiGLU experts) likewise.
 #include <unistd.h>
 
 #include <cmath>
@@ -148,6 +149,31 @@ TEST_F(DeepSeekVerify, TinyV3PlansAreEqualToTheModelInOnnxRuntime) {
   ASSERT_EQ(run("models --hf-config " + deepseek_tiny_config() + " --weights random -o " + path("m.onnx")), 0) << log_;
   EXPECT_NE(log_.find("latent attention"), std::string::npos) << log_;
   for (const std::string strategy : {"--strategy dp", "--megatron tp=2", "--megatron tp=2,sp=1"}) {
+    const std::string out = path("plan");
+    std::filesystem::remove_all(out);
+    ASSERT_EQ(run("compile " + path("m.onnx") + " --cluster dgx-a100 --gpus 2 --bind batch=4,seq=8 " + strategy +
+                  " --onnx -o " + out),
+              0)
+        << strategy << "\n" << log_;
+    ASSERT_EQ(run("verify " + path("m.onnx") + " " + out + " --rtol 1e-4"), 0) << strategy << "\n" << log_;
+    EXPECT_NE(log_.find("verify: OK"), std::string::npos) << strategy << "\n" << log_;
+  }
+}
+
+constexpr const char* kGptOssTiny = R"({"model_type": "gpt_oss", "hidden_size": 64, "intermediate_size": 48,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+    "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 128, "max_position_embeddings": 64,
+    "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"], "rope_theta": 150000,
+    "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 4.0, "original_max_position_embeddings": 16,
+                     "rope_type": "yarn", "truncate": false}})";
+
+// seq 8 > window 4: the sliding layer's window is in force in the verified outputs.
+TEST_F(DeepSeekVerify, TinyGptOssPlansAreEqualToTheModelInOnnxRuntime) {
+  const std::string config = path("gpt_oss.json");
+  std::ofstream(config) << kGptOssTiny;
+  ASSERT_EQ(run("models --hf-config " + config + " --weights random -o " + path("m.onnx")), 0) << log_;
+  EXPECT_NE(log_.find("attention sinks"), std::string::npos) << log_;
+  for (const std::string strategy : {"--strategy dp", "--megatron tp=2"}) {
     const std::string out = path("plan");
     std::filesystem::remove_all(out);
     ASSERT_EQ(run("compile " + path("m.onnx") + " --cluster dgx-a100 --gpus 2 --bind batch=4,seq=8 " + strategy +

@@ -108,4 +108,19 @@ expect_error "pads loop '[a-z0-9]*' to 50688 (Megatron's padded vocabulary); the
 # a hand-edited plan with a bad key names the file, line and key
 sed 's/^zero_stage: 3/zero_stage: 9/' "$work/z/plan.yaml" > "$work/bad.yaml"
 expect_error "bad.yaml:[0-9]*: key 'zero_stage'" compile "${common[@]}" --cluster dgx-a100 --nodes 1 --gpus 4 --plan "$work/bad.yaml" -o "$work/e9"
+# --stack T (or --export T) bounds the search (#30): the plan is one T runs as written, so its
+# export says exact; --unbounded searches every plan, T's among them (never slower)
+for t in megatron nemo torchtitan deepspeed jax; do
+  out="$("$symtensor" compile "$work/llama.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind --stack $t --export $t -o "$work/b_$t")"
+  echo "$out" | grep -q "^search *inside $t: the fastest plan it runs as written" || fail "--stack $t: no bound said: $out"
+  echo "$out" | grep -q "^expressed *exact" || fail "--stack $t: the bounded plan is not exact on $t: $out"
+done
+out="$("$symtensor" compile "$work/llama.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind --stack deepspeed --export deepspeed \
+  --unbounded -o "$work/b_u")"
+! echo "$out" | grep -q "^search" || fail "--unbounded still bounded: $out"
+secs() { awk '/^step time/ { u = $4; f = u == "s" ? 1 : u == "ms" ? 1e-3 : u == "us" ? 1e-6 : u == "ns" ? 1e-9 : -1; print $3 * f }' <<<"$1"; }
+bounded="$(secs "$("$symtensor" compile "$work/llama.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind --stack deepspeed -o "$work/b_b")")"
+unbounded="$(secs "$out")"
+awk -v b="$bounded" -v u="$unbounded" 'BEGIN { exit !(u > 0 && b > 0 && u <= b) }' || fail "unbounded $unbounded s, bounded $bounded s"
+
 echo "compile_cli: OK"

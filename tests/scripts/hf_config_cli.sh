@@ -29,6 +29,9 @@ declare -A configs=(
                  \"q_lora_rank\": 32, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 16, \"qk_rope_head_dim\": 8,
                  \"v_head_dim\": 16, \"n_routed_experts\": 8, \"num_experts_per_tok\": 2, \"n_shared_experts\": 1,
                  \"n_group\": 4, \"topk_group\": 2}"
+  [gpt_oss]="{\"model_type\": \"gpt_oss\", $common, \"head_dim\": 16, \"sliding_window\": 4, \"num_local_experts\": 4,
+             \"num_experts_per_tok\": 2, \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, \"beta_fast\": 32.0,
+             \"beta_slow\": 1.0, \"original_max_position_embeddings\": 16, \"truncate\": false}}"
 )
 for family in "${!configs[@]}"; do
   echo "${configs[$family]}" >"$work/$family.json"
@@ -71,7 +74,9 @@ expect_refusal() {  # expect_refusal PATTERN JSON
 }
 expect_refusal "bad.json: model_type 'qwen2_moe' is not supported yet: the shared expert" \
   '{"model_type": "qwen2_moe", "hidden_size": 2048}'
-expect_refusal "bad.json: model_type 'gpt_oss' is not supported yet: attention sinks" '{"model_type": "gpt_oss"}'
+expect_refusal "bad.json: model_type 'nemotron' is not supported yet: squared-ReLU MLP" '{"model_type": "nemotron"}'
+expect_refusal "bad.json: missing key 'head_dim' (model_type 'gpt_oss')" \
+  "{\"model_type\": \"gpt_oss\", $common, \"sliding_window\": 4, \"num_local_experts\": 4, \"num_experts_per_tok\": 2}"
 expect_refusal "bad.json: model_type 'bert' is not supported" '{"model_type": "bert"}'
 expect_refusal "bad.json: missing key 'vocab_size' (model_type 'mistral')" \
   '{"model_type": "mistral", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}'
