@@ -317,12 +317,9 @@ class Analyzer {
       for (const OpWork& w : state_.analysis.ops) ops->add(w, train && recomputed(w.node), train);
       if (train) {
         Offloaded offloaded;
-        saved_activations(ops->activations, nullptr, plan_.offload_layers > 0 ? &offloaded : nullptr);
-        if (!offloaded.bytes.empty()) {
-          add_offload_exposure(state_.analysis.ops, offloaded);
-          for (std::size_t l = 0; l < offloaded.bytes.size(); ++l)
-            ops->fwd_compute[0] += offloaded.fwd_seconds[l], ops->bwd_compute[0] += offloaded.bwd_seconds[l];
-        }
+        saved_activations(ops->activations, nullptr, &offloaded);
+        for (std::size_t l = 0; l < offloaded.bytes.size(); ++l)
+          ops->fwd_compute[0] += offloaded.fwd_seconds[l], ops->bwd_compute[0] += offloaded.bwd_seconds[l];
       }
     }
     const int zero = effective_zero_stage();
@@ -1003,10 +1000,12 @@ class Analyzer {
   // (with `by_node`) on the operator holding each.
   // Under layer_recompute() a recomputed layer keeps what it reads from outside itself (its
   // input, the rotary tables) and the others what they would without recomputation.
-  // `offloaded`: per layer, the bytes Plan::offload_layers sends to host memory (those layers'
-  // saved tensors count there, and one layer's worth stays in device memory, in transit).
+  // `offloaded` (under Plan::offload_layers): per layer, the bytes sent to host memory (those
+  // layers' saved tensors count there, and one layer's worth stays in device memory, in transit)
+  // and the copies' exposed seconds.
   void saved_activations(std::vector<double>& per_stage, const std::vector<OpWork*>* by_node,
                          Offloaded* offloaded = nullptr) const {
+    if (plan_.offload_layers == 0) offloaded = nullptr;
     if (offloaded) {
       if (plan_.offload_layers >= ng_.num_layers())
         throw std::runtime_error(fmt::format("plan: offload_layers {} must be less than the model's {} layers",
@@ -1028,6 +1027,7 @@ class Analyzer {
                 per_stage, by_node, offloaded);
     }
     if (!offloaded || offloaded->bytes.empty()) return;
+    add_offload_exposure(*offloaded);
     const auto transit = std::max_element(offloaded->bytes.begin(), offloaded->bytes.end());
     const NodeId holder = offloaded->holder[transit - offloaded->bytes.begin()];
     if (holder == kNone) return;
@@ -1037,10 +1037,10 @@ class Analyzer {
 
   // Seconds the host copies of Plan::offload_layers do not hide, per offloaded layer: layer l's
   // saved tensors go out under layer l+1's forward and come back under its backward.
-  void add_offload_exposure(const std::vector<OpWork>& ops, Offloaded& offloaded) const {
+  void add_offload_exposure(Offloaded& offloaded) const {
     const int layers = ng_.num_layers();
     std::vector<double> fwd(layers, 0.0), bwd(layers, 0.0);
-    for (const OpWork& w : ops) {
+    for (const OpWork& w : state_.analysis.ops) {
       const int l = ng_.node_layers()[w.node];
       if (l < 0) continue;
       fwd[l] += w.fwd_seconds;
@@ -1105,16 +1105,13 @@ class Analyzer {
     for (auto& w : a.ops) by_node[w.node] = &w;
     std::vector<double> per_stage(a.stage_memory.size(), 0.0);
     Offloaded offloaded;
-    saved_activations(per_stage, &by_node, plan_.offload_layers > 0 ? &offloaded : nullptr);
+    saved_activations(per_stage, &by_node, &offloaded);
     // What is not kept is recomputed in the backward pass.
     for (auto& w : a.ops) w.recomputed = recomputed(w.node);
-    if (!offloaded.bytes.empty()) {
-      add_offload_exposure(a.ops, offloaded);
-      for (std::size_t l = 0; l < offloaded.bytes.size(); ++l)
-        if (offloaded.holder[l] != kNone)
-          by_node[offloaded.holder[l]]->offload_fwd_seconds += offloaded.fwd_seconds[l],
-              by_node[offloaded.holder[l]]->offload_bwd_seconds += offloaded.bwd_seconds[l];
-    }
+    for (std::size_t l = 0; l < offloaded.bytes.size(); ++l)
+      if (offloaded.holder[l] != kNone)
+        by_node[offloaded.holder[l]]->offload_fwd_seconds += offloaded.fwd_seconds[l],
+            by_node[offloaded.holder[l]]->offload_bwd_seconds += offloaded.bwd_seconds[l];
     for (std::size_t s = 0; s < a.stage_memory.size(); ++s) {
       a.stage_memory[s].activations_per_micro_batch = per_stage[s];
       a.stage_memory[s].micro_batches_in_flight = micro_batches_in_flight(plan_, static_cast<int>(s));
