@@ -27,9 +27,12 @@
 #include "onnx_models/hf_config.h"
 #include "onnx_models/model_zoo.h"
 #include "onnx_models/presets.h"
+#include "tests/onnx_models/tiny_hf_configs.h"
 
 namespace symtensor::compiler {
 namespace {
+
+using symtensor::testing::kGptOssTiny;
 
 namespace fs = std::filesystem;
 
@@ -675,12 +678,6 @@ TEST_F(DeepSeekExport, OtherTargetsClaimNoExactnessTheyLack) {
 }
 
 // ---- gpt-oss: what Megatron-LM / NeMo and torchtitan are not told, one line each ---------
-constexpr const char* kGptOssTiny = R"({"model_type": "gpt_oss", "hidden_size": 64, "intermediate_size": 48,
-    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
-    "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 128, "max_position_embeddings": 64,
-    "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"], "rope_theta": 150000,
-    "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 4.0, "original_max_position_embeddings": 16,
-                     "rope_type": "yarn", "truncate": false}})";
 
 TEST_F(ExportReadback, GptOssExportsSayWhatTheyCannotWrite) {
   models::ModelConfig config = models::load_hf_config(file("gpt_oss_tiny.json", kGptOssTiny));

@@ -25,9 +25,13 @@
 #include "compiler/strategies/megatron.h"
 #include "hardware/collectives.h"
 #include "tests/compiler/strategies_test_util.h"
+#include "tests/onnx_models/tiny_hf_configs.h"
 
 namespace symtensor::compiler {
 namespace {
+
+using symtensor::testing::kDeepSeekV3Tiny;
+using symtensor::testing::kGptOssTiny;
 
 Graph qwen3_moe_tiny_graph() {
   const std::string path = ::testing::TempDir() + "/qwen3_moe_tiny_config.json";
@@ -77,14 +81,6 @@ TEST(HfConfigMegatron, Qwen3MoeTinyPricesWithExpertParallelism) {
   EXPECT_TRUE(e.fits);
   EXPECT_GT(e.model_flops, 0);
 }
-
-constexpr const char* kDeepSeekV3Tiny = R"({"model_type": "deepseek_v3", "hidden_size": 64, "intermediate_size": 96,
-    "moe_intermediate_size": 32, "num_hidden_layers": 3, "first_k_dense_replace": 1, "num_attention_heads": 4,
-    "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
-    "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1, "n_group": 4, "topk_group": 2,
-    "vocab_size": 128, "max_position_embeddings": 64, "routed_scaling_factor": 2.5,
-    "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 4, "mscale": 1.0, "mscale_all_dim": 1.0,
-                     "original_max_position_embeddings": 16, "type": "yarn"}})";
 
 std::string deepseek_tiny_config() {
   const std::string path = ::testing::TempDir() + "/deepseek_v3_tiny_" + std::to_string(::getpid()) + ".json";
@@ -164,13 +160,6 @@ TEST_F(DeepSeekVerify, TinyV3PlansAreEqualToTheModelInOnnxRuntime) {
   EXPECT_NE(log_.find("latent attention"), std::string::npos) << log_;
   expect_plans_verify({"--strategy dp", "--megatron tp=2", "--megatron tp=2,sp=1"});
 }
-
-constexpr const char* kGptOssTiny = R"({"model_type": "gpt_oss", "hidden_size": 64, "intermediate_size": 48,
-    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
-    "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 128, "max_position_embeddings": 64,
-    "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"], "rope_theta": 150000,
-    "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 4.0, "original_max_position_embeddings": 16,
-                     "rope_type": "yarn", "truncate": false}})";
 
 // seq 8 > window 4: the sliding layer's window is in force in the verified outputs.
 TEST_F(DeepSeekVerify, TinyGptOssPlansAreEqualToTheModelInOnnxRuntime) {

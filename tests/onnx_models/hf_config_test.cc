@@ -24,9 +24,13 @@
 #include "compiler/onnx_import/import.h"
 #include "compiler/ops/op_semantics.h"
 #include "compiler/strategies/transformer_structure.h"
+#include "tests/onnx_models/tiny_hf_configs.h"
 
 namespace symtensor::models {
 namespace {
+
+using symtensor::testing::kDeepSeekV3Tiny;
+using symtensor::testing::kGptOssTiny;
 
 std::string write_json(const std::string& file, const std::string& json) {
   const std::string path = ::testing::TempDir() + "/" + file;
@@ -329,13 +333,6 @@ constexpr const char* kDeepSeekV3 = R"({
   "transformers_version": "4.33.1", "use_cache": true, "v_head_dim": 128, "vocab_size": 129280})";
 
 // Tiny ones: V3's router (sigmoid, 2 of 4 groups) and V2's (softmax, no q compression).
-constexpr const char* kDeepSeekV3Tiny = R"({"model_type": "deepseek_v3", "hidden_size": 64, "intermediate_size": 96,
-    "moe_intermediate_size": 32, "num_hidden_layers": 3, "first_k_dense_replace": 1, "num_attention_heads": 4,
-    "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
-    "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1, "n_group": 4, "topk_group": 2,
-    "vocab_size": 128, "max_position_embeddings": 64, "routed_scaling_factor": 2.5,
-    "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 4, "mscale": 1.0, "mscale_all_dim": 1.0,
-                     "original_max_position_embeddings": 16, "type": "yarn"}})";
 constexpr const char* kDeepSeekV2Tiny = R"({"model_type": "deepseek_v2", "hidden_size": 64, "intermediate_size": 96,
     "moe_intermediate_size": 32, "num_hidden_layers": 2, "first_k_dense_replace": 1, "num_attention_heads": 4,
     "q_lora_rank": null, "kv_lora_rank": 16, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
@@ -531,13 +528,6 @@ std::string gpt_oss_config(int layers, int experts) {
   "router_aux_loss_coef": 0.9, "sliding_window": 128, "swiglu_limit": 7.0, "tie_word_embeddings": false,
   "transformers_version": "4.55.0.dev0", "use_cache": true, "vocab_size": 201088})";
 }
-
-constexpr const char* kGptOssTiny = R"({"model_type": "gpt_oss", "hidden_size": 64, "intermediate_size": 48,
-    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
-    "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 128, "max_position_embeddings": 64,
-    "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"], "rope_theta": 150000,
-    "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 4.0, "original_max_position_embeddings": 16,
-                     "rope_type": "yarn", "truncate": false}})";
 
 // By hand: per layer q [h, H d] + H d, k and v [h, kv d] + kv d, o [H d, h] + h, sinks H; the
 // router h E + E; E experts of gate_up h 2I + 2I and down I h + h; two norms; embedding and
