@@ -87,6 +87,7 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
     node_layers_[id] = it->second;
   }
   mark_fusable_intermediates(graph);
+  mark_routing_tables(graph);
   const std::vector<bool> derived_from_weights = weight_derived_tensors(graph, order_);
   for (TensorId t = 0; t < static_cast<TensorId>(facts_.size()); ++t)
     facts_[t].weight_derived = derived_from_weights[t] && !facts_[t].parameter && facts_[t].floating && !facts_[t].constant;
@@ -137,6 +138,39 @@ void NumericGraph::mark_fusable_intermediates(const Graph& graph) {
     bool internal = true;
     for (NodeId c : tensor.consumers) internal = internal && fusable(c) && node_layers_[c] == node_layers_[tensor.producer];
     facts_[t].fusable_intermediate = internal;
+  }
+}
+
+// A tensor is a routing table when every consumer reads it as the
+// routing operand of MoeDispatch / MoeCombine, or is an element-wise op (or cast, or view)
+// that turns it into a routing table of the same size (the one-hot slot mask times the
+// routed flag or the gate weight). The broadcast operands (a [b, s, E, 1] weight, the [C]
+// slot numbers) are not routing tables: they are small and priced as they are.
+void NumericGraph::mark_routing_tables(const Graph& graph) {
+  auto same_size = [&](TensorId a, TensorId b) {
+    return facts_[a].elements.constant == facts_[b].elements.constant && facts_[a].elements.per_batch == facts_[b].elements.per_batch;
+  };
+  // Each tensor decided at its producer: every consumer, and what they make, decided before.
+  for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+    for (TensorId t : graph.node(*it).outputs) {
+      if (t == kNone || facts_[t].parameter || facts_[t].constant) continue;
+      const Tensor& tensor = graph.tensor(t);
+      bool table = !tensor.consumers.empty() && !tensor.is_graph_output;
+      for (NodeId c : tensor.consumers) {
+        const Node& consumer = graph.node(c);
+        const OpKind kind = nodes_[c].kind;
+        if (kind == OpKind::routing) {
+          table = table && consumer.inputs.size() > 1 && consumer.inputs[0] == t && consumer.inputs[1] != t;
+          continue;
+        }
+        const bool passes_on = kind == OpKind::elementwise || kind == OpKind::data_movement;
+        bool outputs_tables = passes_on && !consumer.outputs.empty();
+        for (TensorId out : consumer.outputs)
+          outputs_tables = outputs_tables && out != kNone && facts_[out].routing_table && same_size(t, out);
+        table = table && outputs_tables;
+      }
+      facts_[t].routing_table = table;
+    }
   }
 }
 

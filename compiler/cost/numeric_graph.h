@@ -51,6 +51,12 @@ struct TensorFacts {
   // Passed from one element-wise op to the next inside a layer (every consumer such an op of
   // the producer's layer): a fused kernel keeps it on chip (Stack::fused_elementwise).
   bool fusable_intermediate = false;
+  // A mixture of experts' dispatch mask or combine weights ([b, s, E, C], input 0 of
+  // MoeDispatch / MoeCombine) or a same-sized tensor only they are computed from: GShard-style
+  // capacity routing writes them dense, a real dispatcher (Megatron-Core's permute, DeepEP)
+  // holds k expert indices and weights per token. Priced as index-sized: no bytes moved, kept
+  // or sent.
+  bool routing_table = false;
 };
 
 // A parameter and every operand slot (node, input index) that reads it, in consumer order.
@@ -109,6 +115,7 @@ class NumericGraph {
 
  private:
   void mark_fusable_intermediates(const Graph& graph);
+  void mark_routing_tables(const Graph& graph);
   Affine compile_new(const GiNaC::ex& e) const;
 
   Graph& graph_;

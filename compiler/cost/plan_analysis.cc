@@ -627,6 +627,7 @@ class Analyzer {
 
   double element_bytes(TensorId t) const {
     const TensorFacts& f = ng_.facts(t);
+    if (f.routing_table) return 0;
     return f.floating ? activation_bytes_ : static_cast<double>(f.element_size);
   }
 
@@ -1083,6 +1084,7 @@ class Analyzer {
       if (holder == kNone) continue;
       if (kept && !kept(s, holder)) continue;
       if (s.view_of_kept && !low_precision_gemm(holder)) continue;
+      if (ng_.facts(s.tensor).routing_table) continue;  // index-sized
       const double elements = saved_elements(s, holder);
       const double bytes = elements * (s.mask ? 1.0 : low_precision_gemm(holder) ? low_precision_copy_bytes() / 2 : activation_bytes_);
       const int layer = ng_.node_layers()[holder];

@@ -1,10 +1,11 @@
 // symtensor simulate MODEL.onnx --cluster PROFILE [--nodes N] [--gpus G] [--bind ...]
-//   (--plan plan.yaml | --strategy NAME [--megatron KNOBS]) [--full] [--trace trace.json] [--json]
+//   (--plan plan.yaml | --strategy NAME [--megatron KNOBS]) [--full] [--trace trace.json] [--ops] [--json]
 #include <iostream>
 #include <memory>
 #include <optional>
 
 #include "compiler/cost/memory_breakdown.h"
+#include "compiler/cost/time_breakdown.h"
 #include "compiler/driver/command_setup.h"
 #include "compiler/driver/recorded_inputs.h"
 #include "compiler/driver/commands.h"
@@ -21,7 +22,7 @@ struct SimulateOptions {
   std::string plan, strategy, megatron, trace, mode = "train", precision = "bf16";
   ClusterChoice cluster;
   CLI::Option *stack_option = nullptr, *headroom_option = nullptr, *cluster_option = nullptr;
-  bool full = false, json = false, no_overlap = false;
+  bool full = false, json = false, no_overlap = false, ops = false;
   double bucket_mb = 25;
 };
 
@@ -47,9 +48,12 @@ void run_simulate(SimulateOptions o) {
   if (o.json) {
     nlohmann::json j = compiler::report_to_json(s.report, plan);
     j["memory_breakdown"] = compiler::memory_breakdown_json(compiler::memory_breakdown(graph, plan, s.analysis));
+    if (o.ops) j["time_breakdown"] = compiler::time_breakdown_json(compiler::time_breakdown(graph, plan, s.analysis));
     std::cout << j.dump(2) << "\n";
+    return;
   }
-  else std::cout << compiler::report_text(s.report, plan);
+  std::cout << compiler::report_text(s.report, plan);
+  if (o.ops) std::cout << compiler::time_breakdown_text(compiler::time_breakdown(graph, plan, s.analysis));
 }
 
 }  // namespace
@@ -71,6 +75,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--bucket-mb", o->bucket_mb, "data-parallel gradient bucket size in MB")->capture_default_str();
   cmd->add_flag("--no-overlap", o->no_overlap, "reduce gradients after the whole backward (Megatron's local DDP)");
   cmd->add_flag("--full", o->full, "simulate every rank instead of one per pipeline stage");
+  cmd->add_flag("--ops", o->ops, "print where each stage's time goes by operator class (kernels forward, backward, recomputed; exposed collectives; achieved TFLOP/s)");
   cmd->add_option("--trace", o->trace, "write a Chrome trace (Perfetto) to this file");
   cmd->add_flag("--json", o->json, "print JSON (keys documented in compiler/lowering/README.md)");
   cmd->callback([o] { run_simulate(*o); });

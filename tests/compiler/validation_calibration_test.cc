@@ -66,7 +66,9 @@ models::ModelConfig architecture(const std::string& name) {
   // GPT-3's own vocabulary (50257): Megatron's layout pads it to a multiple of 128 x tp, as
   // NeMo runs it (50688 at tp=4).
   if (name == "gpt3-175b") return models::preset_config("gpt3-175b");
-  if (name == "mixtral-8x7b") return models::preset_config("mixtral-8x7b");
+  // The MoE models of today, as the zoo writes them from their HF config.json.
+  for (const char* zoo : {"mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b"})
+    if (name == zoo) return models::preset_config(name);
   models::ModelConfig c = models::preset_config(name == "mixtral-8x22b" ? "mixtral-8x7b" : "llama2-7b");
   c.name = name;
   c.kv_heads = 8, c.rope_theta = 500000, c.vocab = 128256;
@@ -126,12 +128,30 @@ RunOutcome simulate_run(const PublishedRun& r) {
   return o;
 }
 
+struct ErrorSummary {
+  std::size_t runs = 0;
+  double mean_abs = 0, worst = 0, share_within10 = 0;
+  int within10 = 0, fitting = 0;
+};
+
+ErrorSummary summarize(const char* what, const std::vector<double>& errors, int fitting) {
+  ErrorSummary s;
+  s.runs = errors.size();
+  s.fitting = fitting;
+  for (double e : errors) s.mean_abs += std::abs(e), s.worst = std::max(s.worst, std::abs(e)), s.within10 += std::abs(e) <= 0.10;
+  s.mean_abs /= std::max<std::size_t>(1, errors.size());
+  s.share_within10 = static_cast<double>(s.within10) / std::max<std::size_t>(1, errors.size());
+  std::printf("%s, %zu runs: mean |error| %.1f%%, %d within 10%% (%.0f%%), worst %.1f%%; %d fit by the memory model\n", what,
+              s.runs, 100 * s.mean_abs, s.within10, 100 * s.share_within10, 100 * s.worst, s.fitting);
+  return s;
+}
+
 TEST(Calibration, PublishedRunsOfTodaysStacks) {
   const std::vector<PublishedRun> runs = load_runs();
-  ASSERT_GE(runs.size(), 30u);
-  std::map<std::string, std::vector<double>> by_group;  // stack / GPU -> errors
-  std::vector<double> errors;
-  int fitting = 0;
+  ASSERT_GE(runs.size(), 50u);
+  std::map<std::string, std::vector<double>> by_group;  // stack / GPU / dense or MoE -> errors
+  std::vector<double> dense, moe;
+  int dense_fitting = 0, moe_fitting = 0;
   std::printf("%-34s %-9s %-6s %9s %9s %7s  %s\n", "run", "stack", "prec", "published", "predicted", "error",
               "step: compute / exposed comm / bubble (recompute)");
   for (const PublishedRun& r : runs) {
@@ -140,30 +160,31 @@ TEST(Calibration, PublishedRunsOfTodaysStacks) {
     std::printf("%-34s %-9s %-6s %9.0f %9.0f %+6.1f%%  %.2f s: %.2f / %.2f / %.2f (%s)%s%s\n", r.id.c_str(), r.stack.c_str(),
                 r.precision.c_str(), r.published, o.predicted, 100 * o.error, rep.step_time_s, rep.compute_s,
                 rep.exposed_comm_s, rep.bubble_s, o.recompute.c_str(), o.note.empty() ? "" : " ", o.note.c_str());
-    errors.push_back(o.error);
-    fitting += rep.fits ? 1 : 0;
-    by_group[r.stack + " " + r.profile].push_back(o.error);
+    const bool is_moe = architecture(r.model).experts > 0;
+    (is_moe ? moe : dense).push_back(o.error);
+    (is_moe ? moe_fitting : dense_fitting) += rep.fits ? 1 : 0;
+    by_group[r.stack + " " + r.profile + (is_moe ? " MoE" : "")].push_back(o.error);
   }
-  double mean_abs = 0, worst = 0;
-  int within10 = 0;
-  for (double e : errors) mean_abs += std::abs(e), worst = std::max(worst, std::abs(e)), within10 += std::abs(e) <= 0.10;
-  mean_abs /= errors.size();
-  const double share_within10 = static_cast<double>(within10) / errors.size();
-  std::printf("\n%zu runs: mean |error| %.1f%%, %d within 10%% (%.0f%%), worst %.1f%%; %d fit by the memory model\n",
-              errors.size(), 100 * mean_abs, within10, 100 * share_within10, 100 * worst, fitting);
+  std::printf("\n");
+  const ErrorSummary d = summarize("dense", dense, dense_fitting);
+  const ErrorSummary m = summarize("MoE", moe, moe_fitting);
   for (const auto& [group, e] : by_group) {
-    double m = 0, bias = 0;
-    for (double x : e) m += std::abs(x), bias += x;
-    std::printf("  %-28s %2zu runs, mean |error| %5.1f%%, mean error %+5.1f%%\n", group.c_str(), e.size(), 100 * m / e.size(),
+    double sum = 0, bias = 0;
+    for (double x : e) sum += std::abs(x), bias += x;
+    std::printf("  %-32s %2zu runs, mean |error| %5.1f%%, mean error %+5.1f%%\n", group.c_str(), e.size(), 100 * sum / e.size(),
                 100 * bias / e.size());
   }
   // What the fit reaches today (the bar is a mean of 5%, 90% within 10%, none beyond
   // 20%: not met, see the README). A change that makes any of these worse fails here.
-  EXPECT_LE(mean_abs, 0.08);
-  EXPECT_GE(share_within10, 0.70);
-  EXPECT_LE(worst, 0.26);
-  // The published runs ran: the memory model should let them fit (24 of 35 today).
-  EXPECT_GE(fitting, 24);
+  EXPECT_LE(d.mean_abs, 0.08);
+  EXPECT_GE(d.share_within10, 0.70);
+  EXPECT_LE(d.worst, 0.26);
+  // The published runs ran: the memory model should let them fit (23 of the 34 dense today).
+  EXPECT_GE(d.fitting, 23);
+  // The MoE runs of today's models (DeepSeek-V3, Qwen3, gpt-oss, Mixtral): far from the bar;
+  // the README names what the model lacks for them.
+  EXPECT_LE(m.mean_abs, 0.30);
+  EXPECT_LE(m.worst, 0.80);
 }
 
 }  // namespace
