@@ -74,8 +74,19 @@ class MegatronBuilder {
     for (const auto* nodes : {&s_.down_projections, &s_.latent_norms})
       for (NodeId n : *nodes) fix_batch(n);
     // Token dispatch and combine: the local tokens, as the attention part holds them.
-    for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes().size()); ++n)
-      if (spaces_[n].kind == OpKind::routing && g_.node(n).inputs.size() == 2) fix_batch(n);
+    // Megatron-Core with etp=1 folds the tensor-parallel ranks into the expert group and keeps
+    // the MoE layer's tokens sequence-parallel: each tp rank dispatches its own part of the
+    // sequence. In the capacity form a rank's tokens fill its share of each expert's slots: the
+    // capacity loop ([b, E, C, h]: the dispatch's output, the combine's expert input) over tp.
+    const bool tokens_over_tp = !tp.empty() && k_.sp && expert_tp(k_) == 1;
+    for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes().size()); ++n) {
+      if (spaces_[n].kind != OpKind::routing || g_.node(n).inputs.size() != 2) continue;
+      fix_batch(n);
+      if (!tokens_over_tp) continue;
+      const bool dispatch = g_.node(n).op_type == "MoeDispatch";
+      const std::vector<int>& slots = dispatch ? spaces_[n].output_dims.at(0) : spaces_[n].input_dims.at(1);
+      if (slots.size() == 4 && slots[2] >= 0) set(n, slots[2], tp, "the expert capacity (sequence-parallel tokens)");
+    }
     for (NodeId n : s_.vocab_heads) {
       fix_batch(n);
       set_vocabulary(n, gemm_output_loop(spaces_[n], weight_operand(g_, s_, n)), tp, "the vocabulary (parallel head)");

@@ -158,7 +158,9 @@ class DeepSeekVerify : public ::testing::Test {
 TEST_F(DeepSeekVerify, TinyV3PlansAreEqualToTheModelInOnnxRuntime) {
   ASSERT_EQ(run("models --hf-config " + deepseek_tiny_config() + " --weights random -o " + path("m.onnx")), 0) << log_;
   EXPECT_NE(log_.find("latent attention"), std::string::npos) << log_;
-  expect_plans_verify({"--strategy dp", "--megatron tp=2", "--megatron tp=2,sp=1"});
+  // tp=2,sp=1,ep=2,etp=1: the experts over the tensor-parallel ranks, each dispatching its own
+  // part of the sequence (the capacity slots cut over tp).
+  expect_plans_verify({"--strategy dp", "--megatron tp=2", "--megatron tp=2,sp=1", "--megatron tp=2,sp=1,ep=2,etp=1"});
 }
 
 // seq 8 > window 4: the sliding layer's window is in force in the verified outputs.
