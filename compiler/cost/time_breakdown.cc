@@ -87,7 +87,11 @@ nlohmann::json time_breakdown_json(const std::vector<StageTimeBreakdown>& stages
       classes.push_back({{"class", c.op_class}, {"operators", c.operators}, {"forward_s", c.forward_s},
                          {"backward_s", c.backward_s}, {"recompute_s", c.recompute_s}, {"exposed_comm_s", c.exposed_comm_s},
                          {"flops", c.flops}});
-    j.push_back({{"stage", st.stage}, {"classes", classes}, {"offload_s", st.offload_s}});
+    nlohmann::json slowest = nlohmann::json::array();
+    for (const OperatorTime& op : st.slowest)
+      slowest.push_back({{"name", op.name}, {"op_type", op.op_type}, {"kernel_s", op.kernel_s},
+                         {"exposed_comm_s", op.exposed_comm_s}, {"flops", op.flops}, {"bytes", op.bytes}});
+    j.push_back({{"stage", st.stage}, {"classes", classes}, {"slowest", slowest}, {"offload_s", st.offload_s}});
   }
   return j;
 }
