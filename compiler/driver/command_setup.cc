@@ -99,6 +99,23 @@ void check_plan_batch(const std::string& plan_file) {
 
 }  // namespace
 
+std::optional<compiler::ExportTarget> bound_search(compiler::StrategyOptions& options, const std::string& export_to,
+                                                    bool stack_given, const std::string& stack_name, bool unbounded) {
+  std::optional<compiler::ExportTarget> target;
+  if (!export_to.empty()) target = compiler::parse_export_target(export_to);
+  else if (stack_given) target = compiler::stack_export_target(stack_name);
+  (unbounded ? options.target_seed : options.bound) = target;
+  return unbounded ? std::nullopt : target;
+}
+
+void add_unbounded_option(CLI::App* cmd, bool& unbounded, const std::string& target) {
+  cmd->add_flag("--unbounded", unbounded, "search every plan, not only those the " + target + " runs as written");
+}
+
+std::string bound_text(compiler::ExportTarget target) {
+  return fmt::format("inside {}: the fastest plan it runs as written (--unbounded: every plan)", compiler::to_string(target));
+}
+
 compiler::StrategyOptions strategy_options(const std::string& mode, const std::string& precision,
                                            const std::string& megatron, const std::string& plan_file) {
   compiler::StrategyOptions options;
