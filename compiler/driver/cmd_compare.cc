@@ -1,5 +1,6 @@
 // symtensor compare MODEL.onnx --cluster PROFILE [--nodes N] [--gpus G] [--bind ...]
-//                   [--strategies symtensor,megatron,dp,zero3] [--megatron KNOBS] -o DIR
+//                   [--strategies symtensor,megatron,dp,zero3] [--megatron KNOBS] [--stack S [--unbounded]] -o DIR
+// --stack T bounds the symtensor and megatron searches as on `compile` (bound_search); --unbounded lifts it.
 #include <unistd.h>
 
 #include <iostream>
@@ -24,6 +25,8 @@ struct CompareCli {
   bool no_simulate = false;
   std::string attention;
   std::string out;
+  bool unbounded = false;
+  const CLI::Option* stack = nullptr;
 };
 
 void run(CompareCli& cli) {
@@ -33,6 +36,8 @@ void run(CompareCli& cli) {
   cli.options.fusion.attention = compiler::parse_attention_mode(cli.attention.empty() ? "fused" : cli.attention);
   if (isatty(STDERR_FILENO)) cli.options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   const hardware::Cluster cluster = load_cluster(cli.cluster);
+  if (const auto bound = bound_search(cli.options.strategy, "", cli.stack->count() > 0, cluster.stack.name, cli.unbounded))
+    std::cout << "search: " << bound_text(*bound) << "\n";
   const compiler::CompareResults r = compiler::run_compare(cli.options, cluster);
   compiler::write_compare_report(r, cli.out);
   for (const auto& s : r.strategies) {
@@ -58,6 +63,8 @@ void add_compare_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("compare", "Plan, estimate and simulate each strategy; write the report");
   cmd->add_option("model", cli->options.model, "ONNX model")->required();
   add_cluster_options(cmd, cli->cluster);
+  cli->stack = cmd->get_option("--stack");
+  add_unbounded_option(cmd, cli->unbounded);
   cmd->add_option("--bind", cli->options.bind, "dim values, e.g. batch=8,seq=2048");
   add_attention_option(cmd, cli->attention);
   add_dim_options(cmd, cli->options.batch_dim, cli->options.sequence_dim);

@@ -43,15 +43,6 @@ struct CompileOptions {
   bool allow_oom = false, onnx = false, unbounded = false;
 };
 
-// The target whose limits bound the search: --export's, else --stack's when given; none
-// without either, or for a stack that is no export target. With --unbounded it seeds the
-// search instead (StrategyOptions::target_seed).
-std::optional<compiler::ExportTarget> search_target(const CompileOptions& o, const hardware::Cluster& cluster) {
-  if (!o.export_to.empty()) return compiler::parse_export_target(o.export_to);
-  if (o.stack_option && o.stack_option->count() > 0) return compiler::stack_export_target(cluster.stack.name);
-  return std::nullopt;
-}
-
 std::string mesh_text(const compiler::Plan& plan, const hardware::DeviceMesh& mesh) {
   std::string s;
   for (std::size_t a = 0; a < mesh.axes().size(); ++a) {
@@ -76,7 +67,7 @@ void run_compile(CompileOptions o) {
   // Refuse an unusable output folder before the (slower) import and planning.
   sim::check_output_dir(o.out, "-o");
   if (!o.export_to.empty()) (void)compiler::parse_export_target(o.export_to);
-  (o.unbounded ? so.target_seed : so.bound) = search_target(o, cluster);
+  bound_search(so, o.export_to, o.stack_option && o.stack_option->count() > 0, cluster.stack.name, o.unbounded);
   const bool bounded = so.bound && (strategy == "symtensor" || strategy == "megatron");
 
   compiler::Graph graph = import_model(o.input, true);
@@ -123,8 +114,7 @@ void run_compile(CompileOptions o) {
   std::cout << fmt::format("{:<18}{} ({} devices)\n", "cluster", cluster.name, cluster.num_devices());
   std::cout << fmt::format("{:<18}{}{}\n", "strategy", plan.strategy, strategy == "file" ? " (from " + o.plan + ")" : "");
   if (bounded)
-    std::cout << fmt::format("{:<18}inside {}: the fastest plan it runs as written (--unbounded: every plan)\n", "search",
-                             compiler::to_string(*so.bound));
+    std::cout << fmt::format("{:<18}{}\n", "search", bound_text(*so.bound));
   std::cout << fmt::format("{:<18}{}\n", "mesh", mesh_text(plan, mesh));
   std::cout << fmt::format("{:<18}{}, batch {}, {} micro-batches, {}{}\n", "mode", compiler::to_string(plan.mode),
                            plan.global_batch, plan.micro_batches, compiler::to_string(plan.schedule),
@@ -183,8 +173,7 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--export", o->export_to, "also write the plan for a training framework: megatron | nemo | torchtitan | "
                                             "deepspeed | dtensor | jax (see `symtensor export`); the search stays inside "
                                             "what it runs as written");
-  cmd->add_flag("--unbounded", o->unbounded, "search every plan, not only those the --export target (else the --stack "
-                                            "framework) runs as written; the export writes the nearest expressible plan");
+  add_unbounded_option(cmd, o->unbounded, "--export target (else the --stack framework)");
   cmd->add_option("-o,--output", o->out, "output directory (created if missing)")->required();
   cmd->callback([o]() { run_compile(*o); });
 }

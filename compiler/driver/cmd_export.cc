@@ -2,8 +2,9 @@
 //   [--model MODEL.onnx] [--cluster PROFILE] [--nodes N] [--gpus G] [--stack S] [--bind ..]
 // Reads a plan and writes the launch arguments / config of a training framework that
 // reproduce it (compiler/export/export.h); what the target cannot express is listed one line
-// per item, and the nearest expressible plan is written beside (FILE.nearest.yaml) with its
-// predicted step time next to the original's. The model, cluster, stack and bindings come
+// per item, and the nearest expressible plan (the fastest the target runs as written, searched
+// as `compile --stack T` searches, or the plan adjusted item by item where that is better) is
+// written beside (FILE.nearest.yaml) with its predicted step time next to the original's. The model, cluster, stack and bindings come
 // from the plan's recorded inputs; an option given here wins, with a notice where it differs.
 #include <filesystem>
 #include <iostream>

@@ -1,8 +1,9 @@
 // symtensor fit MODEL.onnx --cluster PROFILE [--nodes N] [--gpus G] [--bind batch=..,seq=..]
-//   [--strategy symtensor] [--only micro-batch|sequence|devices] [--seq-step 64]
+//   [--strategy symtensor] [--only micro-batch|sequence|devices] [--seq-step 64] [--stack S [--unbounded]]
 // What fits: the largest micro-batch, the longest sequence and the fewest devices for which
 // a plan fits, each with the fastest plan there and the next value, which does not fit
-// (compiler/search/fit_search.h).
+// (compiler/search/fit_search.h). --stack T bounds every query to the plans T runs as written,
+// as on `compile` (bound_search); --unbounded lifts it.
 #include <iostream>
 #include <memory>
 
@@ -22,6 +23,8 @@ struct FitOptions {
   std::string strategy = "symtensor", only, mode, precision;
   ClusterChoice cluster;
   int seq_step = 64;
+  bool unbounded = false;
+  const CLI::Option* stack = nullptr;
 };
 
 std::string plan_text(const compiler::FitPlan& p) {
@@ -60,11 +63,13 @@ void run_fit(const FitOptions& o) {
   q.sequence_dim = o.input.sequence_dim;
   q.strategy = o.strategy;
   q.options = strategy_options(o.mode, o.precision, "", "");
+  const auto bound = bound_search(q.options, "", o.stack->count() > 0, cluster.stack.name, o.unbounded);
   q.seq_step = o.seq_step;
   q.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   (void)import_model(o.input, false);  // a bad model or binding fails before the search
   std::cout << fmt::format("{:<18}{}\n{:<18}{} ({} devices, {} each)\n", "model", o.input.path, "cluster", cluster.name,
                            cluster.num_devices(), compiler::format_bytes(cluster.device.memory_bytes));
+  if (bound) std::cout << fmt::format("{:<18}{}\n", "search", bound_text(*bound));
   if (o.only.empty() || o.only == "micro-batch")
     print("micro-batch", compiler::largest_micro_batch(q, cluster), "samples", false);
   if (o.only.empty() || o.only == "sequence") print("sequence", compiler::longest_sequence(q, cluster), "tokens", false);
@@ -78,6 +83,8 @@ void add_fit_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("fit", "What fits: the largest micro-batch, the longest sequence, the fewest devices");
   cmd->add_option("model", o->input.path, "ONNX model file")->required();
   add_cluster_options(cmd, o->cluster);
+  o->stack = cmd->get_option("--stack");
+  add_unbounded_option(cmd, o->unbounded);
   add_model_options(cmd, o->input, "dim values, e.g. batch=64,seq=2048 (batch and seq for the sequence and device queries)");
   cmd->add_option("--strategy", o->strategy, "planner for the sequence and device queries (default symtensor)");
   cmd->add_option("--only", o->only, "micro-batch | sequence | devices (default: all three)");

@@ -1,5 +1,7 @@
 // symtensor sweep MODEL.onnx --clusters dgx-a100,dgx-h100 [--gpus 8..1024] [--bind ...]
-//                 [--tokens 1e12] [--strategies ...] [--price GPU=USD/h] [--jobs N] -o DIR
+//                 [--tokens 1e12] [--strategies ...] [--price GPU=USD/h] [--jobs N] [--stack S [--unbounded]] -o DIR
+// --stack T (a framework: megatron, nemo, torchtitan, deepspeed, jax) bounds the searches as on
+// `compile` (command_setup.h bound_search); --unbounded lifts it.
 #include <unistd.h>
 
 #include <iostream>
@@ -29,12 +31,17 @@ struct SweepCli {
   std::string shard = "1/1";
   std::vector<std::string> prices;  // --price, each "GPU=USD/h[,...]"
   std::string out;
+  bool unbounded = false;
+  const CLI::Option* stack = nullptr;
 };
 
 void run(SweepCli& cli) {
   cli.options.clusters = split_list(cli.clusters, "--clusters");
   for (const auto& name : cli.options.clusters) hardware::load_cluster(name);  // a bad name fails now, not per point
-  hardware::with_software(hardware::load_cluster(cli.options.clusters.front()), cli.options.software);  // so does a bad stack
+  const hardware::Cluster first = hardware::with_software(hardware::load_cluster(cli.options.clusters.front()),
+                                                          cli.options.software);  // so does a bad stack
+  if (const auto bound = bound_search(cli.options.strategy, "", cli.stack->count() > 0, first.stack.name, cli.unbounded))
+    std::cout << "search: " << bound_text(*bound) << "\n";
   for (const auto& text : cli.prices)
     for (const auto& [cluster, usd] : compiler::parse_prices(text, cli.options.clusters)) cli.options.prices[cluster] = usd;
   cli.options.strategies = strategy_list(cli.strategies, "--strategies");
@@ -63,6 +70,8 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--gpus", cli->gpus, "GPU counts: 8,16,64 or 8..1024 (powers of two)");
   cmd->add_option("--bind", cli->options.bind, "dim values, e.g. batch=1024,seq=4096");
   add_software_options(cmd, cli->options.software);
+  cli->stack = cmd->get_option("--stack");
+  add_unbounded_option(cmd, cli->unbounded);
   add_attention_option(cmd, cli->attention);
   add_dim_options(cmd, cli->options.batch_dim, cli->options.sequence_dim);
   cmd->add_option("--tokens", cli->options.tokens, "tokens to train (default 1e12)");

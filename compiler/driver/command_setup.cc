@@ -1,13 +1,10 @@
 #include "compiler/driver/command_setup.h"
 
-#include <cmath>
 #include <stdexcept>
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include "compiler/onnx_import/import.h"
-#include "compiler/report/units.h"
 
 namespace symtensor::driver {
 
@@ -68,36 +65,22 @@ std::string implied_strategy(const std::string& strategy, const std::string& meg
   throw std::runtime_error(command + ": --megatron knobs need --strategy megatron (they imply it when --strategy is not given)");
 }
 
-namespace {
-
-// A plan file whose micro-batches do not divide its global batch fails here, naming its
-// keys, rather than deep in the analysis ("loop 'd0' of extent 170 does not split 32 ways").
-// Anything else wrong with the file is read_plan_yaml's to say.
-void check_plan_batch(const std::string& plan_file) {
-  YAML::Node batch;
-  try {
-    batch = YAML::LoadFile(plan_file)["batch"];
-  } catch (const YAML::Exception&) {
-    return;
-  }
-  if (!batch.IsMap() || !batch["global"].IsScalar() || !batch["micro_batches"].IsScalar()) return;
-  double global = 0;
-  long long micro = 0;
-  try {
-    global = batch["global"].as<double>();
-    micro = batch["micro_batches"].as<long long>();
-  } catch (const YAML::Exception&) {
-    return;
-  }
-  if (micro < 1 || !(global > 0) || std::fmod(global, static_cast<double>(micro)) == 0) return;
-  const YAML::Mark mark = batch["micro_batches"].Mark();
-  throw std::runtime_error(fmt::format(
-      "{}:{}: key 'batch.micro_batches': {} does not divide the global batch {} (batch.global); the micro-batches "
-      "must split it into whole samples (and each data-parallel rank's share)",
-      plan_file, mark.line < 0 ? 1 : mark.line + 1, micro, compiler::format_count(global)));
+std::optional<compiler::ExportTarget> bound_search(compiler::StrategyOptions& options, const std::string& export_to,
+                                                    bool stack_given, const std::string& stack_name, bool unbounded) {
+  std::optional<compiler::ExportTarget> target;
+  if (!export_to.empty()) target = compiler::parse_export_target(export_to);
+  else if (stack_given) target = compiler::stack_export_target(stack_name);
+  (unbounded ? options.target_seed : options.bound) = target;
+  return unbounded ? std::nullopt : target;
 }
 
-}  // namespace
+void add_unbounded_option(CLI::App* cmd, bool& unbounded, const std::string& target) {
+  cmd->add_flag("--unbounded", unbounded, "search every plan, not only those the " + target + " runs as written");
+}
+
+std::string bound_text(compiler::ExportTarget target) {
+  return fmt::format("inside {}: the fastest plan it runs as written (--unbounded: every plan)", compiler::to_string(target));
+}
 
 compiler::StrategyOptions strategy_options(const std::string& mode, const std::string& precision,
                                            const std::string& megatron, const std::string& plan_file) {
@@ -108,7 +91,6 @@ compiler::StrategyOptions strategy_options(const std::string& mode, const std::s
   options.precision = *parsed;
   options.megatron = megatron;
   options.plan_file = plan_file;
-  if (!plan_file.empty()) check_plan_batch(plan_file);
   return options;
 }
 

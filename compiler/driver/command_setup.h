@@ -44,6 +44,20 @@ compiler::Graph import_model(const ModelChoice& choice, bool warn_opaque);
 // strategy is named beside them. Empty when neither is given.
 std::string implied_strategy(const std::string& strategy, const std::string& megatron, const std::string& command);
 
+// The bound of the searches (issue #30), shared by compile, sweep, fit and compare: the target
+// `export_to` names (compile --export) when given, else the framework of the stack when --stack
+// was given (`stack_given`; compiler::stack_export_target of `stack_name`, the loaded stack's
+// name); none otherwise. It is set as StrategyOptions::bound (the symtensor and megatron
+// strategies return the fastest plan the target runs as written), or with `unbounded` as
+// StrategyOptions::target_seed (every plan searched, the fastest inside priced among them).
+// Returns the bound set (none when unbounded).
+std::optional<compiler::ExportTarget> bound_search(compiler::StrategyOptions& options, const std::string& export_to,
+                                                    bool stack_given, const std::string& stack_name, bool unbounded);
+// --unbounded, for the commands whose search --stack bounds; `target` names what bounds it.
+void add_unbounded_option(CLI::App* cmd, bool& unbounded, const std::string& target = "--stack framework");
+// The line the commands print when their search is bounded: "inside T: the fastest plan it runs ...".
+std::string bound_text(compiler::ExportTarget target);
+
 // Strategy options from the command line; an empty mode or precision means train, bf16.
 compiler::StrategyOptions strategy_options(const std::string& mode, const std::string& precision,
                                            const std::string& megatron, const std::string& plan_file);

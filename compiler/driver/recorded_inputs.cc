@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "compiler/plan/sha256.h"
+#include "hardware/cluster.h"
 
 namespace symtensor::driver {
 namespace {
@@ -22,6 +23,19 @@ void take(bool given, T& value, const T& recorded, const std::string& option, co
   if (value != recorded)
     std::cerr << fmt::format("symtensor: note: {} {} differs from the plan's {} (the command line wins)\n", option, shown_given,
                              shown_recorded);
+}
+
+// Whether two --cluster values name one profile: the same text, or the same file loaded
+// ("DGX-H100", "dgx-h100x2" and a path to it are dgx-h100). A profile that no longer loads
+// is another.
+bool same_profile(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  try {
+    std::error_code error;
+    return std::filesystem::equivalent(hardware::load_cluster(a).source, hardware::load_cluster(b).source, error);
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 std::string shown(const std::optional<int>& v) { return v ? std::to_string(*v) : std::string("(the profile's)"); }
@@ -59,7 +73,8 @@ void merge_recorded_inputs(const std::string& plan_path, const GivenOptions& giv
       throw std::runtime_error(fmt::format("{}: key 'inputs.model_sha256': {} has changed since the plan was made "
                                            "(give --model to export for it anyway)", plan_path, r.model));
   }
-  take(given.cluster, cluster.profile, r.cluster, "--cluster", cluster.profile, r.cluster);
+  if (!given.cluster || !same_profile(cluster.profile, r.cluster))
+    take(given.cluster, cluster.profile, r.cluster, "--cluster", cluster.profile, r.cluster);
   take(given.nodes, cluster.nodes, r.nodes, "--nodes", shown(cluster.nodes), shown(r.nodes));
   take(given.gpus, cluster.gpus, r.gpus, "--gpus", shown(cluster.gpus), shown(r.gpus));
   take(given.stack, cluster.software.stack, r.stack, "--stack", cluster.software.stack, r.stack);
@@ -87,10 +102,7 @@ void take_recorded_software(const std::string& plan_path, const GivenOptions& gi
   take(given.stack, cluster.software.stack, r.stack, "--stack", cluster.software.stack, r.stack);
   take(given.headroom, cluster.software.memory_headroom, r.memory_headroom, "--memory-headroom",
        fmt::format("{}", cluster.software.memory_headroom), fmt::format("{}", r.memory_headroom));
-  const std::string profile = std::filesystem::path(cluster.profile).extension() == ".yaml"
-                                  ? std::filesystem::absolute(cluster.profile).lexically_normal().string()
-                                  : cluster.profile;
-  if (given.cluster && profile != r.cluster)
+  if (given.cluster && !same_profile(cluster.profile, r.cluster))
     std::cerr << fmt::format("symtensor: note: --cluster {} differs from the plan's {} (the plan is priced on {})\n",
                              cluster.profile, r.cluster, cluster.profile);
 }

@@ -14,6 +14,8 @@
 #include "compiler/export/target_limits.h"
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/report/units.h"
+#include "compiler/search/search_common.h"
+#include "compiler/strategies/strategy.h"
 #include "simulator/stats/atomic_write.h"
 
 namespace symtensor::compiler {
@@ -135,6 +137,58 @@ std::optional<ExportTarget> stack_export_target(std::string_view stack_name) {
   return std::nullopt;
 }
 
+namespace {
+
+// A candidate for the nearest plan with its prediction.
+struct NearestCandidate {
+  Plan plan;
+  StepEstimate estimate;
+  ParallelRecipe recipe;  // as the target writes it
+  // Fits first, then step time; neither fits: the one needing less memory (Evaluation::better_than).
+  bool better_than(const NearestCandidate& other) const {
+    Evaluation a, b;
+    a.valid = b.valid = true;
+    a.estimate = estimate, b.estimate = other.estimate;
+    return a.better_than(b);
+  }
+};
+
+std::string prediction_text(const StepEstimate& e) {
+  return fmt::format("{}, {}", format_seconds(e.step_time_s),
+                     e.fits ? fmt::format("fits ({} of {})", format_bytes(e.peak_memory), format_bytes(e.memory_capacity))
+                            : fmt::format("does not fit ({} of {})", format_bytes(e.peak_memory), format_bytes(e.memory_capacity)));
+}
+
+// The fastest plan the target runs as written: the SymTensor search bounded by it
+// (StrategyOptions::bound, the search of `compile --stack T`) on the plan's own graph (model
+// and bindings), cluster (profile, size, stack) and precision. Empty with `why` when it finds
+// none or its plan is not written exactly after all.
+std::optional<NearestCandidate> search_inside(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan,
+                                              std::string& why) {
+  StrategyOptions options;
+  options.mode = plan.mode;
+  options.precision = plan.precision;
+  options.bound = target;
+  NearestCandidate c;
+  try {
+    c.plan = make_plan("symtensor", graph, cluster, options);
+  } catch (const std::exception& e) {
+    why = e.what();
+    return std::nullopt;
+  }
+  c.plan.inputs = plan.inputs;  // the nearest plan exports on its own, as the original
+  TargetFit fit = fit_to_target(target, graph, cluster, c.plan, plan.mode);
+  if (!fit.items.empty()) {
+    why = "its plan is not written exactly: " + fit.items.front();
+    return std::nullopt;
+  }
+  c.recipe = std::move(fit.recipe);
+  c.estimate = price(graph, cluster, c.plan);
+  return c;
+}
+
+}  // namespace
+
 ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {
   ExportResult out;
   out.target = target;
@@ -143,23 +197,52 @@ ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Clus
   out.original_fits = original.fits;
 
   TargetFit fit = fit_to_target(target, graph, cluster, plan, plan.mode);
-  ParallelRecipe& r = fit.recipe;
+  ParallelRecipe r = fit.recipe;
   out.not_expressible = std::move(fit.items);
   RecipePlan& recipe_plan = fit.recipe_plan;
   const Plan* expressed = &plan;
   const ModelArchitecture arch = read_model_architecture(graph, node_iteration_spaces(graph));
   if (!out.exact()) {
-    if (!recipe_plan.plan) {
-      out.not_expressible.push_back("no expressible plan near it: " + recipe_plan.error);
+    // Two candidates: the plan with each item adjusted, and the fastest plan of the search
+    // inside the target (training plans: an inference plan is written as a training recipe).
+    std::optional<NearestCandidate> adjusted, searched;
+    if (recipe_plan.plan) {
+      adjusted = NearestCandidate{*recipe_plan.plan, price(graph, cluster, *recipe_plan.plan), r};
+      adjusted->recipe.micro_batches = recipe_plan.plan->micro_batches;  // a degree folded into dp leaves fewer per replica
+    }
+    std::string why_not_searched = "an inference plan is written as the training recipe of its layout";
+    if (plan.mode == ExecutionMode::train) {
+      out.searched = true;
+      searched = search_inside(target, graph, cluster, plan, why_not_searched);
+    }
+    const std::string inside = "inside " + std::string(to_string(target));
+    if (!adjusted && !searched) {
+      out.not_expressible.push_back("no expressible plan near it: " + recipe_plan.error + "; the search " + inside + ": " +
+                                    why_not_searched);
     } else {
-      out.nearest = *recipe_plan.plan;
-      const StepEstimate nearest = price(graph, cluster, *out.nearest);
-      out.nearest_step_s = nearest.step_time_s;
-      out.nearest_fits = nearest.fits;
-      const PlanPrediction prediction = plan_prediction(nearest);
+      const bool take_searched = searched && (!adjusted || !adjusted->better_than(*searched));
+      NearestCandidate& chosen = take_searched ? *searched : *adjusted;
+      out.nearest_way = take_searched ? ExportResult::NearestWay::searched : ExportResult::NearestWay::adjusted;
+      if (take_searched)
+        out.nearest_how = "searched " + inside + " (the fastest plan it runs as written)" +
+                          (adjusted ? "; the plan adjusted item by item: " + prediction_text(adjusted->estimate)
+                                    : "; no plan adjusted item by item: " + recipe_plan.error);
+      else
+        out.nearest_how = "adjusted item by item" +
+                          (searched ? "; the search " + inside + ": " + prediction_text(searched->estimate)
+                                    : "; the search " + inside + " found none: " + why_not_searched);
+      if (!chosen.estimate.fits)
+        out.nothing_fits = fmt::format("{}: the nearest plan written does not fit ({} per device, {} available)",
+                                       searched ? "no plan " + inside + " fits device memory"
+                                                : "the search " + inside + " found no plan",
+                                       format_bytes(chosen.estimate.peak_memory), format_bytes(chosen.estimate.memory_capacity));
+      out.nearest_step_s = chosen.estimate.step_time_s;
+      out.nearest_fits = chosen.estimate.fits;
+      const PlanPrediction prediction = plan_prediction(chosen.estimate);
+      out.nearest = std::move(chosen.plan);
       out.nearest_yaml = plan_to_yaml(*out.nearest, graph, cluster, &prediction);
       expressed = &*out.nearest;
-      r.micro_batches = out.nearest->micro_batches;  // a degree folded into dp leaves fewer per replica
+      r = std::move(chosen.recipe);
     }
   }
   if (target == ExportTarget::jax) {  // the expressed plan's own axes
@@ -178,9 +261,12 @@ ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Clus
   if (out.exact()) {
     header.push_back("the plan is expressed exactly");
   } else {
-    if (out.nearest)
+    if (out.nearest) {
       header.push_back(fmt::format("predicted step time of the nearest expressible plan written here: {}{}",
                                    format_seconds(out.nearest_step_s), out.nearest_fits ? "" : " (does not fit)"));
+      header.push_back("nearest plan " + out.nearest_how);
+      if (!out.nothing_fits.empty()) header.push_back(out.nothing_fits);
+    }
     header.push_back("not expressible:");
     for (const auto& item : out.not_expressible) header.push_back("  - " + item);
   }
@@ -212,9 +298,12 @@ std::string export_summary(const ExportResult& result, const std::string& path) 
   } else {
     s += fmt::format("not expressible ({} items):\n", result.not_expressible.size());
     for (const auto& item : result.not_expressible) s += "  - " + item + "\n";
-    if (result.nearest)
+    if (result.nearest) {
       s += fmt::format("{:<18}{} (nearest expressible plan, {} as {}.nearest.yaml)\n", "nearest step time",
-                       format_seconds(result.nearest_step_s), result.nearest_fits ? "fits" : "does not fit", path);
+                       format_seconds(result.nearest_step_s), result.nearest_fits ? "fits" : "DOES NOT FIT, written", path);
+      s += fmt::format("{:<18}{}\n", "nearest found", result.nearest_how);
+      if (!result.nothing_fits.empty()) s += result.nothing_fits + "\n";
+    }
   }
   s += "config written to " + path + "\n";
   return s;

@@ -4,8 +4,12 @@
 // DTensor script, JAX PartitionSpecs). Where the target cannot express the plan (a
 // per-operator cut that is not its recipe, uneven per-layer choices, a feature it lacks),
 // each such item is one line of `not_expressible`, and the nearest plan that it can express
-// (the Megatron layout of the recovered recipe, adjusted to the target) is priced next to
-// the original with the same analytic model (analyze_plan + estimate_step).
+// is priced next to the original with the same analytic model (analyze_plan + estimate_step).
+// The nearest plan is searched (issue #30): the fastest plan of the SymTensor search bounded
+// by the target (StrategyOptions::bound, as `compile --stack T`) on the plan's own model,
+// bindings, cluster, stack and precision, against the plan adjusted item by item (the
+// Megatron layout of the recovered recipe with apply_target_limits's changes): fits first,
+// then step time. A plan the target writes exactly is written as it is, with no search.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +35,12 @@ struct ExportResult {
   std::string nearest_yaml;              // its plan.yaml, with its prediction
   double original_step_s = 0, nearest_step_s = 0;
   bool original_fits = true, nearest_fits = true;
+  // How the nearest plan was found: by the search inside the target or adjusted item by item.
+  enum class NearestWay { none, adjusted, searched };
+  NearestWay nearest_way = NearestWay::none;
+  bool searched = false;     // the search inside the target ran (an inexact training plan)
+  std::string nearest_how;   // one line: the way, and the other candidate's prediction
+  std::string nothing_fits;  // one line when the nearest plan written does not fit memory (nothing inside does)
   bool exact() const { return not_expressible.empty(); }
 };
 

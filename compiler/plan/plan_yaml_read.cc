@@ -1,6 +1,8 @@
 // Reading plan.yaml back (the format is described in plan_yaml.h).
+#include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -101,7 +103,56 @@ void read_mesh(const Reader& r, const YAML::Node& root, const hardware::Cluster&
   }
 }
 
-void read_nodes(const Reader& r, const YAML::Node& root, Graph& graph, const hardware::DeviceMesh& mesh, Plan& plan) {
+// A cut of a loop that grows with the batch must split every micro-batch into whole pieces:
+// micro-batches that divide the batch but leave one a part of a sample to each of the ways a
+// node is cut over fail here, at batch.micro_batches, rather than deep in the analysis
+// ("loop 'd0' of extent 2 does not split 4 ways"). A loop that does not split at the global
+// batch either is a bad cut, the analysis's to say.
+class MicroBatchCheck {
+ public:
+  MicroBatchCheck(const Reader& r, const YAML::Node& micro, const Graph& graph, const Plan& plan)
+      : r_(r), micro_(micro), graph_(graph), plan_(plan) {
+    if (plan.micro_batches > 1 && graph.symbols.bindings().count(graph.batch_dim)) at_micro_ = graph.symbols;
+  }
+
+  void check(const std::string& node, const IterationSpace& space, const NodeCut& cut, const hardware::DeviceMesh& mesh) {
+    if (!at_micro_) return;
+    for (std::size_t l = 0; l < cut.loop_axes.size(); ++l) {
+      if (cut.loop_axes[l].empty() || cut.padded_extents.count(static_cast<int>(l))) continue;
+      long long ways = 1;
+      for (int a : cut.loop_axes[l]) ways *= mesh.axes()[a].size;
+      const GiNaC::ex& extent = space.loops[l].extent;
+      const std::optional<double> global = graph_.symbols.evaluate(extent);
+      const std::optional<double> micro = extent_at(extent, plan_.micro_batches);
+      if (!global || !micro || *micro == *global || !splits(*global, ways) || splits(*micro, ways)) continue;
+      int fewer = plan_.micro_batches - 1;  // 1 always splits: it is the global batch
+      while (fewer > 1 && !(std::fmod(plan_.global_batch, fewer) == 0 && splits(extent_at(extent, fewer).value_or(0), ways)))
+        --fewer;
+      r_.fail(micro_, "batch.micro_batches",
+              fmt::format("{} leaves micro-batches of {} samples, and node '{}' cuts its loop '{}' (extent {} a micro-batch) "
+                          "{} ways: each way needs whole samples of every micro-batch; {} would do",
+                          plan_.micro_batches, plan_.global_batch / plan_.micro_batches, node, space.loops[l].name, *micro,
+                          ways, fewer == 1 ? std::string("1 micro-batch") : fmt::format("{} micro-batches", fewer)));
+    }
+  }
+
+ private:
+  static bool splits(double extent, long long ways) { return extent >= ways && std::fmod(extent, ways) == 0; }
+  // The extent with the batch split into `count` micro-batches.
+  std::optional<double> extent_at(const GiNaC::ex& extent, int count) {
+    at_micro_->bind(graph_.batch_dim, plan_.global_batch / count);
+    return at_micro_->evaluate(extent);
+  }
+
+  const Reader& r_;
+  YAML::Node micro_;
+  const Graph& graph_;
+  const Plan& plan_;
+  std::optional<SymbolTable> at_micro_;  // the model's dims, the batch bound per micro-batch
+};
+
+void read_nodes(const Reader& r, const YAML::Node& root, Graph& graph, const hardware::DeviceMesh& mesh, Plan& plan,
+                MicroBatchCheck& micro_batches) {
   const YAML::Node nodes = r.need(root, "nodes", "nodes");
   r.sequence(nodes, "nodes");
   std::map<std::string, NodeId> by_name;
@@ -173,6 +224,7 @@ void read_nodes(const Reader& r, const YAML::Node& root, Graph& graph, const har
       }
       plan.node_cuts[id].loop_axes[l] = axes;
     }
+    micro_batches.check(name, space, plan.node_cuts[id], mesh);
   }
   for (NodeId id = 0; id < static_cast<NodeId>(n); ++id)
     if (!seen[id]) r.fail(nodes, "nodes", "node '" + graph.node(id).name + "' of the model is missing");
@@ -220,6 +272,11 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
                        plan.global_batch, graph.batch_dim, bound->second, graph.batch_dim, plan.global_batch));
   plan.micro_batches = r.get<int>(batch, "micro_batches", "batch.micro_batches");
   if (plan.micro_batches < 1) r.fail(batch["micro_batches"], "batch.micro_batches", "must be at least 1");
+  if (std::fmod(plan.global_batch, plan.micro_batches) != 0)
+    r.fail(batch["micro_batches"], "batch.micro_batches",
+           fmt::format("{} does not divide the global batch {} (batch.global); the micro-batches must split it into whole "
+                       "samples (and each data-parallel rank's share)",
+                       plan.micro_batches, plan.global_batch));
   plan.schedule = r.parse(root, "schedule", "schedule", [](const std::string& s) { return parse_schedule(s); });
   plan.virtual_stages = r.get<int>(root, "virtual_stages", "virtual_stages");
   if (plan.virtual_stages < 1) r.fail(root["virtual_stages"], "virtual_stages", "must be at least 1");
@@ -253,7 +310,8 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
            fmt::format("{} counts for {} pipeline stages", plan.recompute_layers.size(), plan.pipeline_stages()));
   if (plan.offload_layers > 0 && plan.pipeline_stages() > 1)
     r.fail(root["offload_layers"], "offload_layers", "needs one pipeline stage (Megatron-LM offloads only without pipelining)");
-  read_nodes(r, root, graph, plan_mesh(plan, cluster), plan);
+  MicroBatchCheck micro_batches(r, batch["micro_batches"], graph, plan);
+  read_nodes(r, root, graph, plan_mesh(plan, cluster), plan, micro_batches);
   return plan;
 }
 

@@ -48,7 +48,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     StrategyResult s;
     s.strategy = s.label = name;
     say(options, "compare: " + name + ": planning");
-    StrategyOptions so;
+    StrategyOptions so = options.strategy;
     so.megatron = options.megatron;
     std::optional<EvaluatedPlan> e;
     try {

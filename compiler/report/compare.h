@@ -9,6 +9,7 @@
 
 #include "compiler/fusion/fusion_pass.h"
 #include "compiler/report/results.h"
+#include "compiler/strategies/strategy.h"
 #include "hardware/cluster.h"
 
 namespace symtensor::compiler {
@@ -20,6 +21,9 @@ struct CompareOptions {
   std::string batch_dim, sequence_dim;  // --batch-dim, --seq-dim (empty: found, `seq`)
   std::vector<std::string> strategies{"symtensor", "megatron", "dp", "zero3"};
   std::string megatron;    // fixed knobs; empty: the best of a small grid
+  // The strategies' options beside the knobs: StrategyOptions::bound (or target_seed) of
+  // `compare --stack T` (--unbounded).
+  StrategyOptions strategy;
   bool simulate = true;
   std::function<void(const std::string&)> progress;  // one line per step, may be empty
 };

@@ -76,7 +76,7 @@ SweepPoint sweep_point(Graph& graph, const SweepOptions& options, const std::str
     p.price_per_gpu_hour = given != options.prices.end() ? given->second : cluster.price_per_gpu_hour.value_or(0);
     for (const std::string& strategy : options.strategies) {
       try {
-        EvaluatedPlan e = evaluate_strategy(strategy, graph, cluster, StrategyOptions{});
+        EvaluatedPlan e = evaluate_strategy(strategy, graph, cluster, options.strategy);
         if (!e.estimate.fits) {
           p.rejected.push_back(e.label + ": needs " + format_bytes(e.estimate.peak_memory) + " of " +
                                format_bytes(e.estimate.memory_capacity));

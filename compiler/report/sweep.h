@@ -10,6 +10,7 @@
 
 #include "compiler/fusion/fusion_pass.h"
 #include "compiler/report/results.h"
+#include "compiler/strategies/strategy.h"
 
 namespace symtensor::compiler {
 
@@ -24,6 +25,9 @@ struct SweepOptions {
   // The SymTensor search alone by default: it prices Megatron-LM's and data-parallel
   // layouts as its seeds. Baselines are `compare`'s job; add them here to see them win.
   std::vector<std::string> strategies{"symtensor"};
+  // The strategies' options: StrategyOptions::bound (or target_seed) of `sweep --stack T`
+  // (--unbounded), the same on every point.
+  StrategyOptions strategy;
   double tokens = 1e12;
   // `--price CLUSTER=USD/h`: one's own price per GPU-hour, by the name in `clusters`; the
   // others keep their profile's illustrative price.

@@ -10,6 +10,7 @@
 
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
+#include "compiler/export/target_limits.h"
 #include "compiler/onnx_import/import.h"
 #include "compiler/search/search_common.h"
 #include "compiler/strategies/propagation.h"
@@ -95,7 +96,11 @@ FitPlan fit_micro_batch(const FitQuery& q, const hardware::Cluster& cluster, int
           for (bool distopt : {false, true}) {
             MegatronKnobs k;
             k.tp = tp, k.pp = pp, k.mb = b, k.sp = sp, k.recompute = r, k.distopt = distopt && dp > 1;
-            if (!distopt || dp > 1) {
+            MegatronKnobs layout = k;
+            layout.dp = dp;
+            // Inside the bound of `fit --stack T` only the layouts T runs as written.
+            const bool inside = !q.options.bound || recipe_within_target(*q.options.bound, megatron_layout_recipe(layout, layers));
+            if ((!distopt || dp > 1) && inside) {
               try {
                 const Plan plan = layouts.make(cluster, k, q.options);
                 const StepEstimate e = estimate_step(analyze_plan(*g, cluster, plan), plan, cluster);

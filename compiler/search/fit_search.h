@@ -4,7 +4,8 @@
 // - the largest micro-batch: for a micro-batch size b, every Megatron layout of the cluster
 //   (tp dividing the GPUs per node, pp dividing the layers, sp with tp, recompute none |
 //   selective | full, distributed optimizer or not; dp the rest, pp micro-batches per step)
-//   is priced and the fastest that fits kept; b doubles until none fits, then bisection
+//   is priced and the fastest that fits kept (only those the target of StrategyOptions::bound
+//   runs as written, when set: `fit --stack T`); b doubles until none fits, then bisection
 //   finds the largest b that fits (memory grows with b);
 // - the longest sequence: the model re-imported with seq = S, planned by the strategy
 //   search at the given batch; S doubles from the bound value, then bisection to a

@@ -1,6 +1,7 @@
 // The command line as a newcomer meets it (#34): compile prints tokens/s and says when a step
 // is impractical, a plan edited to micro-batches that do not divide its batch says so in
-// one line naming the key, sweep takes one's own prices, profile names in any case.
+// one line naming the key, sweep takes one's own prices, profile names in any case (and a plan
+// simulated on another profile than its own says so).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -106,6 +107,15 @@ TEST_F(NewcomerCli, SweepTakesYourPriceAndMarksTheOthersIllustrative) {
 TEST_F(NewcomerCli, ProfileNamesInAnyCaseAndDidYouMean) {
   ASSERT_EQ(run("compile " + model() + " --cluster DGX-A100 --gpus 4 --bind batch=16,seq=32 -o " + path("c")), 0) << err_;
   EXPECT_NE(out_.find("dgx-a100 (4 devices)"), std::string::npos) << out_;
+  // The plan was made for DGX-A100: dgx-a100 in another case or as NAMExN is the same profile,
+  // no notice; another profile gets one line naming both.
+  const std::string plan = " --gpus 4 --bind batch=16,seq=32 --plan " + path("c/plan.yaml");
+  ASSERT_EQ(run("simulate " + model() + " --cluster dgx-a100" + plan), 0) << err_;
+  EXPECT_EQ(err_, "");
+  ASSERT_EQ(run("simulate " + model() + " --cluster Dgx-A100x1" + plan), 0) << err_;
+  EXPECT_EQ(err_, "");
+  ASSERT_EQ(run("simulate " + model() + " --cluster dgx-h100" + plan), 0) << err_;
+  EXPECT_EQ(err_, "symtensor: note: --cluster dgx-h100 differs from the plan's DGX-A100 (the plan is priced on dgx-h100)\n");
   EXPECT_NE(run("compile " + model() + " --cluster dgx-a10 --gpus 4 --bind batch=16,seq=32 -o " + path("d")), 0);
   EXPECT_EQ(err_.rfind("symtensor: error: unknown hardware profile 'dgx-a10': did you mean 'dgx-a100'? (bundled: ", 0), 0u)
       << err_;

@@ -146,6 +146,16 @@ TEST(PlanYamlErrors, NameFileLineAndKey) {
   EXPECT_EQ(error_of("global: 8", "global: 16"),
             "p.yaml:" + line_of("global: 8") + ": key 'batch.global': 16 differs from the model's --bind batch=8: "
             "compile the plan again for that batch, or bind batch=16");
+  // Micro-batches that do not divide the batch, or leave a rank part of a sample (#34): said at
+  // their key, not as a loop that "does not split 4 ways" deep in the analysis.
+  EXPECT_EQ(error_of("micro_batches: 1", "micro_batches: 3"),
+            "p.yaml:" + line_of("micro_batches: 1") + ": key 'batch.micro_batches': 3 does not divide the global batch 8 "
+            "(batch.global); the micro-batches must split it into whole samples (and each data-parallel rank's share)");
+  EXPECT_EQ(error_of("micro_batches: 1", "micro_batches: 4"),
+            "p.yaml:" + line_of("micro_batches: 1") + ": key 'batch.micro_batches': 4 leaves micro-batches of 2 samples, "
+            "and node '/transformer/Gather_1' cuts its loop 'd0' (extent 2 a micro-batch) 4 ways: each way needs whole "
+            "samples of every micro-batch; 2 micro-batches would do");
+  EXPECT_EQ(error_of("micro_batches: 1", "micro_batches: 2"), "no error");
 }
 
 }  // namespace

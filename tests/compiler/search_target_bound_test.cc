@@ -5,10 +5,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <unistd.h>
+
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
 #include "compiler/export/export.h"
+#include "compiler/export/recipe_plan.h"
 #include "compiler/export/target_limits.h"
+#include "compiler/report/compare.h"
+#include "compiler/report/sweep.h"
+#include "compiler/search/fit_search.h"
 #include "compiler/strategies/megatron.h"
 #include "compiler/strategies/strategy.h"
 #include "tests/compiler/search_test_util.h"
@@ -122,6 +129,242 @@ TEST_P(SearchInsideTarget, ExpertModelNeverFasterThanUnbounded) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stacks, SearchInsideTarget, ::testing::Values("megatron", "nemo", "torchtitan", "deepspeed", "jax"));
+
+// ---- The nearest expressible plan is searched (issue #30) ----------------------------------
+
+// The plan adjusted item by item, as export_plan builds it (recover_recipe, then the target's
+// limits, then the recipe's Megatron layout), priced; nullopt when it has no layout.
+std::optional<StepEstimate> adjusted_estimate(ExportTarget t, Graph& g, const hardware::Cluster& c, const Plan& p) {
+  ParallelRecipe r = recover_recipe(g, c, p);
+  (void)apply_target_limits(t, p.mode, r);
+  const RecipePlan adjusted = build_recipe_plan(g, c, p, r);
+  if (!adjusted.plan) return std::nullopt;
+  return estimate_step(analyze_plan(g, c, *adjusted.plan), *adjusted.plan, c);
+}
+
+Plan megatron_plan(Graph& g, const hardware::Cluster& c, const std::string& knobs) {
+  StrategyOptions so;
+  so.megatron = knobs;
+  return make_plan("megatron", g, c, so);
+}
+
+// The issue's complaint: Llama 3 8B on one DGX H100 at 64 x 8k fits under Megatron-FSDP
+// (ZeRO-3); NeMo's MegatronStrategy has no ZeRO-3, and the plan adjusted to the distributed
+// optimizer (ZeRO-1) needs ~100 GiB of 70.8. The export writes the search's plan, which fits.
+TEST(NearestPlanSearched, NemoExportOfAPlanWhoseAdjustedPlanDoesNotFitIsAFittingPlan) {
+  Graph g = symtensor::testing::zoo_graph("llama3-8b", {}, 64, 8192);
+  const hardware::Cluster c = symtensor::testing::cluster_of("dgx-h100", 1, 8);
+  const Plan p = megatron_plan(g, c, "tp=1,pp=1,mb=1,fsdp=3");
+  ASSERT_TRUE(estimate_step(analyze_plan(g, c, p), p, c).fits);
+  {
+    const ExportTarget t = ExportTarget::nemo;
+    const std::optional<StepEstimate> adjusted = adjusted_estimate(t, g, c, p);
+    ASSERT_TRUE(adjusted.has_value());
+    EXPECT_FALSE(adjusted->fits) << adjusted->peak_memory / (1 << 30) << " GiB";
+    const ExportResult e = export_plan(t, g, c, p);
+    ASSERT_FALSE(e.exact());
+    EXPECT_TRUE(e.searched);
+    ASSERT_TRUE(e.nearest.has_value());
+    EXPECT_EQ(e.nearest_way, ExportResult::NearestWay::searched);
+    EXPECT_TRUE(e.nearest_fits);
+    EXPECT_TRUE(e.nothing_fits.empty());
+    EXPECT_TRUE(target_items(t, g, c, *e.nearest).empty()) << ::testing::PrintToString(target_items(t, g, c, *e.nearest));
+    EXPECT_TRUE(estimate_step(analyze_plan(g, c, *e.nearest), *e.nearest, c).fits);
+    EXPECT_EQ(e.nearest->inputs.model, p.inputs.model);
+    // Both predictions and the way, in the file and the summary.
+    EXPECT_THAT(e.config, ::testing::HasSubstr("# predicted step time of the plan: "));
+    EXPECT_THAT(e.config, ::testing::HasSubstr("# nearest plan searched inside nemo"));
+    const std::string summary = export_summary(e, "nemo.py");
+    EXPECT_THAT(summary, ::testing::HasSubstr("fits as nemo.py.nearest.yaml"));
+    EXPECT_THAT(summary, ::testing::ContainsRegex("nearest found +searched inside nemo .*adjusted item by item: .*does not fit"));
+    // The file writes the searched plan's recipe.
+    EXPECT_EQ(e.recipe.tp, recover_recipe(g, c, *e.nearest).tp);
+    std::cout << "NeMo: plan " << e.original_step_s << " s; adjusted " << adjusted->step_time_s << " s, "
+              << adjusted->peak_memory / (1 << 30) << " GiB (does not fit); searched " << e.nearest_step_s << " s, "
+              << estimate_step(analyze_plan(g, c, *e.nearest), *e.nearest, c).peak_memory / (1 << 30) << " GiB\n";
+  }
+}
+
+// Nothing inside NeMo fits a device just big enough for a model fully sharded (ZeRO-3) over 8
+// GPUs: 7 layers of 7 heads leave NeMo no tensor or pipeline cut of 8 GPUs, so its plans keep
+// whole model states (at least 6 bytes per parameter against ZeRO-3's 2). The export says so in
+// one line and marks the plan it writes as not fitting.
+TEST(NearestPlanSearched, NothingInsideTheTargetFitsIsSaidAndMarked) {
+  models::Overrides o;
+  o.layers = 7, o.hidden = 3584, o.heads = 7, o.kv_heads = 7, o.intermediate = 14336;
+  Graph g = symtensor::testing::zoo_graph("llama3-8b", o, 8, 128);
+  hardware::Cluster c = symtensor::testing::cluster_of("dgx-h100", 1, 8);
+  const Plan p = megatron_plan(g, c, "tp=1,pp=1,mb=1,fsdp=3,recompute=full");
+  for (int i = 0; i < 3; ++i) {  // the device's memory shrunk to 0.3% above the plan's need
+    const StepEstimate e = estimate_step(analyze_plan(g, c, p), p, c);
+    c.device.memory_bytes *= e.peak_memory * 1.003 / e.memory_capacity;
+  }
+  ASSERT_TRUE(estimate_step(analyze_plan(g, c, p), p, c).fits);
+  const ExportResult e = export_plan(ExportTarget::nemo, g, c, p);
+  ASSERT_TRUE(e.nearest.has_value());
+  EXPECT_TRUE(e.searched);
+  EXPECT_FALSE(e.nearest_fits);
+  EXPECT_FALSE(estimate_step(analyze_plan(g, c, *e.nearest), *e.nearest, c).fits);
+  EXPECT_THAT(e.nothing_fits, ::testing::StartsWith("no plan inside nemo fits device memory: the nearest plan written does not fit ("));
+  EXPECT_EQ(e.nothing_fits.find('\n'), std::string::npos);
+  const std::string summary = export_summary(e, "nemo.py");
+  EXPECT_THAT(summary, ::testing::HasSubstr("DOES NOT FIT, written as nemo.py.nearest.yaml"));
+  EXPECT_THAT(summary, ::testing::HasSubstr(e.nothing_fits + "\n"));
+  EXPECT_THAT(e.config, ::testing::HasSubstr("# " + e.nothing_fits + "\n"));
+  EXPECT_THAT(e.nearest_yaml, ::testing::HasSubstr("fits: false"));
+}
+
+// Over plans every target cannot write as they are: the nearest plan is never slower than the
+// plan adjusted item by item when both fit, and a searched nearest plan is written exactly.
+TEST(NearestPlanSearched, NeverSlowerThanTheAdjustedPlanWhenBothFit) {
+  Graph g = small_llama();
+  const hardware::Cluster c = symtensor::testing::cluster_of("dgx-h100", 1, 8);
+  std::vector<Plan> plans = {make_plan("symtensor", g, c, StrategyOptions{}), megatron_plan(g, c, "tp=2,pp=2,mb=1,vp=2,distopt=1"),
+                             megatron_plan(g, c, "tp=1,pp=1,mb=1,fsdp=2"),
+                             megatron_plan(g, c, "tp=2,pp=1,mb=2,sp=0,recompute=selective")};
+  int searched_won = 0, compared = 0;
+  for (const Plan& p : plans) {
+    for (ExportTarget t : {ExportTarget::megatron, ExportTarget::nemo, ExportTarget::torchtitan, ExportTarget::deepspeed,
+                           ExportTarget::dtensor, ExportTarget::jax}) {
+      const ExportResult e = export_plan(t, g, c, p);
+      if (e.exact()) continue;
+      SCOPED_TRACE(std::string(to_string(t)) + " " + ::testing::PrintToString(e.not_expressible));
+      ASSERT_TRUE(e.nearest.has_value());
+      EXPECT_TRUE(e.searched);
+      if (e.nearest_way == ExportResult::NearestWay::searched) {
+        ++searched_won;
+        EXPECT_TRUE(target_items(t, g, c, *e.nearest).empty());
+      }
+      const std::optional<StepEstimate> adjusted = adjusted_estimate(t, g, c, p);
+      if (!adjusted || !adjusted->fits) continue;
+      ++compared;
+      EXPECT_TRUE(e.nearest_fits);
+      EXPECT_LE(e.nearest_step_s, adjusted->step_time_s * (1 + 1e-12));
+    }
+  }
+  EXPECT_GT(compared, 5);
+  EXPECT_GT(searched_won, 0);
+}
+
+// A plan the target writes exactly is written as it is: no nearest plan, no search.
+TEST(NearestPlanSearched, ExactPlanIsExportedUnchangedWithoutASearch) {
+  Graph g = small_llama();
+  const hardware::Cluster c = symtensor::testing::cluster_of("dgx-h100", 1, 8);
+  const Plan p = megatron_plan(g, c, "tp=2,pp=2,mb=1");
+  const ExportResult e = export_plan(ExportTarget::megatron, g, c, p);
+  EXPECT_TRUE(e.exact());
+  EXPECT_FALSE(e.searched);
+  EXPECT_FALSE(e.nearest.has_value());
+  EXPECT_EQ(e.nearest_way, ExportResult::NearestWay::none);
+  EXPECT_EQ(e.recipe.tp, 2);
+  EXPECT_EQ(e.recipe.pp, 2);
+  EXPECT_THAT(e.config, ::testing::HasSubstr("--tensor-model-parallel-size 2\n"));
+  EXPECT_THAT(e.config, ::testing::HasSubstr("--pipeline-model-parallel-size 2\n"));
+  EXPECT_EQ(export_files(e, "m.args").size(), 1u);  // no m.args.nearest.yaml
+  EXPECT_THAT(export_summary(e, "m.args"), ::testing::Not(::testing::HasSubstr("nearest")));
+}
+
+// ---- The stack bounds sweep, fit and compare as it bounds compile (issue #30) --------------
+
+// LLaMA-2 13B on two nodes of 8 L4 at 64 x 2k under DeepSpeed: the unbounded search recomputes
+// 36 of the 40 layers (--recompute-num-layers has no DeepSpeed key: the config checkpoints every
+// layer); the search inside DeepSpeed recomputes all of them.
+class BoundedCommands : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("symtensor_bound_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    models::ModelConfig config = models::preset_config("llama2-13b");
+    config.weights = models::Weights::none;
+    path_ = (dir_ / "llama2_13b.onnx").string();
+    models::save_model(models::build_model(config), path_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  static StrategyOptions options(bool bounded) {
+    StrategyOptions so;
+    (bounded ? so.bound : so.target_seed) = ExportTarget::deepspeed;
+    return so;
+  }
+  hardware::Software software() const { return {"deepspeed"}; }
+  std::filesystem::path dir_;
+  std::string path_;
+  const std::string bind_ = "batch=64,seq=2048";
+};
+
+TEST_F(BoundedCommands, SweepSearchesInsideTheStack) {
+  SweepPoint points[2];
+  for (bool bounded : {true, false}) {
+    SweepOptions o;
+    o.model = path_;
+    o.bind = bind_;
+    o.clusters = {"pcie-l4"};
+    o.gpus = {16};
+    o.software = software();
+    o.strategy = options(bounded);
+    const SweepResults r = run_sweep(o);
+    ASSERT_EQ(r.points.size(), 1u);
+    ASSERT_TRUE(r.points[0].ok) << r.points[0].error;
+    points[bounded ? 0 : 1] = r.points[0];
+  }
+  EXPECT_THAT(points[0].strategy, ::testing::HasSubstr("recompute full"));
+  EXPECT_THAT(points[0].strategy, ::testing::Not(::testing::HasSubstr("(layers")));
+  EXPECT_THAT(points[1].strategy, ::testing::HasSubstr("recompute full (layers"));
+  EXPECT_LT(points[1].step_time_s, points[0].step_time_s);
+}
+
+TEST_F(BoundedCommands, FitSearchesInsideTheStack) {
+  const hardware::Cluster c = hardware::with_software(symtensor::testing::cluster_of("pcie-l4", 2, 8), software());
+  FitPlan plans[2];
+  for (bool bounded : {true, false}) {
+    FitQuery q;
+    q.model = path_;
+    q.bind = bind_;
+    q.options = options(bounded);
+    plans[bounded ? 0 : 1] = fit_strategy(q, c, {});
+    ASSERT_TRUE(plans[bounded ? 0 : 1].fits) << plans[bounded ? 0 : 1].label;
+  }
+  EXPECT_THAT(plans[0].label, ::testing::HasSubstr("recompute full,"));
+  EXPECT_THAT(plans[1].label, ::testing::HasSubstr("recompute full (layers"));
+  EXPECT_LT(plans[1].step_time_s, plans[0].step_time_s);
+  // The micro-batch query walks Megatron layouts: inside DeepSpeed none with selective
+  // recomputation or tensor parallelism beside a pipeline.
+  FitQuery q;
+  q.model = path_;
+  q.bind = bind_;
+  q.options = options(true);
+  const FitPlan mb = fit_micro_batch(q, hardware::with_software(symtensor::testing::cluster_of("pcie-l4", 1, 8), software()), 1);
+  EXPECT_THAT(mb.label, ::testing::Not(::testing::HasSubstr("recompute=selective")));
+  const MegatronKnobs k = parse_megatron_knobs(mb.label.substr(mb.label.find(' ') + 1));
+  EXPECT_FALSE(k.tp > 1 && k.pp > 1) << mb.label;
+  EXPECT_FALSE(k.sp) << mb.label;
+}
+
+TEST_F(BoundedCommands, CompareSearchesInsideTheStack) {
+  const hardware::Cluster c = hardware::with_software(symtensor::testing::cluster_of("pcie-l4", 2, 8), software());
+  ImportOptions io;
+  io.bindings = parse_bindings(bind_);
+  io.warn_opaque = false;
+  Graph g = import_onnx_file(path_, io);
+  double step[2] = {0, 0};
+  for (bool bounded : {true, false}) {
+    CompareOptions o;
+    o.model = path_;
+    o.bind = bind_;
+    o.strategies = {"symtensor"};
+    o.simulate = false;
+    o.strategy = options(bounded);
+    const CompareResults r = run_compare(o, c);
+    ASSERT_EQ(r.strategies.size(), 1u);
+    ASSERT_TRUE(r.strategies[0].ok) << r.strategies[0].error;
+    ASSERT_TRUE(r.strategies[0].plan.has_value());
+    EXPECT_EQ(target_items(ExportTarget::deepspeed, g, c, *r.strategies[0].plan).empty(), bounded);
+    step[bounded ? 0 : 1] = r.strategies[0].step_time_s();
+  }
+  EXPECT_LT(step[1], step[0]);
+}
 
 }  // namespace
 }  // namespace symtensor::compiler

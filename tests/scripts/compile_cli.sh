@@ -122,5 +122,19 @@ secs() { awk '/^step time/ { u = $4; f = u == "s" ? 1 : u == "ms" ? 1e-3 : u == 
 bounded="$(secs "$("$symtensor" compile "$work/llama.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind --stack deepspeed -o "$work/b_b")")"
 unbounded="$(secs "$out")"
 awk -v b="$bounded" -v u="$unbounded" 'BEGIN { exit !(u > 0 && b > 0 && u <= b) }' || fail "unbounded $unbounded s, bounded $bounded s"
+# sweep, fit and compare take the same bound from --stack, and --unbounded (#30)
+cl4="--cluster dgx-a100 --nodes 1 --gpus 4"
+for cmd in "sweep $work/llama.onnx --clusters dgx-a100 --gpus 4 $bind --jobs 1 -o $work/sw" "fit $work/llama.onnx $cl4 $bind --only sequence" \
+           "compare $work/llama.onnx $cl4 $bind --strategies symtensor --no-simulate -o $work/cmp"; do
+  # shellcheck disable=SC2086
+  out="$("$symtensor" $cmd --stack torchtitan 2>/dev/null)"
+  echo "$out" | grep -Eq "^search:? +inside torchtitan: the fastest plan it runs as written" || fail "${cmd%% *} --stack: no bound said: $out"
+  # shellcheck disable=SC2086
+  out="$("$symtensor" $cmd --stack torchtitan --unbounded 2>/dev/null)"
+  ! echo "$out" | grep -q "inside torchtitan" || fail "${cmd%% *} --unbounded still bounded: $out"
+  # shellcheck disable=SC2086
+  out="$("$symtensor" $cmd 2>/dev/null)"
+  ! echo "$out" | grep -q "^search" || fail "${cmd%% *} without --stack is bounded: $out"
+done
 
 echo "compile_cli: OK"

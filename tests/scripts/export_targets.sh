@@ -34,13 +34,21 @@ $py "$check" torchtitan "$work/m/out.torchtitan" tp=2 pp=2 cp=1 dp=2 mb=2 accumu
   recompute=selective world=8
 
 # DeepSpeed cannot combine AutoTP with a pipeline, nor selective recomputation: listed, and
-# the nearest plan (tp folded into dp, full recompute) is what the JSON says.
+# the nearest plan is what the JSON says: searched inside DeepSpeed (#30), for this tiny model
+# plain data parallelism, faster than the plan adjusted item by item (tp folded into dp, full
+# recompute), whose prediction is printed beside it.
 "$symtensor" export "$work/m/plan.yaml" --model "$work/llama.onnx" $cl $bind --to deepspeed -o "$work/m/ds.json" >"$work/ds.out"
 grep -q "AutoTP does not combine with PipelineModule" "$work/ds.out" || fail "deepspeed: tp+pp not listed: $(cat "$work/ds.out")"
 grep -q "nearest step time" "$work/ds.out" || fail "deepspeed: no nearest step time"
 grep -q "^plan step time" "$work/ds.out" || fail "deepspeed: no plan step time"
 [ -s "$work/m/ds.json.nearest.yaml" ] || fail "deepspeed: no nearest plan written"
-$py "$check" deepspeed "$work/m/ds.json" tp=1 pp=2 dp=4 mb=2 accumulation=2 batch=16 zero=0 recompute=full world=8
+grep -q "^nearest found *searched inside deepspeed (the fastest plan it runs as written); the plan adjusted item by item: .*, fits" \
+  "$work/ds.out" || fail "deepspeed: the nearest plan was not searched: $(cat "$work/ds.out")"
+$py "$check" deepspeed "$work/m/ds.json" tp=1 pp=1 dp=8 mb=2 accumulation=1 batch=16 zero=0 recompute=none world=8
+# ... and DeepSpeed writes it exactly
+"$symtensor" export "$work/m/ds.json.nearest.yaml" --to deepspeed -o "$work/m/ds2.json" >"$work/ds2.out"
+grep -q "^expressed *exact" "$work/ds2.out" || fail "deepspeed: the nearest plan is not exact: $(cat "$work/ds2.out")"
+cmp -s "$work/m/ds.json" "$work/m/ds2.json" || fail "deepspeed: the nearest plan exports another config"
 # the nearest plan is a plan: compile reads it back
 "$symtensor" compile "$work/llama.onnx" $cl $bind --plan "$work/m/ds.json.nearest.yaml" -o "$work/near" >/dev/null \
   || fail "the nearest plan does not read back"
@@ -86,8 +94,17 @@ done
 "$symtensor" compile "$work/l8.onnx" $cl $bind --megatron tp=2,pp=2,vp=2,mb=1,recompute=full,distopt=1 \
   -o "$work/v" --export megatron >/dev/null
 $py "$check" megatron "$work/v/megatron.args" tp=2 pp=2 vp=2 dp=2 mb=1 accumulation=8 batch=16 zero=1 recompute=full world=8
-$py "$check" torchtitan <("$symtensor" export "$work/v/plan.yaml" --model "$work/l8.onnx" $cl $bind --to torchtitan \
-  -o "$work/v/t.toml" >/dev/null; cat "$work/v/t.toml") tp=2 pp=2 dp=2 zero=3 recompute=full
+# torchtitan has no distributed optimizer: the nearest plan is written, found as the summary says
+"$symtensor" export "$work/v/plan.yaml" --model "$work/l8.onnx" $cl $bind --to torchtitan -o "$work/v/t0.toml" >"$work/v/t0.out"
+grep -q "distributed optimizer: torchtitan replicates" "$work/v/t0.out" || fail "torchtitan: distopt not listed: $(cat "$work/v/t0.out")"
+grep -Eq "^nearest found *(searched inside torchtitan|adjusted item by item)" "$work/v/t0.out" \
+  || fail "torchtitan: how the nearest plan was found is not said: $(cat "$work/v/t0.out")"
+# the same layout without it is torchtitan's exactly: interleaved, two layers per stage
+"$symtensor" compile "$work/l8.onnx" $cl $bind --megatron tp=2,pp=2,vp=2,mb=1,sp=1,recompute=full \
+  -o "$work/v2" --export torchtitan >"$work/v2.out"
+grep -q "expressed *exact" "$work/v2.out" || fail "torchtitan: tp=2 pp=2 vp=2 not exact: $(cat "$work/v2.out")"
+cp "$work/v2/torchtitan.toml" "$work/v/t.toml"
+$py "$check" torchtitan "$work/v/t.toml" tp=2 pp=2 dp=2 zero=0 recompute=full
 grep -q 'pipeline_parallel_schedule = "Interleaved1F1B"' "$work/v/t.toml" || fail "torchtitan: vp=2 not interleaved"
 grep -q 'pipeline_parallel_layers_per_stage = 2' "$work/v/t.toml" || fail "torchtitan: layers per stage"
 # uneven: move layer 0's... the first stage keeps 3 layers, the last 5 (hand-edited stages)
