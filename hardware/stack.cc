@@ -95,7 +95,7 @@ Stack parse_stack(const std::string& yaml_text, const std::string& source) {
   } catch (const YAML::ParserException& e) {
     throw std::runtime_error(fmt::format("{}:{}:{}: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
-  r.expect_map(root, "", {"name", "description", "base", "memory", "overlap", "kernels", "fusion"});
+  r.expect_map(root, "", {"name", "description", "base", "memory", "overlap", "kernels", "fusion", "recompute"});
   // `base: NAME`: the bundled stack this one runs on (the same kernels), with other memory.
   Stack stack;
   if (root["base"].IsDefined()) {
@@ -136,6 +136,15 @@ Stack parse_stack(const std::string& yaml_text, const std::string& source) {
     if (const YAML::Node v = fusion["elementwise"]; v.IsDefined()) {
       if (!v.IsScalar() || (v.Scalar() != "true" && v.Scalar() != "false")) r.fail(v, "fusion.elementwise", "expected true or false");
       stack.fused_elementwise = v.Scalar() == "true";
+    }
+  }
+  if (const YAML::Node recompute = root["recompute"]; recompute.IsDefined()) {
+    r.expect_map(recompute, "recompute", {"selective"});
+    if (const YAML::Node v = recompute["selective"]; v.IsDefined()) {
+      if (!v.IsScalar() || (v.Scalar() != "attention_core" && v.Scalar() != "every_other_matmul"))
+        r.fail(v, "recompute.selective", "expected attention_core or every_other_matmul");
+      stack.selective_recompute =
+          v.Scalar() == "every_other_matmul" ? SelectiveRecompute::every_other_matmul : SelectiveRecompute::attention_core;
     }
   }
   if (const YAML::Node overlap = root["overlap"]; overlap.IsDefined()) {

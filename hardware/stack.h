@@ -49,6 +49,13 @@ struct StackKernels {
   std::string source;    // where the factors come from (the runs they were fitted on)
 };
 
+// What selective recomputation keeps. Megatron-LM's (--recompute-granularity selective)
+// drops the attention core's sequence-quadratic tensors and recomputes them; torchtitan's
+// op-level policy (activation_checkpoint mode "selective", option "op") keeps the outputs of
+// every other matmul of a layer and of the attention kernels and recomputes the rest of the
+// layer from its input.
+enum class SelectiveRecompute { attention_core, every_other_matmul };
+
 struct Stack {
   std::string name = "megatron";
   std::string description;
@@ -62,6 +69,7 @@ struct Stack {
   // bias-dropout-add; XLA's fusions): a value that only feeds the next element-wise op of its
   // layer never reaches HBM. False: eager PyTorch, one kernel and one HBM round trip per op.
   bool fused_elementwise = false;
+  SelectiveRecompute selective_recompute = SelectiveRecompute::attention_core;
 
   // The factors for a device (the entry with the longest prefix of its name), if any.
   const StackKernels* kernels_for(const std::string& device_name) const;

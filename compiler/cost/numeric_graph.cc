@@ -120,6 +120,7 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
   }
   saved_ = compiler::saved_tensors(*this);
   checkpoints_ = compiler::layer_checkpoints(*this);
+  op_checkpoints_ = compiler::op_checkpoints(*this, op_checkpoint_nodes_);
 }
 
 // Element-wise, normalization, softmax, reduction and data-movement ops are what fused kernels

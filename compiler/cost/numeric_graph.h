@@ -107,6 +107,10 @@ class NumericGraph {
   // What backward keeps without recompute, and the layer inputs full recompute keeps.
   const std::vector<SavedTensor>& saved_tensors() const { return saved_; }
   const std::vector<SavedTensor>& layer_checkpoints() const { return checkpoints_; }
+  // What an op-level selective policy keeps (saved_activations.h, op_checkpoints), and whether
+  // a node is one whose outputs it keeps (not recomputed).
+  const std::vector<SavedTensor>& op_checkpoints() const { return op_checkpoints_; }
+  bool keeps_outputs_under_op_policy(NodeId id) const { return op_checkpoint_nodes_.at(id) != 0; }
   double batch_binding() const { return batch_binding_; }  // the bound batch (global), 0 if none
   const GiNaC::symbol* batch_symbol() const { return has_batch_ ? &batch_ : nullptr; }
 
@@ -132,7 +136,8 @@ class NumericGraph {
   std::vector<std::vector<Affine>> tensor_shapes_;
   std::vector<bool> quadratic_;
   std::vector<NodeId> order_;
-  std::vector<SavedTensor> saved_, checkpoints_;
+  std::vector<SavedTensor> saved_, checkpoints_, op_checkpoints_;
+  std::vector<char> op_checkpoint_nodes_;
   mutable std::map<GiNaC::ex, Affine, GiNaC::ex_is_less> compiled_;  // compile's, by expression
 };
 

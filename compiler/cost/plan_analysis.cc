@@ -417,8 +417,17 @@ class Analyzer {
     // Full recomputation re-runs the layers; the operators outside them (embedding, final
     // norm, head) keep their tensors (layer_checkpoints) and are not run again.
     if (plan_.recompute == RecomputePolicy::full && ng_.num_layers() > 0) return ng_.node_layers()[id] >= 0;
+    // The stack's op-level selective policy re-runs a layer but the operators whose outputs it keeps.
+    if (op_level_selective()) return ng_.node_layers()[id] >= 0 && !ng_.keeps_outputs_under_op_policy(id);
     return plan_.recompute == RecomputePolicy::full ||
            (plan_.recompute == RecomputePolicy::selective && ng_.node(id).quadratic_output);
+  }
+
+  // Selective recomputation as torchtitan's "op" option runs it (Stack::selective_recompute),
+  // on a graph with layers.
+  bool op_level_selective() const {
+    return plan_.recompute == RecomputePolicy::selective && ng_.num_layers() > 0 &&
+           cluster_.stack.selective_recompute == hardware::SelectiveRecompute::every_other_matmul;
   }
 
   // Full recomputation of the first Plan::recompute_layers layers of each stage.
@@ -1015,8 +1024,10 @@ class Analyzer {
       offloaded->holder.assign(plan_.offload_layers, kNone);
     }
     if (!layer_recompute()) {
-      add_saved(plan_.recompute == RecomputePolicy::full ? ng_.layer_checkpoints() : ng_.saved_tensors(), nullptr,
-                per_stage, by_node, offloaded);
+      add_saved(plan_.recompute == RecomputePolicy::full ? ng_.layer_checkpoints()
+                : op_level_selective()                   ? ng_.op_checkpoints()
+                                                         : ng_.saved_tensors(),
+                nullptr, per_stage, by_node, offloaded);
     } else {
       auto kept = [&](const SavedTensor& s, NodeId holder) {
         return !in_recomputed_layer_[holder] || read_from_outside_its_layer(ng_, s, holder);

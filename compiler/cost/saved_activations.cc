@@ -242,4 +242,27 @@ std::vector<SavedTensor> layer_checkpoints(const NumericGraph& ng) {
   return saved;
 }
 
+std::vector<SavedTensor> op_checkpoints(const NumericGraph& ng, std::vector<char>& kept_nodes) {
+  const Graph& g = ng.graph();
+  std::vector<SavedTensor> saved = ng.layer_checkpoints();
+  kept_nodes.assign(g.nodes().size(), 0);
+  auto weight_gemm = [&](NodeId id) {
+    if (ng.node(id).kind != OpKind::gemm) return false;
+    for (TensorId in : g.node(id).inputs)
+      if (in != kNone && (ng.facts(in).parameter || ng.facts(in).weight_derived)) return true;
+    return false;
+  };
+  std::vector<int> gemms_seen(static_cast<std::size_t>(std::max(ng.num_layers(), 0)), 0);
+  for (NodeId id : ng.topological_order()) {
+    const int layer = ng.node_layers()[id];
+    if (layer < 0) continue;
+    const bool attention = ng.node(id).kind == OpKind::attention;
+    if (!attention && !(weight_gemm(id) && gemms_seen[layer]++ % 2 == 0)) continue;
+    kept_nodes[id] = 1;
+    for (TensorId out : g.node(id).outputs)
+      if (out != kNone && is_saved_activation(ng, out)) saved.push_back({out, id, false, false});
+  }
+  return saved;
+}
+
 }  // namespace symtensor::compiler

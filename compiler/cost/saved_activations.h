@@ -14,7 +14,7 @@
 
 namespace symtensor::compiler {
 
-// NumericGraph computes both lists once (saved_tensors(), layer_checkpoints()); use those.
+// NumericGraph computes these lists once (saved_tensors(), layer_checkpoints(), op_checkpoints()); use those.
 
 // Every tensor kept for backward, each once.
 std::vector<SavedTensor> saved_tensors(const NumericGraph& graph);
@@ -24,6 +24,12 @@ std::vector<SavedTensor> saved_tensors(const NumericGraph& graph);
 // layers keep without recomputation. Without: the input of every other normalization in
 // order (pre-norm transformer layers have two), or the graph inputs.
 std::vector<SavedTensor> layer_checkpoints(const NumericGraph& graph);
+
+// Tensors kept under an op-level selective policy (torchtitan's "op" option,
+// hardware::SelectiveRecompute::every_other_matmul): layer_checkpoints(), and inside each layer
+// the outputs of every other weight GEMM (the 1st, 3rd, ... in order) and of the fused attention
+// kernels. `kept_nodes` (by node id) marks the operators whose outputs are kept: not recomputed.
+std::vector<SavedTensor> op_checkpoints(const NumericGraph& graph, std::vector<char>& kept_nodes);
 
 // Whether `holder`, inside a layer, reads `s` from outside that layer (a layer input).
 bool read_from_outside_its_layer(const NumericGraph& graph, const SavedTensor& s, NodeId holder);

@@ -11,18 +11,18 @@
 namespace symtensor::compiler {
 namespace {
 
-constexpr std::int64_t kHidden = 64, kExperts = 8, kTopK = 2, kSeq = 32, kBatch = 2;
+constexpr std::int64_t kRoutingHidden = 64, kRoutingExperts = 8, kRoutingTopK = 2, kRoutingSeq = 32, kRoutingBatch = 2;
 
-struct Priced {
+struct RoutingPriced {
   Graph graph;
   PlanAnalysis analysis;
 };
 
-Priced price_moe() {
+RoutingPriced price_moe() {
   models::Overrides o;
-  o.layers = 1, o.hidden = kHidden, o.heads = 2, o.kv_heads = 2, o.intermediate = 96, o.vocab = 256, o.seq = kSeq;
-  o.experts = kExperts, o.top_k = kTopK;
-  Priced p{symtensor::testing::zoo_graph("llama2-7b", o, kBatch, kSeq), {}};
+  o.layers = 1, o.hidden = kRoutingHidden, o.heads = 2, o.kv_heads = 2, o.intermediate = 96, o.vocab = 256, o.seq = kRoutingSeq;
+  o.experts = kRoutingExperts, o.top_k = kRoutingTopK;
+  RoutingPriced p{symtensor::testing::zoo_graph("llama2-7b", o, kRoutingBatch, kRoutingSeq), {}};
   const hardware::Cluster c = symtensor::testing::cluster_of("dgx-h100", 1, 1);
   const Plan plan = make_plan("dp", p.graph, c, StrategyOptions{});
   p.analysis = analyze_plan(p.graph, c, plan);
@@ -30,10 +30,10 @@ Priced price_moe() {
 }
 
 TEST(RoutingTables, DispatchMaskAndCombineWeightsAreIndexSized) {
-  Priced p = price_moe();
+  RoutingPriced p = price_moe();
   const NumericGraph ng(p.graph);
-  const double capacity = kTopK * kSeq / kExperts;  // capacity factor 1
-  const double table_elements = kBatch * kSeq * kExperts * capacity;
+  const double capacity = kRoutingTopK * kRoutingSeq / kRoutingExperts;  // capacity factor 1
+  const double table_elements = kRoutingBatch * kRoutingSeq * kRoutingExperts * capacity;
   int routing_ops = 0;
   for (const OpWork& w : p.analysis.ops) {
     const Node& node = p.graph.node(w.node);
@@ -41,11 +41,11 @@ TEST(RoutingTables, DispatchMaskAndCombineWeightsAreIndexSized) {
     ++routing_ops;
     const TensorFacts& table = ng.facts(node.inputs[0]);
     EXPECT_TRUE(table.routing_table) << node.name;
-    EXPECT_DOUBLE_EQ(table.elements.at(kBatch), table_elements) << node.name;
+    EXPECT_DOUBLE_EQ(table.elements.at(kRoutingBatch), table_elements) << node.name;
     EXPECT_FALSE(ng.facts(node.inputs[1]).routing_table) << node.name;  // the tokens
     // Bytes: the token rows only (bf16): dispatch reads [b, s, h] and writes [b, E, C, h];
     // combine reads [b, E, C, h] and writes [b, s, h].
-    const double tokens = 2.0 * kBatch * kSeq * kHidden, slots = 2.0 * kBatch * kExperts * capacity * kHidden;
+    const double tokens = 2.0 * kRoutingBatch * kRoutingSeq * kRoutingHidden, slots = 2.0 * kRoutingBatch * kRoutingExperts * capacity * kRoutingHidden;
     EXPECT_DOUBLE_EQ(w.fwd_bytes, tokens + slots) << node.name;
   }
   EXPECT_EQ(routing_ops, 2);
@@ -55,14 +55,14 @@ TEST(RoutingTables, DispatchMaskAndCombineWeightsAreIndexSized) {
   for (TensorId t = 0; t < static_cast<TensorId>(p.graph.tensors().size()); ++t) {
     if (!ng.facts(t).routing_table) continue;
     ++tables;
-    EXPECT_DOUBLE_EQ(ng.facts(t).elements.at(kBatch), table_elements) << p.graph.tensor(t).name;
+    EXPECT_DOUBLE_EQ(ng.facts(t).elements.at(kRoutingBatch), table_elements) << p.graph.tensor(t).name;
   }
   EXPECT_GE(tables, 4);  // Equal's mask, its cast, dispatch, combine
   for (const OpWork& w : p.analysis.ops) {
     const Node& node = p.graph.node(w.node);
     if (node.op_type != "Mul" || node.outputs.empty() || !ng.facts(node.outputs[0]).routing_table) continue;
     // mask x [b, s, E, 1]: only the broadcast operand is read.
-    EXPECT_LT(w.fwd_bytes, 2.0 * kBatch * kSeq * kExperts + 1) << node.name;
+    EXPECT_LT(w.fwd_bytes, 2.0 * kRoutingBatch * kRoutingSeq * kRoutingExperts + 1) << node.name;
     EXPECT_EQ(w.saved_bytes, 0) << node.name;
   }
 }

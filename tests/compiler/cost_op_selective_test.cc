@@ -1,0 +1,87 @@
+// Selective recomputation as torchtitan runs it (hardware::SelectiveRecompute::every_other_matmul,
+// torchtitan's activation checkpointing "op" option): a layer keeps its input, the outputs of
+// every other matmul (the 1st, 3rd, ... in order) and of the attention kernel, and recomputes
+// the rest in the backward. Megatron's selective recomputation recomputes only the attention
+// core (with a fused kernel: nothing).
+#include <map>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "compiler/cost/plan_analysis.h"
+#include "compiler/strategies/strategy.h"
+#include "hardware/stack.h"
+#include "tests/compiler/search_test_util.h"
+
+namespace symtensor::compiler {
+namespace {
+
+constexpr std::int64_t kSacHidden = 64, kSacMlp = 128, kSacSeq = 16, kSacBatch = 2, kSacLayers = 2;
+
+struct SacPriced {
+  Graph graph;
+  Plan plan;
+  PlanAnalysis analysis;
+};
+
+SacPriced sac_price(const std::string& stack, RecomputePolicy recompute) {
+  models::Overrides o;
+  o.layers = kSacLayers, o.hidden = kSacHidden, o.heads = 2, o.kv_heads = 2, o.intermediate = kSacMlp, o.vocab = 256, o.seq = kSacSeq;
+  SacPriced p{symtensor::testing::zoo_graph("llama2-7b", o, kSacBatch, kSacSeq), {}, {}};
+  const hardware::Cluster c = hardware::with_software(symtensor::testing::cluster_of("dgx-h100", 1, 1), {stack});
+  StrategyOptions so;
+  p.plan = make_plan("dp", p.graph, c, so);
+  p.plan.recompute = recompute;
+  p.analysis = analyze_plan(p.graph, c, p.plan);
+  return p;
+}
+
+TEST(OpLevelSelective, KeepsEveryOtherMatmulAndTheAttentionOutputs) {
+  const SacPriced full = sac_price("torchtitan", RecomputePolicy::full);
+  SacPriced op = sac_price("torchtitan", RecomputePolicy::selective);
+  // Per layer and token, in bf16: q_proj (64) and v_proj (64), the 1st and 3rd of q, k, v, o;
+  // gate_proj (128) the 5th, down_proj (64) the 7th; the attention's output (64).
+  const double tokens = kSacBatch * kSacSeq;
+  const double kept_per_layer = 2 * tokens * (kSacHidden + kSacHidden + kSacMlp + kSacHidden + kSacHidden);
+  EXPECT_DOUBLE_EQ(op.analysis.stage_memory[0].activations_per_micro_batch -
+                       full.analysis.stage_memory[0].activations_per_micro_batch,
+                   kSacLayers * kept_per_layer);
+  // The weight matmuls of each layer, in the order they run: the 2nd, 4th and 6th are recomputed.
+  const NumericGraph ng(op.graph);
+  std::map<int, int> seen;  // layer -> weight matmuls so far
+  std::vector<char> recomputed(op.graph.nodes().size(), 0);
+  for (const OpWork& w : op.analysis.ops) recomputed[w.node] = w.recomputed;
+  int kept_gemms = 0, recomputed_gemms = 0;
+  for (NodeId id : ng.topological_order()) {
+    const Node& node = op.graph.node(id);
+    const int layer = ng.node_layers()[id];
+    if (node.op_type == "FusedAttention") EXPECT_FALSE(recomputed[id]) << node.name;
+    if (node.op_type == "Pow" && layer >= 0) EXPECT_TRUE(recomputed[id]) << node.name;  // the norms
+    if (node.op_type != "MatMul" || layer < 0) continue;
+    bool weight = false;
+    for (TensorId in : node.inputs) weight = weight || (in != kNone && op.graph.tensor(in).is_parameter);
+    if (!weight) continue;
+    EXPECT_EQ(static_cast<bool>(recomputed[id]), seen[layer]++ % 2 == 1) << node.name;
+    (recomputed[id] ? recomputed_gemms : kept_gemms) += 1;
+  }
+  EXPECT_EQ(kept_gemms, 4 * kSacLayers);
+  EXPECT_EQ(recomputed_gemms, 3 * kSacLayers);
+  // Megatron's selective recomputation with fused attention recomputes nothing.
+  const SacPriced megatron = sac_price("megatron", RecomputePolicy::selective);
+  for (const OpWork& w : megatron.analysis.ops) EXPECT_FALSE(w.recomputed) << megatron.graph.node(w.node).name;
+}
+
+TEST(OpLevelSelective, StackKeyIsCheckedAndNamed) {
+  const hardware::Stack tt = hardware::load_stack("torchtitan");
+  EXPECT_EQ(tt.selective_recompute, hardware::SelectiveRecompute::every_other_matmul);
+  EXPECT_EQ(hardware::load_stack("megatron").selective_recompute, hardware::SelectiveRecompute::attention_core);
+  try {
+    hardware::parse_stack("name: x\nbase: megatron\nrecompute:\n  selective: every_matmul\n", "x.yaml");
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "x.yaml:4:14: key 'recompute.selective': expected attention_core or every_other_matmul");
+  }
+}
+
+}  // namespace
+}  // namespace symtensor::compiler
