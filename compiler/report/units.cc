@@ -15,7 +15,8 @@ std::string format_si(double value, const std::string& unit) {
     ++i;
   }
   char buf[64];
-  std::snprintf(buf, sizeof buf, i == 0 ? "%.4g %s%s" : "%.3g %s%s", v, prefixes[i], unit.c_str());
+  const std::string suffix = std::string(prefixes[i]) + unit;  // a bare count has none: "2.978", not "2.978 "
+  std::snprintf(buf, sizeof buf, i == 0 ? "%.4g%s%s" : "%.3g%s%s", v, suffix.empty() ? "" : " ", suffix.c_str());
   return buf;
 }
 

@@ -1,4 +1,5 @@
-// Number formatting of the reports: an empty bubble is 0, not rounding noise.
+// Number formatting of the reports: an empty bubble is 0, not rounding noise; a bare count
+// has no trailing space.
 #include <gtest/gtest.h>
 
 #include "compiler/report/units.h"
@@ -14,6 +15,14 @@ TEST(FormatSeconds, RoundingNoiseBelowANanosecondIsZero) {
   EXPECT_EQ(format_seconds(1.5e-9), "0.0015 us");
   EXPECT_EQ(format_seconds(0.0123), "12.3 ms");
   EXPECT_EQ(format_seconds(4.56), "4.56 s");
+}
+
+// A count without a unit ends with its digits: report.md's samples/s column read "| 2.978  |".
+TEST(FormatSi, ACountWithoutUnitHasNoTrailingSpace) {
+  EXPECT_EQ(format_si(2.978, ""), "2.978");
+  EXPECT_EQ(format_si(12200, ""), "12.2 K");
+  EXPECT_EQ(format_si(2.978, "samples/s"), "2.978 samples/s");
+  EXPECT_EQ(format_si(1.5e6, "tokens/s"), "1.5 Mtokens/s");
 }
 
 }  // namespace
