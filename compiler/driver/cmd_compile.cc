@@ -119,15 +119,9 @@ void run_compile(CompileOptions o) {
   std::cout << fmt::format("{:<18}{}, batch {}, {} micro-batches, {}{}\n", "mode", compiler::to_string(plan.mode),
                            plan.global_batch, plan.micro_batches, compiler::to_string(plan.schedule),
                            plan.virtual_stages > 1 ? fmt::format(" x{}", plan.virtual_stages) : "");
-  const std::string impractical = compiler::describe_impractical_step(step.step_time_s);
-  std::cout << fmt::format("{:<18}{}{}\n", "step time", compiler::format_seconds(step.step_time_s),
-                           impractical.empty() ? "" : " (" + impractical + ")");
-  // Tokens/s where the model has a bound sequence; samples/s to significant digits, never "0.00".
-  const double tokens_per_sample = compiler::bound_sequence_length(graph);
+  std::cout << fmt::format("{:<18}{}\n", "step time", compiler::describe_step_time(step.step_time_s));
   std::cout << fmt::format("{:<18}{}\n", "throughput",
-                           tokens_per_sample > 0 ? compiler::format_si(step.samples_per_s * tokens_per_sample, "tokens/s") +
-                                                       " (" + compiler::format_si(step.samples_per_s, "samples/s") + ")"
-                                                 : compiler::format_si(step.samples_per_s, "samples/s"));
+                           compiler::describe_throughput(step.samples_per_s, compiler::bound_sequence_length(graph)));
   std::cout << fmt::format("{:<18}{}\n", "MFU", compiler::format_percent(step.mfu));
   std::cout << "memory per device (peak vs capacity):\n";
   for (std::size_t s = 0; s < step.stage_peak_memory.size(); ++s) {

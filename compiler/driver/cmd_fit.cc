@@ -29,10 +29,9 @@ struct FitOptions {
 
 std::string plan_text(const compiler::FitPlan& p) {
   const std::string impractical = compiler::describe_impractical_step(p.step_time_s);
-  const std::string throughput = p.tokens_per_sample > 0 ? compiler::format_si(p.samples_per_s * p.tokens_per_sample, "tokens/s")
-                                                         : compiler::format_si(p.samples_per_s, "samples/s");
   return fmt::format("{}: {} per step{}, {}, MFU {}, peak {} of {}", p.label, compiler::format_seconds(p.step_time_s),
-                     impractical.empty() ? "" : " (" + impractical + ")", throughput, compiler::format_percent(p.mfu),
+                     impractical.empty() ? "" : " (" + impractical + ")",
+                     compiler::format_throughput(p.samples_per_s, p.tokens_per_sample), compiler::format_percent(p.mfu),
                      compiler::format_bytes(p.peak_memory), compiler::format_bytes(p.capacity));
 }
 

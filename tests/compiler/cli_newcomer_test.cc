@@ -71,6 +71,17 @@ TEST_F(NewcomerCli, CompileSaysWhenAStepIsImpractical) {
   EXPECT_NE(m[1].str().find(" per step, 10,000 steps in "), std::string::npos) << m[1];
 }
 
+// simulate says it too, and states tokens/s as compile does (it printed "1.8e+03 s" and
+// "5.552e+06 samples/s, 1.777e+08 tokens/s").
+TEST_F(NewcomerCli, SimulateSaysWhenAStepIsImpractical) {
+  ASSERT_EQ(run("simulate " + model() + " --cluster dgx-a100 --gpus 4 --bind batch=10000000000,seq=32 --strategy dp"), 0)
+      << err_;
+  EXPECT_TRUE(std::regex_search(
+      out_, std::regex(R"(\nstep time: [0-9,]+ s \(impractical: [0-9]+ min per step, 10,000 steps in [0-9.]+ days\)\n)")))
+      << out_;
+  EXPECT_TRUE(std::regex_search(out_, std::regex(R"(\nthroughput: [0-9.]+ Mtokens/s \([0-9.]+ Msamples/s\)\n)"))) << out_;
+}
+
 TEST_F(NewcomerCli, MicroBatchesThatDoNotDivideTheBatchNameTheKey) {
   const std::string bind = " --cluster dgx-a100 --gpus 4 --bind batch=512,seq=32 ";
   ASSERT_EQ(run("compile " + model() + bind + "--strategy dp -o " + path("c")), 0) << err_;
