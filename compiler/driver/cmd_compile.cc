@@ -53,7 +53,8 @@ std::string mesh_text(const compiler::Plan& plan, const hardware::DeviceMesh& me
 }
 
 void run_compile(CompileOptions o) {
-  if (!o.plan.empty()) take_recorded_software(o.plan, given_software(o.stack_option, o.headroom_option, o.cluster_option), o.cluster);
+  if (!o.plan.empty())
+    take_recorded_software(o.plan, given_software(o.stack_option, o.headroom_option, o.cluster_option), o.cluster, o.input);
   const hardware::Cluster cluster = load_cluster(o.cluster);
   compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);
   std::string strategy = o.strategy;

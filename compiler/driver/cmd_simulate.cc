@@ -30,7 +30,8 @@ void run_simulate(SimulateOptions o) {
   if (o.plan.empty() == strategy.empty())
     throw std::runtime_error("simulate: give exactly one of --plan FILE or --strategy NAME (or --megatron KNOBS)");
   if (o.bucket_mb <= 0) throw std::runtime_error("simulate: --bucket-mb must be positive");
-  if (!o.plan.empty()) take_recorded_software(o.plan, given_software(o.stack_option, o.headroom_option, o.cluster_option), o.cluster);
+  if (!o.plan.empty())
+    take_recorded_software(o.plan, given_software(o.stack_option, o.headroom_option, o.cluster_option), o.cluster, o.input);
   const hardware::Cluster cluster = load_cluster(o.cluster);
   compiler::Graph graph = import_model(o.input, !o.json);
   const compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);

@@ -102,6 +102,30 @@ TEST_F(NewcomerCli, MicroBatchesThatDoNotDivideTheBatchNameTheKey) {
   EXPECT_EQ(err_, expected);
 }
 
+// A plan is simulated at the dims it was made for unless --bind says otherwise, and then a
+// notice names the dims priced at other values; another batch is refused in one line.
+TEST_F(NewcomerCli, APlanKeepsItsBindingsOrSaysWhichChanged) {
+  ASSERT_EQ(run("compile " + model() + " --cluster dgx-a100 --gpus 4 --bind batch=16,seq=32 --strategy dp -o " + path("c")), 0)
+      << err_;
+  const std::string plan = " --cluster dgx-a100 --gpus 4 --plan " + path("c/plan.yaml");
+  ASSERT_EQ(run("simulate " + model() + plan), 0) << err_;  // was "dim 'seq' has no value"
+  EXPECT_EQ(err_, "");
+  const std::string as_made = out_;
+  ASSERT_EQ(run("simulate " + model() + plan + " --bind seq=32,batch=16"), 0) << err_;
+  EXPECT_EQ(err_, "");
+  EXPECT_EQ(out_, as_made);
+  ASSERT_EQ(run("simulate " + model() + plan + " --bind batch=16,seq=64"), 0) << err_;
+  EXPECT_EQ(err_, "symtensor: note: --bind batch=16,seq=64 differs from the plan's batch=16,seq=32 (the plan is priced at seq=64)\n");
+  EXPECT_NE(out_, as_made);
+  EXPECT_NE(run("simulate " + model() + plan + " --bind batch=32,seq=32"), 0);
+  int line = 1;
+  const std::string text = symtensor::testing::read_text(path("c/plan.yaml"));
+  for (std::size_t at = 0; at < text.find("\nbatch: {global: 16"); ++at) line += text[at] == '\n';
+  EXPECT_EQ(err_, "symtensor: error: " + path("c/plan.yaml") + ":" + std::to_string(line + 1) +
+                      ": key 'batch.global': 16 differs from the model's --bind batch=32: compile the plan again for that "
+                      "batch, or bind batch=16\n");
+}
+
 TEST_F(NewcomerCli, SweepTakesYourPriceAndMarksTheOthersIllustrative) {
   ASSERT_EQ(run("sweep " + model() + " --clusters dgx-a100,dgx-h100 --gpus 4 --bind batch=16,seq=32 --jobs 1 "
                 "--price A100-SXM4-80GB=1.5 -o " + path("s")),
