@@ -28,6 +28,7 @@
 #include "compiler/onnx_import/proto_reading.h"
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/rewrite/sharded_onnx.h"
+#include "compiler/report/plan_label.h"
 #include "compiler/report/units.h"
 #include "compiler/strategies/strategy.h"
 #include "simulator/stats/atomic_write.h"
@@ -117,9 +118,10 @@ void run_compile(CompileOptions o) {
   if (bounded)
     std::cout << fmt::format("{:<18}{}\n", "search", bound_text(*so.bound));
   std::cout << fmt::format("{:<18}{}\n", "mesh", mesh_text(plan, mesh));
-  std::cout << fmt::format("{:<18}{}, batch {}, {} micro-batches, {}{}\n", "mode", compiler::to_string(plan.mode),
-                           plan.global_batch, plan.micro_batches, compiler::to_string(plan.schedule),
-                           plan.virtual_stages > 1 ? fmt::format(" x{}", plan.virtual_stages) : "");
+  std::cout << fmt::format("{:<18}{}\n", "plan", compiler::plan_label_or(plan.strategy, graph, plan, cluster, plan.strategy));
+  std::cout << fmt::format("{:<18}{}, batch {}, {} micro-batch{}, {}{}\n", "mode", compiler::to_string(plan.mode),
+                           plan.global_batch, plan.micro_batches, plan.micro_batches == 1 ? "" : "es",
+                           compiler::to_string(plan.schedule), plan.virtual_stages > 1 ? fmt::format(" x{}", plan.virtual_stages) : "");
   std::cout << fmt::format("{:<18}{}\n", "step time", compiler::describe_step_time(step.step_time_s));
   std::cout << fmt::format("{:<18}{}\n", "throughput",
                            compiler::describe_throughput(step.samples_per_s, compiler::bound_sequence_length(graph)));

@@ -9,6 +9,7 @@
 #include "compiler/driver/recorded_inputs.h"
 #include "compiler/driver/commands.h"
 #include "compiler/lowering/simulate_plan.h"
+#include "compiler/report/plan_label.h"
 #include "compiler/strategies/strategy.h"
 #include "hardware/cluster.h"
 #include "simulator/stats/chrome_trace.h"
@@ -50,7 +51,7 @@ void run_simulate(SimulateOptions o) {
     j["memory_breakdown"] = compiler::memory_breakdown_json(compiler::memory_breakdown(graph, plan, s.analysis));
     std::cout << j.dump(2) << "\n";
   }
-  else std::cout << compiler::report_text(s.report, plan);
+  else std::cout << compiler::report_text(s.report, plan, compiler::plan_label_or(plan.strategy, graph, plan, cluster, plan.strategy));
 }
 
 }  // namespace

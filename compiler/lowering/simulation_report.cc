@@ -127,11 +127,9 @@ nlohmann::json report_to_json(const SimulationReport& r, const Plan& plan) {
             {"global_batch", plan.global_batch}}}};
 }
 
-std::string report_text(const SimulationReport& r, const Plan& plan) {
+std::string report_text(const SimulationReport& r, const Plan& plan, const std::string& label) {
   std::ostringstream o;
-  o << fmt::format("plan: {} on {} devices, {} stage(s), {} micro-batch(es), {} (virtual stages {}), recompute {}, ZeRO {}\n",
-                   plan.strategy, r.devices, plan.pipeline_stages(), plan.micro_batches, to_string(plan.schedule),
-                   plan.virtual_stages, describe_recompute(plan), plan.zero_stage);
+  o << fmt::format("plan: {}; {} devices, {} schedule\n", label, r.devices, to_string(plan.schedule));
   o << fmt::format("mode: {}\n", r.full_mode ? "full (every rank simulated)" : "symmetric (one rank per stage)");
   o << "step time: " << describe_step_time(r.step_time_s) << "\n";
   o << "throughput: " << describe_throughput(r.samples_per_s, r.samples_per_s > 0 ? r.tokens_per_s / r.samples_per_s : 0);

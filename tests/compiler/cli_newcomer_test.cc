@@ -107,9 +107,16 @@ TEST_F(NewcomerCli, MicroBatchesThatDoNotDivideTheBatchNameTheKey) {
 TEST_F(NewcomerCli, APlanKeepsItsBindingsOrSaysWhichChanged) {
   ASSERT_EQ(run("compile " + model() + " --cluster dgx-a100 --gpus 4 --bind batch=16,seq=32 --strategy dp -o " + path("c")), 0)
       << err_;
+  // compile and simulate name the plan by its degrees and batching, as the reports do (#34).
+  EXPECT_NE(out_.find("\nplan              dp tp=1 dp=4 pp=1 cp=1 ep=1, 1 micro-batch of 4 samples\n"
+                      "mode              train, batch 16, 1 micro-batch, 1f1b\n"),
+            std::string::npos)
+      << out_;
   const std::string plan = " --cluster dgx-a100 --gpus 4 --plan " + path("c/plan.yaml");
   ASSERT_EQ(run("simulate " + model() + plan), 0) << err_;  // was "dim 'seq' has no value"
   EXPECT_EQ(err_, "");
+  EXPECT_EQ(out_.rfind("plan: dp tp=1 dp=4 pp=1 cp=1 ep=1, 1 micro-batch of 4 samples; 4 devices, 1f1b schedule\n", 0), 0u)
+      << out_;
   const std::string as_made = out_;
   ASSERT_EQ(run("simulate " + model() + plan + " --bind seq=32,batch=16"), 0) << err_;
   EXPECT_EQ(err_, "");
@@ -124,6 +131,16 @@ TEST_F(NewcomerCli, APlanKeepsItsBindingsOrSaysWhichChanged) {
   EXPECT_EQ(err_, "symtensor: error: " + path("c/plan.yaml") + ":" + std::to_string(line + 1) +
                       ": key 'batch.global': 16 differs from the model's --bind batch=32: compile the plan again for that "
                       "batch, or bind batch=16\n");
+}
+
+// fit names its answers' plans as the reports do ("symtensor (pp=1, 512 micro-batches, ...)"
+// said neither TP, DP nor the micro-batch size), and counts one device as one.
+TEST_F(NewcomerCli, FitNamesPlansByTheirDegrees) {
+  ASSERT_EQ(run("fit " + model() + " --cluster dgx-a100 --gpus 4 --bind batch=16,seq=32 --only devices --strategy dp"), 0)
+      << err_;
+  EXPECT_NE(out_.find("\ndevices           1 device  [dp tp=1 dp=1 pp=1 cp=1 ep=1, 1 micro-batch of 16 samples: "),
+            std::string::npos)
+      << out_;
 }
 
 TEST_F(NewcomerCli, SweepTakesYourPriceAndMarksTheOthersIllustrative) {
