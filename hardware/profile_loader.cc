@@ -16,6 +16,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "hardware/cluster.h"
+#include "hardware/names.h"
 #include "hardware/yaml_reader.h"
 
 namespace symtensor::hardware {
@@ -188,51 +189,7 @@ std::vector<std::string> list_profiles() {
   return names;
 }
 
-namespace {
-
-std::string lowercase(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-// The bundled profile named `name` whatever its case ("DGX-H100" is dgx-h100), or "".
-std::string bundled_stem(const std::string& name) {
-  for (const std::string& stem : list_profiles())
-    if (lowercase(stem) == lowercase(name)) return stem;
-  return "";
-}
-
-// Levenshtein distance, case-insensitive.
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  const std::string x = lowercase(a), y = lowercase(b);
-  std::vector<std::size_t> row(y.size() + 1);
-  for (std::size_t j = 0; j <= y.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= x.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= y.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (x[i - 1] == y[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[y.size()];
-}
-
-}  // namespace
-
-std::vector<std::string> similar_profiles(const std::string& name) {
-  std::vector<std::pair<std::size_t, std::string>> near;
-  for (const std::string& stem : list_profiles()) {
-    const std::size_t d = edit_distance(name, stem);
-    if (d <= std::max<std::size_t>(2, stem.size() / 4)) near.emplace_back(d, stem);
-  }
-  std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::string> out;
-  for (const auto& [d, stem] : near)
-    if (d == near.front().first && out.size() < 3) out.push_back(stem);
-  return out;
-}
+std::vector<std::string> similar_profiles(const std::string& name) { return similar_names(name, list_profiles()); }
 
 Cluster load_cluster(const std::string& name_or_path) {
   namespace fs = std::filesystem;
@@ -242,7 +199,7 @@ Cluster load_cluster(const std::string& name_or_path) {
   if (looks_like_path) return parse_cluster(read_text(name_or_path), name_or_path);
 
   // Bundled names are matched whatever their case: DGX-H100 is dgx-h100.
-  if (const std::string stem = bundled_stem(name_or_path); !stem.empty()) {
+  if (const std::string stem = name_in_any_case(name_or_path, list_profiles()); !stem.empty()) {
     const fs::path bundled = fs::path(profile_directory()) / (stem + ".yaml");
     return parse_cluster(read_text(bundled), bundled.string());
   }
@@ -252,22 +209,20 @@ Cluster load_cluster(const std::string& name_or_path) {
   std::string base_name = name_or_path, nodes;
   if (std::regex_match(name_or_path, match, shorthand)) {
     base_name = match[1].str(), nodes = match[2].str();
-    if (const std::string stem = bundled_stem(base_name); !stem.empty()) {
+    if (const std::string stem = name_in_any_case(base_name, list_profiles()); !stem.empty()) {
       const fs::path base = fs::path(profile_directory()) / (stem + ".yaml");
       Cluster cluster = parse_cluster(read_text(base), base.string());
       return scale_cluster(std::move(cluster), std::stoi(nodes), std::nullopt);
     }
   }
-  std::string known, guess;
+  std::string known;
   for (const std::string& name : list_profiles()) known += (known.empty() ? "" : ", ") + name;
   std::vector<std::string> near;
   std::string suffix;  // "dgx-h10x4": did you mean dgx-h100x4
   if (!nodes.empty()) near = similar_profiles(base_name), suffix = "x" + nodes;
   if (near.empty()) near = similar_profiles(name_or_path), suffix.clear();
-  for (std::size_t i = 0; i < near.size(); ++i)
-    guess += (i == 0 ? "" : i + 1 == near.size() ? " or " : ", ") + ("'" + near[i] + suffix + "'");
   throw std::runtime_error(fmt::format("unknown hardware profile '{}'{} (bundled: {}; or give a path to a .yaml file, or NAMExNODES)",
-                                       name_or_path, guess.empty() ? "" : ": did you mean " + guess + "?", known));
+                                       name_or_path, did_you_mean(near, suffix), known));
 }
 
 }  // namespace symtensor::hardware

@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "hardware/cluster.h"
+#include "hardware/names.h"
 #include "hardware/yaml_reader.h"
 
 namespace symtensor::hardware {
@@ -170,13 +171,16 @@ std::vector<std::string> list_stacks() {
 
 Stack load_stack(const std::string& name_or_path) {
   std::filesystem::path path = name_or_path;
-  if (path.extension() != ".yaml") {
-    path = std::filesystem::path(stack_directory()) / (name_or_path + ".yaml");
-    if (!std::filesystem::exists(path)) {
+  if (path.extension() != ".yaml") {  // a bundled name, whatever its case: Megatron is megatron
+    const std::vector<std::string> bundled = list_stacks();
+    const std::string name = name_in_any_case(name_or_path, bundled);
+    if (name.empty()) {
       std::string known;
-      for (const std::string& n : list_stacks()) known += (known.empty() ? "" : ", ") + n;
-      throw std::runtime_error(fmt::format("--stack: unknown stack '{}' (bundled: {}; or a path to a .yaml file)", name_or_path, known));
+      for (const std::string& n : bundled) known += (known.empty() ? "" : ", ") + n;
+      throw std::runtime_error(fmt::format("--stack: unknown stack '{}'{} (bundled: {}; or a path to a .yaml file)", name_or_path,
+                                           did_you_mean(similar_names(name_or_path, bundled)), known));
     }
+    path = std::filesystem::path(stack_directory()) / (name + ".yaml");
   }
   std::ifstream in(path);
   if (!in) throw std::runtime_error(fmt::format("{}: cannot read the stack file", path.string()));

@@ -28,6 +28,7 @@
 #include "compiler/onnx_import/proto_reading.h"
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/rewrite/sharded_onnx.h"
+#include "compiler/report/plan_label.h"
 #include "compiler/report/units.h"
 #include "compiler/strategies/strategy.h"
 #include "simulator/stats/atomic_write.h"
@@ -53,7 +54,8 @@ std::string mesh_text(const compiler::Plan& plan, const hardware::DeviceMesh& me
 }
 
 void run_compile(CompileOptions o) {
-  if (!o.plan.empty()) take_recorded_software(o.plan, given_software(o.stack_option, o.headroom_option, o.cluster_option), o.cluster);
+  if (!o.plan.empty())
+    take_recorded_software(o.plan, given_software(o.stack_option, o.headroom_option, o.cluster_option), o.cluster, o.input);
   const hardware::Cluster cluster = load_cluster(o.cluster);
   compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);
   std::string strategy = o.strategy;
@@ -116,18 +118,13 @@ void run_compile(CompileOptions o) {
   if (bounded)
     std::cout << fmt::format("{:<18}{}\n", "search", bound_text(*so.bound));
   std::cout << fmt::format("{:<18}{}\n", "mesh", mesh_text(plan, mesh));
-  std::cout << fmt::format("{:<18}{}, batch {}, {} micro-batches, {}{}\n", "mode", compiler::to_string(plan.mode),
-                           plan.global_batch, plan.micro_batches, compiler::to_string(plan.schedule),
-                           plan.virtual_stages > 1 ? fmt::format(" x{}", plan.virtual_stages) : "");
-  const std::string impractical = compiler::describe_impractical_step(step.step_time_s);
-  std::cout << fmt::format("{:<18}{}{}\n", "step time", compiler::format_seconds(step.step_time_s),
-                           impractical.empty() ? "" : " (" + impractical + ")");
-  // Tokens/s where the model has a bound sequence; samples/s to significant digits, never "0.00".
-  const double tokens_per_sample = compiler::bound_sequence_length(graph);
+  std::cout << fmt::format("{:<18}{}\n", "plan", compiler::plan_label_or(plan.strategy, graph, plan, cluster, plan.strategy));
+  std::cout << fmt::format("{:<18}{}, batch {}, {} micro-batch{}, {}{}\n", "mode", compiler::to_string(plan.mode),
+                           plan.global_batch, plan.micro_batches, plan.micro_batches == 1 ? "" : "es",
+                           compiler::to_string(plan.schedule), plan.virtual_stages > 1 ? fmt::format(" x{}", plan.virtual_stages) : "");
+  std::cout << fmt::format("{:<18}{}\n", "step time", compiler::describe_step_time(step.step_time_s));
   std::cout << fmt::format("{:<18}{}\n", "throughput",
-                           tokens_per_sample > 0 ? compiler::format_si(step.samples_per_s * tokens_per_sample, "tokens/s") +
-                                                       " (" + compiler::format_si(step.samples_per_s, "samples/s") + ")"
-                                                 : compiler::format_si(step.samples_per_s, "samples/s"));
+                           compiler::describe_throughput(step.samples_per_s, compiler::bound_sequence_length(graph)));
   std::cout << fmt::format("{:<18}{}\n", "MFU", compiler::format_percent(step.mfu));
   std::cout << "memory per device (peak vs capacity):\n";
   for (std::size_t s = 0; s < step.stage_peak_memory.size(); ++s) {

@@ -12,6 +12,7 @@
 #include "compiler/driver/command_setup.h"
 #include "compiler/driver/commands.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/report/plan_label.h"
 #include "compiler/report/units.h"
 #include "compiler/search/fit_search.h"
 
@@ -29,22 +30,26 @@ struct FitOptions {
 
 std::string plan_text(const compiler::FitPlan& p) {
   const std::string impractical = compiler::describe_impractical_step(p.step_time_s);
-  const std::string throughput = p.tokens_per_sample > 0 ? compiler::format_si(p.samples_per_s * p.tokens_per_sample, "tokens/s")
-                                                         : compiler::format_si(p.samples_per_s, "samples/s");
   return fmt::format("{}: {} per step{}, {}, MFU {}, peak {} of {}", p.label, compiler::format_seconds(p.step_time_s),
-                     impractical.empty() ? "" : " (" + impractical + ")", throughput, compiler::format_percent(p.mfu),
+                     impractical.empty() ? "" : " (" + impractical + ")",
+                     compiler::format_throughput(p.samples_per_s, p.tokens_per_sample), compiler::format_percent(p.mfu),
                      compiler::format_bytes(p.peak_memory), compiler::format_bytes(p.capacity));
+}
+
+// "1 device", "8 devices" (`unit` is the plural).
+std::string count_of(double value, const std::string& unit) {
+  return fmt::format("{} {}", value, value == 1 ? unit.substr(0, unit.size() - 1) : unit);
 }
 
 void print(const std::string& what, const compiler::FitAnswer& a, const std::string& unit, bool smallest) {
   if (!a.found) {
     std::cout << fmt::format("{:<18}none fits{}\n", what,
-                             a.next > 0 ? fmt::format(" (at {} {}: {})", a.next, unit, plan_text(a.next_plan)) : "");
+                             a.next > 0 ? fmt::format(" (at {}: {})", count_of(a.next, unit), plan_text(a.next_plan)) : "");
     return;
   }
-  std::cout << fmt::format("{:<18}{} {}  [{}]\n", what, a.value, unit, plan_text(a.plan));
+  std::cout << fmt::format("{:<18}{}  [{}]\n", what, count_of(a.value, unit), plan_text(a.plan));
   if (a.next > 0)
-    std::cout << fmt::format("{:<18}{} {} does not fit: least memory {} ({})\n", "", a.next, unit,
+    std::cout << fmt::format("{:<18}{} does not fit: least memory {} ({})\n", "", count_of(a.next, unit),
                              compiler::format_bytes(a.next_plan.peak_memory), a.next_plan.label);
   else if (!smallest)
     std::cout << fmt::format("{:<18}(the search limit fits)\n", "");
@@ -66,6 +71,9 @@ void run_fit(const FitOptions& o) {
   const auto bound = bound_search(q.options, "", o.stack->count() > 0, cluster.stack.name, o.unbounded);
   q.seq_step = o.seq_step;
   q.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  q.label = [](compiler::Graph& g, const compiler::Plan& plan, const hardware::Cluster& c) {
+    return compiler::plan_label_or(plan.strategy, g, plan, c, plan.strategy);
+  };
   (void)import_model(o.input, false);  // a bad model or binding fails before the search
   std::cout << fmt::format("{:<18}{}\n{:<18}{} ({} devices, {} each)\n", "model", o.input.path, "cluster", cluster.name,
                            cluster.num_devices(), compiler::format_bytes(cluster.device.memory_bytes));

@@ -10,6 +10,7 @@
 #include "compiler/driver/recorded_inputs.h"
 #include "compiler/driver/commands.h"
 #include "compiler/lowering/simulate_plan.h"
+#include "compiler/report/plan_label.h"
 #include "compiler/strategies/strategy.h"
 #include "hardware/cluster.h"
 #include "simulator/stats/chrome_trace.h"
@@ -31,7 +32,8 @@ void run_simulate(SimulateOptions o) {
   if (o.plan.empty() == strategy.empty())
     throw std::runtime_error("simulate: give exactly one of --plan FILE or --strategy NAME (or --megatron KNOBS)");
   if (o.bucket_mb <= 0) throw std::runtime_error("simulate: --bucket-mb must be positive");
-  if (!o.plan.empty()) take_recorded_software(o.plan, given_software(o.stack_option, o.headroom_option, o.cluster_option), o.cluster);
+  if (!o.plan.empty())
+    take_recorded_software(o.plan, given_software(o.stack_option, o.headroom_option, o.cluster_option), o.cluster, o.input);
   const hardware::Cluster cluster = load_cluster(o.cluster);
   compiler::Graph graph = import_model(o.input, !o.json);
   const compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);
@@ -52,7 +54,7 @@ void run_simulate(SimulateOptions o) {
     std::cout << j.dump(2) << "\n";
     return;
   }
-  std::cout << compiler::report_text(s.report, plan);
+  std::cout << compiler::report_text(s.report, plan, compiler::plan_label_or(plan.strategy, graph, plan, cluster, plan.strategy));
   if (o.ops) std::cout << compiler::time_breakdown_text(compiler::time_breakdown(graph, plan, s.analysis));
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "compiler/onnx_import/import.h"
+#include "hardware/names.h"
 
 namespace symtensor::driver {
 
@@ -19,7 +20,11 @@ void add_cluster_options(CLI::App* cmd, ClusterChoice& choice) {
 void add_software_options(CLI::App* cmd, hardware::Software& software) {
   cmd->add_option("--stack", software.stack,
                   "the software that runs the plan: megatron (default), torchtitan, deepspeed, jax or a .yaml path "
-                  "(its memory conventions and kernel speed; hardware/stacks/README.md)");
+                  "(its memory conventions and kernel speed; hardware/stacks/README.md)")
+      ->transform([](std::string name) {  // a bundled name in any case is that stack, as recorded and compared
+        const std::string bundled = hardware::name_in_any_case(name, hardware::list_stacks());
+        return bundled.empty() ? name : bundled;
+      });
   cmd->add_option("--memory-headroom", software.memory_headroom,
                   "share of device memory a plan leaves free, beside the profile's reserve (default 0.05)");
 }

@@ -2,10 +2,12 @@
 
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "compiler/onnx_import/import.h"
 #include "compiler/plan/sha256.h"
 #include "hardware/cluster.h"
 
@@ -95,7 +97,7 @@ GivenOptions given_software(const CLI::Option* stack, const CLI::Option* headroo
   return g;
 }
 
-void take_recorded_software(const std::string& plan_path, const GivenOptions& given, ClusterChoice& cluster) {
+void take_recorded_software(const std::string& plan_path, const GivenOptions& given, ClusterChoice& cluster, ModelChoice& model) {
   const std::optional<compiler::PlanInputs> recorded = compiler::read_plan_inputs(plan_path);
   if (!recorded) return;
   const compiler::PlanInputs& r = *recorded;
@@ -105,6 +107,23 @@ void take_recorded_software(const std::string& plan_path, const GivenOptions& gi
   if (given.cluster && !same_profile(cluster.profile, r.cluster))
     std::cerr << fmt::format("symtensor: note: --cluster {} differs from the plan's {} (the plan is priced on {})\n",
                              cluster.profile, r.cluster, cluster.profile);
+  // The dims the plan was made for, unless --bind gives them; then a notice naming the dims it
+  // prices at other values. Another batch is the plan reader's to refuse (batch.global).
+  if (model.bind.empty()) {
+    model.bind = r.bind;
+    return;
+  }
+  const std::string batch = !model.batch_dim.empty() ? model.batch_dim : !r.batch_dim.empty() ? r.batch_dim : "batch";
+  const std::map<std::string, double> bound = compiler::parse_bindings(r.bind);
+  std::string changed;
+  for (const auto& [dim, value] : compiler::parse_bindings(model.bind)) {
+    const auto it = bound.find(dim);
+    if (dim != batch && (it == bound.end() || it->second != value))
+      changed += fmt::format("{}{}={}", changed.empty() ? "" : ",", dim, value);
+  }
+  if (!changed.empty())
+    std::cerr << fmt::format("symtensor: note: --bind {} differs from the plan's {} (the plan is priced at {})\n", model.bind,
+                             shown(r.bind), changed);
 }
 
 }  // namespace symtensor::driver

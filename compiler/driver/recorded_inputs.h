@@ -23,10 +23,11 @@ struct GivenOptions {
 // recorded model is missing or has changed since (its SHA-256) and --model is not given.
 void merge_recorded_inputs(const std::string& plan_path, const GivenOptions& given, ModelChoice& model, ClusterChoice& cluster);
 
-// simulate/compile --plan: the stack and headroom the plan was priced for unless the command
-// line gives them (a notice where it gives others), and a notice when --cluster names another
+// simulate/compile --plan: the stack, headroom and --bind the plan was made for unless the
+// command line gives them (a notice where it gives other stack or headroom values, or binds
+// a dim other than the batch to another value), and a notice when --cluster names another
 // profile than the plan's. Plans without recorded inputs change nothing.
 GivenOptions given_software(const CLI::Option* stack, const CLI::Option* headroom, const CLI::Option* cluster);
-void take_recorded_software(const std::string& plan_path, const GivenOptions& given, ClusterChoice& cluster);
+void take_recorded_software(const std::string& plan_path, const GivenOptions& given, ClusterChoice& cluster, ModelChoice& model);
 
 }  // namespace symtensor::driver

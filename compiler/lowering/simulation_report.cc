@@ -127,15 +127,12 @@ nlohmann::json report_to_json(const SimulationReport& r, const Plan& plan) {
             {"global_batch", plan.global_batch}}}};
 }
 
-std::string report_text(const SimulationReport& r, const Plan& plan) {
+std::string report_text(const SimulationReport& r, const Plan& plan, const std::string& label) {
   std::ostringstream o;
-  o << fmt::format("plan: {} on {} devices, {} stage(s), {} micro-batch(es), {} (virtual stages {}), recompute {}, ZeRO {}\n",
-                   plan.strategy, r.devices, plan.pipeline_stages(), plan.micro_batches, to_string(plan.schedule),
-                   plan.virtual_stages, describe_recompute(plan), plan.zero_stage);
+  o << fmt::format("plan: {}; {} devices, {} schedule\n", label, r.devices, to_string(plan.schedule));
   o << fmt::format("mode: {}\n", r.full_mode ? "full (every rank simulated)" : "symmetric (one rank per stage)");
-  o << "step time: " << format_seconds(r.step_time_s) << "\n";
-  o << fmt::format("throughput: {:.4g} samples/s", r.samples_per_s);
-  if (r.tokens_per_s > 0) o << fmt::format(", {:.4g} tokens/s", r.tokens_per_s);
+  o << "step time: " << describe_step_time(r.step_time_s) << "\n";
+  o << "throughput: " << describe_throughput(r.samples_per_s, r.samples_per_s > 0 ? r.tokens_per_s / r.samples_per_s : 0);
   o << fmt::format("\n{}: {:.1f}%   HFU: {:.1f}%   ({}/s per device, model)\n", kExactMfuLabel, 100 * r.mfu,
                    100 * r.hfu, format_si(r.step_time_s > 0 ? r.model_flops / r.devices / r.step_time_s : 0, "FLOP"));
   o << palm_mfu_line(r) << "\n";

@@ -60,6 +60,7 @@ nlohmann::json report_to_json(const SimulationReport& report, const Plan& plan);
 // The terms of the 6N + 12Lhs MFU ("N = 124,439,808 parameters, L = 12, h = 768, s = 1024"),
 // or why it does not apply ("not applicable (no transformer layers found)").
 std::string describe_palm_flops(const PalmFlops& palm);
-std::string report_text(const SimulationReport& report, const Plan& plan);
+// simulate's text; `label` names the plan (report/plan_label's "dp tp=1 dp=4 pp=1 ...").
+std::string report_text(const SimulationReport& report, const Plan& plan, const std::string& label);
 
 }  // namespace symtensor::compiler

@@ -129,10 +129,11 @@ class MicroBatchCheck {
       while (fewer > 1 && !(std::fmod(plan_.global_batch, fewer) == 0 && splits(extent_at(extent, fewer).value_or(0), ways)))
         --fewer;
       r_.fail(micro_, "batch.micro_batches",
-              fmt::format("{} leaves micro-batches of {} samples, and node '{}' cuts its loop '{}' (extent {} a micro-batch) "
+              fmt::format("{} leaves micro-batches of {} sample{}, and node '{}' cuts its loop '{}' (extent {} a micro-batch) "
                           "{} ways: each way needs whole samples of every micro-batch; {} would do",
-                          plan_.micro_batches, plan_.global_batch / plan_.micro_batches, node, space.loops[l].name, *micro,
-                          ways, fewer == 1 ? std::string("1 micro-batch") : fmt::format("{} micro-batches", fewer)));
+                          plan_.micro_batches, plan_.global_batch / plan_.micro_batches,
+                          plan_.global_batch == plan_.micro_batches ? "" : "s", node, space.loops[l].name, *micro, ways,
+                          fewer == 1 ? std::string("1 micro-batch") : fmt::format("{} micro-batches", fewer)));
     }
   }
 

@@ -65,7 +65,12 @@ std::string memory_chart(const std::vector<MemoryGroup>& groups, double capacity
   }
   const double cap_y = frame.py(capacity_bytes / kGiB);
   c.line(left, cap_y, left + plot_w, cap_y, "#CC0000", 2, true);
-  c.text(left + plot_w - 4, cap_y - 5, "capacity " + format_bytes(capacity_bytes), "end", 11, "#CC0000");
+  // Named above the plot, as a legend: on the line it ran through the bars past the capacity
+  // and their "does not fit" labels.
+  const std::string capacity = "capacity " + format_bytes(capacity_bytes);
+  const double label_x = left + plot_w - svg::text_width(capacity, 11);
+  c.line(label_x - 30, top - 9, label_x - 6, top - 9, "#CC0000", 2, true);
+  c.text(label_x, top - 5, capacity, "start", 11, "#CC0000");
   return c.str();
 }
 

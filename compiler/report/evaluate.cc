@@ -32,12 +32,9 @@ EvaluatedPlan evaluate_strategy(const std::string& strategy, Graph& graph, const
     e.plan = make_plan(strategy, graph, cluster, options);
     if (strategy == "megatron") e.label = "megatron " + options.megatron;
   }
-  // The label every report shows: degrees and batching in words ("8 micro-batches of 4 samples").
-  try {
-    e.label = plan_label(strategy, plan_degrees(graph, e.plan, cluster), e.plan);
-  } catch (const std::exception&) {
-    // keep the search's own summary
-  }
+  // The label every report shows: degrees and batching in words ("8 micro-batches of 4 samples"),
+  // else the search's own summary.
+  e.label = plan_label_or(strategy, graph, e.plan, cluster, e.label);
   e.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!analysed) e.analysis = analyze_plan(graph, cluster, e.plan);
   e.estimate = estimate_step(e.analysis, e.plan, cluster);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 
 #include <fmt/format.h>
 
@@ -72,6 +73,15 @@ std::string plan_label(const std::string& strategy, const PlanDegrees& d, const 
   if (plan.distributed_optimizer) s += ", distributed optimizer";
   if (plan.sequence_parallel && d.tp > 1) s += ", sequence parallel";
   return s;
+}
+
+std::string plan_label_or(const std::string& strategy, Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
+                          const std::string& otherwise) {
+  try {
+    return plan_label(strategy, plan_degrees(graph, plan, cluster), plan);
+  } catch (const std::exception&) {
+    return otherwise;
+  }
 }
 
 }  // namespace symtensor::compiler

@@ -25,5 +25,9 @@ PlanDegrees plan_degrees(Graph& graph, const Plan& plan, const hardware::Cluster
 // "<strategy> tp=2 dp=4 pp=2 cp=1 ep=1, 8 micro-batches of 4 samples[, vp=2][, recompute
 // full][, ZeRO-1][, distributed optimizer][, sequence parallel]".
 std::string plan_label(const std::string& strategy, const PlanDegrees& d, const Plan& plan);
+// The label of `plan` as above, or `otherwise` where its degrees cannot be read: what the
+// reports, compile, simulate and fit name a plan by.
+std::string plan_label_or(const std::string& strategy, Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
+                          const std::string& otherwise);
 
 }  // namespace symtensor::compiler

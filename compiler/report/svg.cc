@@ -62,16 +62,28 @@ void Canvas::text(double x, double y, std::string_view text, std::string_view an
 }
 
 void Canvas::polyline(const std::vector<std::pair<double, double>>& points, const std::string& stroke,
-                      double width) {
+                      double width, const std::string& dash) {
   std::string pts;
   for (const auto& [x, y] : points) pts += number(x) + "," + number(y) + " ";
-  body_ += "<polyline fill=\"none\" stroke=\"" + stroke + "\" stroke-width=\"" + number(width) + "\" points=\"" +
-           pts + "\"/>\n";
+  body_ += "<polyline fill=\"none\" stroke=\"" + stroke + "\" stroke-width=\"" + number(width) + "\"" +
+           (dash.empty() ? "" : " stroke-dasharray=\"" + dash + "\"") + " points=\"" + pts + "\"/>\n";
 }
 
-void Canvas::circle(double cx, double cy, double r, const std::string& fill, const std::string& title) {
-  body_ += "<circle cx=\"" + number(cx) + "\" cy=\"" + number(cy) + "\" r=\"" + number(r) + "\" fill=\"" + fill +
-           "\"" + (title.empty() ? "/>\n" : "><title>" + escape(title) + "</title></circle>\n");
+void Canvas::marker(int shape, double cx, double cy, double r, const std::string& fill, const std::string& title) {
+  const auto at = [&](double dx, double dy) { return number(cx + dx) + "," + number(cy + dy); };
+  std::string element;
+  switch (((shape % 4) + 4) % 4) {
+    case 0: element = "circle cx=\"" + number(cx) + "\" cy=\"" + number(cy) + "\" r=\"" + number(r) + "\""; break;
+    case 1:
+      element = "rect x=\"" + number(cx - r) + "\" y=\"" + number(cy - r) + "\" width=\"" + number(2 * r) + "\" height=\"" +
+                number(2 * r) + "\"";
+      break;
+    case 2: element = "path d=\"M" + at(0, -1.3 * r) + " L" + at(1.3 * r, 0) + " L" + at(0, 1.3 * r) + " L" + at(-1.3 * r, 0) + " Z\""; break;
+    default: element = "path d=\"M" + at(0, -1.4 * r) + " L" + at(1.3 * r, r) + " L" + at(-1.3 * r, r) + " Z\"";
+  }
+  const std::string tag = element.substr(0, element.find(' '));
+  body_ += "<" + element + " class=\"point\" fill=\"" + fill + "\"" +
+           (title.empty() ? "/>\n" : "><title>" + escape(title) + "</title></" + tag + ">\n");
 }
 
 void Canvas::legend(double x, double y, const std::vector<std::pair<std::string, std::string>>& label_colors) {

@@ -23,8 +23,12 @@ class Canvas {
             bool dashed = false);
   void text(double x, double y, std::string_view text, std::string_view anchor = "start", double size = 12,
             const std::string& fill = "#222", double rotate = 0);
-  void polyline(const std::vector<std::pair<double, double>>& points, const std::string& stroke, double width = 2);
-  void circle(double cx, double cy, double r, const std::string& fill, const std::string& title = "");
+  // `dash`: an SVG stroke-dasharray ("7,4"); empty draws a solid line.
+  void polyline(const std::vector<std::pair<double, double>>& points, const std::string& stroke, double width = 2,
+                const std::string& dash = "");
+  // A data point of class "point" centred on (cx, cy), of radius about r: a circle, square,
+  // diamond or triangle by `shape` (cycling), so that series drawn on one another stay apart.
+  void marker(int shape, double cx, double cy, double r, const std::string& fill, const std::string& title = "");
   // A legend row of coloured squares from (x, y), wrapping at the canvas width.
   void legend(double x, double y, const std::vector<std::pair<std::string, std::string>>& label_colors);
   std::string str() const;

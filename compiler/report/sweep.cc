@@ -1,7 +1,6 @@
 #include "compiler/report/sweep.h"
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <iterator>
@@ -14,6 +13,7 @@
 #include "compiler/report/evaluate.h"
 #include "compiler/report/process_pool.h"
 #include "compiler/report/units.h"
+#include "hardware/names.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -178,10 +178,6 @@ std::pair<int, int> parse_shard(const std::string& text) {
 }
 
 std::map<std::string, double> parse_prices(const std::string& text, const std::vector<std::string>& clusters) {
-  const auto lower = [](std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
   std::map<std::string, double> out;
   std::size_t start = 0;
   while (start < text.size()) {
@@ -206,7 +202,7 @@ std::map<std::string, double> parse_prices(const std::string& text, const std::v
     for (const std::string& c : clusters) {
       const std::string gpu = hardware::load_cluster(c).device.name;
       known += (known.empty() ? "" : ", ") + c + " (" + gpu + ")";
-      if (lower(key) == lower(c) || lower(key) == lower(gpu)) out[c] = usd, named = true;
+      if (!hardware::name_in_any_case(key, {c, gpu}).empty()) out[c] = usd, named = true;
     }
     if (!named)
       throw std::runtime_error("--price " + item + ": '" + key + "' is none of the swept clusters or their GPUs: " + known);

@@ -15,7 +15,8 @@ std::string format_si(double value, const std::string& unit) {
     ++i;
   }
   char buf[64];
-  std::snprintf(buf, sizeof buf, i == 0 ? "%.4g %s%s" : "%.3g %s%s", v, prefixes[i], unit.c_str());
+  const std::string suffix = std::string(prefixes[i]) + unit;  // a bare count has none: "2.978", not "2.978 "
+  std::snprintf(buf, sizeof buf, i == 0 ? "%.4g%s%s" : "%.3g%s%s", v, suffix.empty() ? "" : " ", suffix.c_str());
   return buf;
 }
 
@@ -49,6 +50,7 @@ std::string format_seconds(double seconds) {
   // Below a nanosecond is rounding noise of sums and differences (an empty bubble): 0.
   if (std::fabs(seconds) < 1e-9) return "0 s";
   char buf[64];
+  if (seconds >= 1000) return format_count(std::round(seconds)) + " s";  // "1,800 s", not "1.8e+03 s"
   if (seconds >= 1) std::snprintf(buf, sizeof buf, "%.3g s", seconds);
   else if (seconds >= 1e-3) std::snprintf(buf, sizeof buf, "%.3g ms", seconds * 1e3);
   else std::snprintf(buf, sizeof buf, "%.3g us", seconds * 1e6);
@@ -75,6 +77,20 @@ std::string format_duration(double seconds) {
 std::string describe_impractical_step(double step_time_s) {
   if (!(step_time_s > kImpracticalStepS)) return "";
   return "impractical: " + format_duration(step_time_s) + " per step, 10,000 steps in " + format_duration(1e4 * step_time_s);
+}
+
+std::string describe_step_time(double step_time_s) {
+  const std::string impractical = describe_impractical_step(step_time_s);
+  return format_seconds(step_time_s) + (impractical.empty() ? "" : " (" + impractical + ")");
+}
+
+std::string format_throughput(double samples_per_s, double tokens_per_sample) {
+  return tokens_per_sample > 0 ? format_si(samples_per_s * tokens_per_sample, "tokens/s") : format_si(samples_per_s, "samples/s");
+}
+
+std::string describe_throughput(double samples_per_s, double tokens_per_sample) {
+  return format_throughput(samples_per_s, tokens_per_sample) +
+         (tokens_per_sample > 0 ? " (" + format_si(samples_per_s, "samples/s") + ")" : "");
 }
 
 std::string format_usd(double dollars) {

@@ -136,9 +136,7 @@ FitPlan fit_strategy(const FitQuery& q, const hardware::Cluster& cluster, const 
   try {
     const Plan plan = make_plan(q.strategy, g, cluster, q.options);
     const StepEstimate e = estimate_step(analyze_plan(g, cluster, plan), plan, cluster);
-    keep_better(best, fmt::format("{} (pp={}, {} micro-batches, recompute {}, ZeRO {})", q.strategy, plan.pipeline_stages(),
-                               plan.micro_batches, describe_recompute(plan), plan.zero_stage),
-             e, g);
+    keep_better(best, q.label ? q.label(g, plan, cluster) : q.strategy, e, g);
   } catch (const std::exception& e) {
     best.label = std::string("no plan: ") + e.what();
   }

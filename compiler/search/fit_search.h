@@ -55,6 +55,10 @@ struct FitQuery {
   int max_micro_batch = 1 << 16;
   int max_nodes = 1024;
   std::function<void(const std::string&)> progress;
+  // The name of a plan the strategy made (the driver's: report/plan_label, which sits above
+  // the searches); unset: the strategy's name. The Megatron micro-batch query names its
+  // layouts by their --megatron knobs.
+  std::function<std::string(Graph&, const Plan&, const hardware::Cluster&)> label;
 };
 
 // The fastest Megatron layout with micro-batch size `b` on `cluster` (see above).

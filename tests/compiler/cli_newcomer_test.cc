@@ -71,6 +71,17 @@ TEST_F(NewcomerCli, CompileSaysWhenAStepIsImpractical) {
   EXPECT_NE(m[1].str().find(" per step, 10,000 steps in "), std::string::npos) << m[1];
 }
 
+// simulate says it too, and states tokens/s as compile does (it printed "1.8e+03 s" and
+// "5.552e+06 samples/s, 1.777e+08 tokens/s").
+TEST_F(NewcomerCli, SimulateSaysWhenAStepIsImpractical) {
+  ASSERT_EQ(run("simulate " + model() + " --cluster dgx-a100 --gpus 4 --bind batch=10000000000,seq=32 --strategy dp"), 0)
+      << err_;
+  EXPECT_TRUE(std::regex_search(
+      out_, std::regex(R"(\nstep time: [0-9,]+ s \(impractical: [0-9]+ min per step, 10,000 steps in [0-9.]+ days\)\n)")))
+      << out_;
+  EXPECT_TRUE(std::regex_search(out_, std::regex(R"(\nthroughput: [0-9.]+ Mtokens/s \([0-9.]+ Msamples/s\)\n)"))) << out_;
+}
+
 TEST_F(NewcomerCli, MicroBatchesThatDoNotDivideTheBatchNameTheKey) {
   const std::string bind = " --cluster dgx-a100 --gpus 4 --bind batch=512,seq=32 ";
   ASSERT_EQ(run("compile " + model() + bind + "--strategy dp -o " + path("c")), 0) << err_;
@@ -89,6 +100,47 @@ TEST_F(NewcomerCli, MicroBatchesThatDoNotDivideTheBatchNameTheKey) {
   EXPECT_EQ(err_, expected);
   EXPECT_NE(run("simulate " + model() + bind + "--plan " + path("edited.yaml")), 0);
   EXPECT_EQ(err_, expected);
+}
+
+// A plan is simulated at the dims it was made for unless --bind says otherwise, and then a
+// notice names the dims priced at other values; another batch is refused in one line.
+TEST_F(NewcomerCli, APlanKeepsItsBindingsOrSaysWhichChanged) {
+  ASSERT_EQ(run("compile " + model() + " --cluster dgx-a100 --gpus 4 --bind batch=16,seq=32 --strategy dp -o " + path("c")), 0)
+      << err_;
+  // compile and simulate name the plan by its degrees and batching, as the reports do (#34).
+  EXPECT_NE(out_.find("\nplan              dp tp=1 dp=4 pp=1 cp=1 ep=1, 1 micro-batch of 4 samples\n"
+                      "mode              train, batch 16, 1 micro-batch, 1f1b\n"),
+            std::string::npos)
+      << out_;
+  const std::string plan = " --cluster dgx-a100 --gpus 4 --plan " + path("c/plan.yaml");
+  ASSERT_EQ(run("simulate " + model() + plan), 0) << err_;  // was "dim 'seq' has no value"
+  EXPECT_EQ(err_, "");
+  EXPECT_EQ(out_.rfind("plan: dp tp=1 dp=4 pp=1 cp=1 ep=1, 1 micro-batch of 4 samples; 4 devices, 1f1b schedule\n", 0), 0u)
+      << out_;
+  const std::string as_made = out_;
+  ASSERT_EQ(run("simulate " + model() + plan + " --bind seq=32,batch=16"), 0) << err_;
+  EXPECT_EQ(err_, "");
+  EXPECT_EQ(out_, as_made);
+  ASSERT_EQ(run("simulate " + model() + plan + " --bind batch=16,seq=64"), 0) << err_;
+  EXPECT_EQ(err_, "symtensor: note: --bind batch=16,seq=64 differs from the plan's batch=16,seq=32 (the plan is priced at seq=64)\n");
+  EXPECT_NE(out_, as_made);
+  EXPECT_NE(run("simulate " + model() + plan + " --bind batch=32,seq=32"), 0);
+  int line = 1;
+  const std::string text = symtensor::testing::read_text(path("c/plan.yaml"));
+  for (std::size_t at = 0; at < text.find("\nbatch: {global: 16"); ++at) line += text[at] == '\n';
+  EXPECT_EQ(err_, "symtensor: error: " + path("c/plan.yaml") + ":" + std::to_string(line + 1) +
+                      ": key 'batch.global': 16 differs from the model's --bind batch=32: compile the plan again for that "
+                      "batch, or bind batch=16\n");
+}
+
+// fit names its answers' plans as the reports do ("symtensor (pp=1, 512 micro-batches, ...)"
+// said neither TP, DP nor the micro-batch size), and counts one device as one.
+TEST_F(NewcomerCli, FitNamesPlansByTheirDegrees) {
+  ASSERT_EQ(run("fit " + model() + " --cluster dgx-a100 --gpus 4 --bind batch=16,seq=32 --only devices --strategy dp"), 0)
+      << err_;
+  EXPECT_NE(out_.find("\ndevices           1 device  [dp tp=1 dp=1 pp=1 cp=1 ep=1, 1 micro-batch of 16 samples: "),
+            std::string::npos)
+      << out_;
 }
 
 TEST_F(NewcomerCli, SweepTakesYourPriceAndMarksTheOthersIllustrative) {
@@ -112,8 +164,8 @@ TEST_F(NewcomerCli, ProfileNamesInAnyCaseAndDidYouMean) {
   const std::string plan = " --gpus 4 --bind batch=16,seq=32 --plan " + path("c/plan.yaml");
   ASSERT_EQ(run("simulate " + model() + " --cluster dgx-a100" + plan), 0) << err_;
   EXPECT_EQ(err_, "");
-  ASSERT_EQ(run("simulate " + model() + " --cluster Dgx-A100x1" + plan), 0) << err_;
-  EXPECT_EQ(err_, "");
+  ASSERT_EQ(run("simulate " + model() + " --cluster Dgx-A100x1 --stack MEGATRON" + plan), 0) << err_;
+  EXPECT_EQ(err_, "");  // the plan's stack, megatron, in another case: no notice either
   ASSERT_EQ(run("simulate " + model() + " --cluster dgx-h100" + plan), 0) << err_;
   EXPECT_EQ(err_, "symtensor: note: --cluster dgx-h100 differs from the plan's DGX-A100 (the plan is priced on dgx-h100)\n");
   EXPECT_NE(run("compile " + model() + " --cluster dgx-a10 --gpus 4 --bind batch=16,seq=32 -o " + path("d")), 0);

@@ -157,7 +157,7 @@ TEST(PalmMfu, SimulateReportsItBesideTheExactCount) {
   const nlohmann::json j = report_to_json(s.report, plan);
   EXPECT_EQ(j.at("mfu_6n").get<double>(), *s.report.mfu_6n);
   EXPECT_EQ(j.at("mfu").get<double>(), s.report.mfu);
-  const std::string text = report_text(s.report, plan);
+  const std::string text = report_text(s.report, plan, "dp");
   EXPECT_NE(text.find("MFU (exact count): "), std::string::npos) << text;
   EXPECT_NE(text.find("MFU (6N+12Lhs, PaLM/torchtitan): "), std::string::npos) << text;
   EXPECT_NE(text.find("L = 2, h = 64, s = 128"), std::string::npos) << text;

@@ -155,6 +155,10 @@ TEST(PlanYamlErrors, NameFileLineAndKey) {
             "p.yaml:" + line_of("micro_batches: 1") + ": key 'batch.micro_batches': 4 leaves micro-batches of 2 samples, "
             "and node '/transformer/Gather_1' cuts its loop 'd0' (extent 2 a micro-batch) 4 ways: each way needs whole "
             "samples of every micro-batch; 2 micro-batches would do");
+  EXPECT_EQ(error_of("micro_batches: 1", "micro_batches: 8"),
+            "p.yaml:" + line_of("micro_batches: 1") + ": key 'batch.micro_batches': 8 leaves micro-batches of 1 sample, "
+            "and node '/transformer/Gather_1' cuts its loop 'd0' (extent 1 a micro-batch) 4 ways: each way needs whole "
+            "samples of every micro-batch; 2 micro-batches would do");
   EXPECT_EQ(error_of("micro_batches: 1", "micro_batches: 2"), "no error");
 }
 

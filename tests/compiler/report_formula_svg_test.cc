@@ -2,6 +2,8 @@
 // layer's ticks and charts.
 #include <cmath>
 
+#include <regex>
+
 #include <gtest/gtest.h>
 
 #include "compiler/report/charts.h"
@@ -105,6 +107,11 @@ TEST(ReportCharts, MemoryBarsOverCapacityAreMarked) {
   EXPECT_EQ(count(svg, "class=\"stage-memory\""), 2u);
   EXPECT_EQ(count(svg, "#D55E00"), 1u);  // the 90 GB stage
   EXPECT_NE(svg.find("capacity 74.51 GiB"), std::string::npos);
+  // The capacity is named above the plot (#34: on the line it ran through a non-fitting bar
+  // and its "does not fit" label), beside a dashed sample of the line.
+  EXPECT_TRUE(std::regex_search(svg, std::regex(R"(<line [^>]*y1="11.0" [^>]*y2="11.0" stroke="#CC0000" stroke-width="2.0" )"
+                                                R"(stroke-dasharray="6,4"/>\n<text x="[0-9.]+" y="15.0" [^>]*>capacity 74.51 GiB</text>)")))
+      << svg;  // the plot starts at y = 20
 }
 
 TEST(ReportCharts, GanttDrawsEveryBar) {
@@ -119,7 +126,7 @@ TEST(ReportCharts, GanttDrawsEveryBar) {
 
 TEST(ReportCharts, LinesHaveAPointPerDatum) {
   const std::string svg = line_chart({{"a", {{8, 1}, {16, 2}}}, {"b", {{8, 3}}}}, "GPUs", "tokens/s", "scaling");
-  EXPECT_EQ(count(svg, "<circle"), 3u);
+  EXPECT_EQ(count(svg, "class=\"point\""), 3u);
   EXPECT_EQ(count(svg, "<polyline"), 1u);  // one point draws no line
 }
 

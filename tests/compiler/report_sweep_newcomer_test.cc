@@ -1,6 +1,7 @@
 // The sweep page as a newcomer reads it (#34): the fastest point beside the cheapest, one's
-// own prices with --price (and the others marked illustrative in the table itself), and a
-// y-axis title that does not sit on the tick labels.
+// own prices with --price (and the others marked illustrative in the table itself), a
+// y-axis title that does not sit on the tick labels, and equal-cost lines that do not hide
+// one another.
 #include <regex>
 
 #include <gtest/gtest.h>
@@ -123,6 +124,30 @@ TEST(SweepNewcomer, AGivenPriceCostsThePointsAndSurvivesTheFiles) {
   EXPECT_EQ(back.prices_given, r.prices_given);
   EXPECT_EQ(describe_price(back, back.points[0]), "$0.50/GPU-hour (yours)");
   EXPECT_EQ(describe_price(back, back.points[1]), "$4.00/GPU-hour (illustrative)");
+}
+
+// Two clusters at the same cost per million tokens draw one line over the other (#34): the
+// second is dashed, with its own marker shape, and the legend says whose line it lies on.
+TEST(LineChart, EqualSeriesStayVisibleAndAreNamed) {
+  const std::vector<std::pair<double, double>> same{{8, 2.0}, {64, 1.5}};
+  const std::string svg = line_chart({{"dgx-a100", same}, {"hgx-a100", same}, {"dgx-h100", {{8, 1.0}, {64, 0.9}}}}, "GPUs",
+                                     "cost per million tokens (USD)", "cost");
+  const std::regex line(R"re(<polyline fill="none" stroke="(#[0-9A-F]+)" stroke-width="2.0"( stroke-dasharray="([0-9,]+)")? points=)re");
+  std::vector<std::string> strokes;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), line); it != std::sregex_iterator(); ++it)
+    strokes.push_back((*it)[1].str() + " " + (*it)[3].str());
+  EXPECT_EQ(strokes, (std::vector<std::string>{"#0072B2 ", "#E69F00 7,4", "#009E73 2,3"})) << svg;
+  EXPECT_NE(svg.find(">hgx-a100 (same as dgx-a100)</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">dgx-a100</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">dgx-h100</text>"), std::string::npos);  // not on another's line
+  // Each series' points in its own shape: circles, squares, diamonds, two points each.
+  const auto points = [&](const std::string& element) {
+    const std::regex re(element);
+    return std::distance(std::sregex_iterator(svg.begin(), svg.end(), re), std::sregex_iterator());
+  };
+  EXPECT_EQ(points(R"(<circle [^>]*class="point")"), 2);
+  EXPECT_EQ(points(R"(<rect [^>]*class="point")"), 2);
+  EXPECT_EQ(points(R"(<path d="M[^"]*" class="point")"), 2);
 }
 
 // The rotated y-axis title ends left of the widest tick label, at every size of number.

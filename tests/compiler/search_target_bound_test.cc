@@ -14,6 +14,7 @@
 #include "compiler/export/recipe_plan.h"
 #include "compiler/export/target_limits.h"
 #include "compiler/report/compare.h"
+#include "compiler/report/plan_label.h"
 #include "compiler/report/sweep.h"
 #include "compiler/search/fit_search.h"
 #include "compiler/strategies/megatron.h"
@@ -323,6 +324,9 @@ TEST_F(BoundedCommands, FitSearchesInsideTheStack) {
     q.model = path_;
     q.bind = bind_;
     q.options = options(bounded);
+    q.label = [](Graph& g, const Plan& plan, const hardware::Cluster& cluster) {  // as `symtensor fit` names plans
+      return plan_label_or(plan.strategy, g, plan, cluster, plan.strategy);
+    };
     plans[bounded ? 0 : 1] = fit_strategy(q, c, {});
     ASSERT_TRUE(plans[bounded ? 0 : 1].fits) << plans[bounded ? 0 : 1].label;
   }

@@ -1,7 +1,10 @@
-// Profile names as a newcomer types them (#34): any case, and a "did you mean" for a typo.
+// Profile and stack names as a newcomer types them (#34): any case, and a "did you mean"
+// for a typo.
 #include <gtest/gtest.h>
 
 #include "hardware/cluster.h"
+#include "hardware/names.h"
+#include "hardware/stack.h"
 
 namespace symtensor::hardware {
 namespace {
@@ -43,6 +46,33 @@ TEST(ProfileNames, ATypoGetsDidYouMean) {
                                      "; or give a path to a .yaml file, or NAMExNODES)");
   EXPECT_EQ(similar_profiles("dgx-h10"), std::vector<std::string>{"dgx-h100"});
   EXPECT_EQ(similar_profiles("DGX-B300"), std::vector<std::string>{"dgx-b300"});
+}
+
+// Stacks as profiles: any case, and a "did you mean" for a typo.
+TEST(StackNames, AnyCaseAndDidYouMean) {
+  EXPECT_EQ(load_stack("Megatron").name, "megatron");
+  EXPECT_EQ(load_stack("TORCHTITAN").name, "torchtitan");
+  std::string known;
+  for (const std::string& name : list_stacks()) known += (known.empty() ? "" : ", ") + name;
+  const auto error_of = [](const std::string& name) {
+    try {
+      load_stack(name);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of("megatrn"), "--stack: unknown stack 'megatrn': did you mean 'megatron'? (bundled: " + known +
+                                     "; or a path to a .yaml file)");
+  EXPECT_EQ(error_of("pytorch"), "--stack: unknown stack 'pytorch' (bundled: " + known + "; or a path to a .yaml file)");
+}
+
+TEST(Names, NearestInAnyCase) {
+  EXPECT_EQ(name_in_any_case("H100-sxm5-80gb", {"A100-SXM4-80GB", "H100-SXM5-80GB"}), "H100-SXM5-80GB");
+  EXPECT_EQ(name_in_any_case("h100", {"H100-SXM5-80GB"}), "");
+  EXPECT_EQ(similar_names("jaxx", {"jax", "nemo"}), std::vector<std::string>{"jax"});
+  EXPECT_EQ(did_you_mean({"a", "b", "c"}, "x2"), ": did you mean 'ax2', 'bx2' or 'cx2'?");
+  EXPECT_EQ(did_you_mean({}), "");
 }
 
 }  // namespace

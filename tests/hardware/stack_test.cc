@@ -77,7 +77,8 @@ TEST(Stacks, HeadroomLeavesMemoryFreeAndBadValuesAreRefused) {
     with_software(load_cluster("dgx-h100"), sw);
     FAIL();
   } catch (const std::runtime_error& e) {
-    EXPECT_THAT(e.what(), ::testing::HasSubstr("unknown stack 'megatorn' (bundled: deepspeed, jax, megatron, nemo, torchtitan"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("unknown stack 'megatorn': did you mean 'megatron'? (bundled: deepspeed, jax, "
+                                               "megatron, nemo, torchtitan"));
   }
 }
 

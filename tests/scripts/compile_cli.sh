@@ -43,7 +43,7 @@ grads() { grep -m1 '^    gradients' "$1" | awk '{print $2, $3}'; }
 if "$symtensor" compile "$work/gpt.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind --stack megatorn -o "$work/e0" 2>"$work/e0.err"; then
   fail "an unknown stack was accepted"
 fi
-grep -q "unknown stack 'megatorn' (bundled: deepspeed, jax, megatron, nemo, torchtitan" "$work/e0.err" || fail "stack error: $(cat "$work/e0.err")"
+grep -q "unknown stack 'megatorn': did you mean 'megatron'? (bundled: deepspeed, jax, megatron, nemo, torchtitan" "$work/e0.err" || fail "stack error: $(cat "$work/e0.err")"
 [ ! -e "$work/e0/plan.yaml" ] || fail "unknown stack: partial output"
 
 # the default strategy is the SymTensor search; --onnx adds the sharded program
