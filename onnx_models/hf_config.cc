@@ -21,7 +21,6 @@ const std::map<std::string, std::string>& hf_refused_families() {
       {"gemma3", "the vision tower of this multimodal config (its text_config alone is a gemma3_text config)"},
       {"gemma2", "logit soft-capping, alternating sliding-window layers, GeGLU MLP and the extra norms"},
       {"gemma", "GeGLU MLP, (1 + weight) RMSNorm and the scaled embedding"},
-      {"nemotron", "squared-ReLU MLP, LayerNorm1p and partial rotary embeddings"},
       {"qwen2_moe", "the shared expert with its sigmoid gate, and mixed dense/sparse layers"},
       {"phi3", "fused qkv/gate_up projections and longrope scaling"},
   };
@@ -115,6 +114,7 @@ HfDefaults hf_defaults(const std::string& type) {
   if (type == "gemma3_text") return {1e-6, 1e6, 131072};
   if (type == "deepseek_v2" || type == "deepseek_v3") return {1e-6, 10000.0, type == "deepseek_v3" ? 4096 : 2048};
   if (type == "gpt_oss") return {1e-5, 150000.0, 131072};
+  if (type == "nemotron") return {1e-5, 10000.0, 4096};
   return {1e-6, 10000.0, 32768};  // qwen2, qwen3, qwen3_moe
 }
 
@@ -235,7 +235,7 @@ void read_deepseek(const HfReader& r, const Json& j, ModelConfig& c) {
 const std::vector<std::string>& hf_model_types() {
   static const std::vector<std::string> types = {"llama",       "mistral",     "mixtral",     "qwen2",
                                                  "qwen3",       "qwen3_moe",   "gemma3_text", "deepseek_v2",
-                                                 "deepseek_v3", "gpt_oss"};
+                                                 "deepseek_v3", "gpt_oss",     "nemotron"};
   return types;
 }
 
@@ -267,6 +267,7 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
   const bool gemma3 = type == "gemma3_text";
   const bool deepseek = type == "deepseek_v2" || type == "deepseek_v3";
   const bool gpt_oss = type == "gpt_oss";
+  const bool nemotron = type == "nemotron";
   ModelConfig c;
   c.family = Family::llama;
   c.model_type = type;
@@ -279,7 +280,7 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
   // others' classes default to a fixed count unrelated to the model, so it must be given.
   if (deepseek)
     c.kv_heads = c.heads;  // read_deepseek
-  else if (type == "llama" || (j.contains("num_key_value_heads") && j.at("num_key_value_heads").is_null()))
+  else if (type == "llama" || nemotron || (j.contains("num_key_value_heads") && j.at("num_key_value_heads").is_null()))
     c.kv_heads = r.integer_or("num_key_value_heads", c.heads);
   else
     c.kv_heads = r.integer("num_key_value_heads");
@@ -294,7 +295,7 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
            std::to_string(c.heads) + ") and there is no 'head_dim'");
   if (c.head_dim * c.heads == c.hidden) c.head_dim = 0;  // the usual layout, described as such
   c.seq = r.integer_or("max_position_embeddings", defaults.max_positions);
-  c.norm_epsilon = r.positive_number_or("rms_norm_eps", defaults.norm_epsilon);
+  c.norm_epsilon = r.positive_number_or(nemotron ? "norm_eps" : "rms_norm_eps", defaults.norm_epsilon);
   read_rope(r, j, c, defaults.rope_theta, /*yarn_allowed=*/deepseek || gpt_oss);
   c.tied_embeddings = r.boolean_or("tie_word_embeddings", gemma3);  // Gemma3TextConfig ties by default
   if (gemma3) {
@@ -309,12 +310,22 @@ ModelConfig config_from_hf_json(const std::string& text, const std::string& sour
     c.rope_local_theta = r.positive_number_or("rope_local_base_freq", 10000.0);
     c.sliding_window = r.integer("sliding_window");
     c.global_every = r.integer_or("sliding_window_pattern", 6);
+  } else if (nemotron) {
+    // NemotronForCausalLM: LayerNorm1P everywhere, the squared-ReLU MLP (biased under
+    // mlp_bias), rotary on the first partial_rotary_factor of each head.
+    const Json& act = r.has("hidden_act") ? j.at("hidden_act") : Json("relu2");
+    if (!act.is_string() || act.get<std::string>() != "relu2")
+      r.refuse("hidden_act", "= " + act.dump(), "written: \"relu2\", the squared-ReLU MLP");
+    c.layer_norm_1p = true;
+    c.mlp_bias = r.boolean_or("mlp_bias", false);
+    c.partial_rotary = r.positive_number_or("partial_rotary_factor", 0.5);
+    if (c.partial_rotary > 1) r.fail("key 'partial_rotary_factor' must be at most 1, got " + j.at("partial_rotary_factor").dump());
   } else if (r.has("hidden_act")) {
     const Json& act = j.at("hidden_act");
     if (!act.is_string() || act.get<std::string>() != "silu")
       r.refuse("hidden_act", "= " + act.dump(), "written: \"silu\", the SwiGLU MLP");
   }
-  if (r.boolean_or("mlp_bias", false)) r.refuse("mlp_bias", "= true");
+  if (!nemotron && r.boolean_or("mlp_bias", false)) r.refuse("mlp_bias", "= true");
   // Biases: Qwen2 has them on q/k/v always; Llama's and Qwen3's attention_bias puts them on
   // q/k/v and o_proj.
   if (type == "qwen2") {

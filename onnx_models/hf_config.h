@@ -10,7 +10,9 @@
 // experts, V3's sigmoid group-limited router; the MTP layer is not written), gpt_oss
 // (alternating sliding-window and full layers, attention sinks, biased attention, yarn rope
 // with an untruncated correction range, biased router and experts, clamped SwiGLU; the mxfp4
-// quantization_config is not an architecture field and is not read). Every other
+// quantization_config is not an architecture field and is not read), nemotron (Nemotron-4,
+// Minitron: LayerNorm1P norms with biases, the squared-ReLU MLP, rotary on the first
+// partial_rotary_factor of each head, norm_eps). Every other
 // model_type, and any field of a written one that the zoo cannot express (a different
 // hidden_act, mlp_bias, yarn rope scaling, mixed dense/sparse layers, ...), is refused in one
 // line that names the file, the model_type and the key, never approximated.

@@ -35,9 +35,10 @@ std::string gemm_linear(GraphBuilder& g, const std::string& x, const std::string
 }
 
 std::string layer_norm(GraphBuilder& g, const std::string& x, const std::string& module, std::int64_t hidden,
-                       double epsilon) {
-  std::string scale = g.parameter(module + ".weight", {hidden}, Init::around(1.0, 0.1));
+                       double epsilon, bool unit_offset) {
+  std::string scale = g.parameter(module + ".weight", {hidden}, unit_offset ? Init::uniform(0.1) : Init::around(1.0, 0.1));
   std::string bias = g.parameter(module + ".bias", {hidden}, Init::uniform(0.1));
+  if (unit_offset) scale = g.op("Add", {scale, g.float_scalar(1.0f)});
   return g.op("LayerNormalization", {x, scale, bias},
               {{"axis", std::int64_t{-1}}, {"epsilon", static_cast<float>(epsilon)}});
 }
@@ -134,6 +135,17 @@ std::string apply_rotary(GraphBuilder& g, const std::string& x, const std::strin
   return g.op("Add", {g.op("Mul", {x, cos}), g.op("Mul", {rotated, sin})});
 }
 
+// HF's apply_rotary_pos_emb with tables narrower than the head (Nemotron): x[..., :rotary]
+// rotated, x[..., rotary:] passed, concatenated back.
+std::string apply_partial_rotary(GraphBuilder& g, const std::string& x, const std::string& cos, const std::string& sin,
+                                 std::int64_t rotary, std::int64_t head_dim) {
+  if (rotary == 0 || rotary == head_dim) return apply_rotary(g, x, cos, sin, head_dim);
+  std::string rotated = g.op("Slice", {x, g.ints({0}), g.ints({rotary}), g.ints({-1}), g.ints({1})});
+  std::string passed = g.op("Slice", {x, g.ints({rotary}), g.ints({std::numeric_limits<std::int64_t>::max()}),
+                                      g.ints({-1}), g.ints({1})});
+  return g.op("Concat", {apply_rotary(g, rotated, cos, sin, rotary), passed}, {{"axis", std::int64_t{-1}}});
+}
+
 }  // namespace
 
 std::string self_attention(GraphBuilder& g, const std::string& x, const AttentionSpec& spec) {
@@ -171,12 +183,12 @@ std::string self_attention(GraphBuilder& g, const std::string& x, const Attentio
   if (spec.rotary) {
     std::string cos = g.op("Unsqueeze", {spec.rotary->cos, g.ints({1})});  // [b, 1, s, d]
     std::string sin = g.op("Unsqueeze", {spec.rotary->sin, g.ints({1})});
-    k = apply_rotary(g, k, cos, sin, head_dim);
+    k = apply_partial_rotary(g, k, cos, sin, spec.rotary_dim, head_dim);
     if (grouped) {
       cos = g.op("Unsqueeze", {cos, g.ints({2})});  // [b, 1, 1, s, d]
       sin = g.op("Unsqueeze", {sin, g.ints({2})});
     }
-    q = apply_rotary(g, q, cos, sin, head_dim);
+    q = apply_partial_rotary(g, q, cos, sin, spec.rotary_dim, head_dim);
   }
   if (grouped) {
     k = g.op("Unsqueeze", {k, g.ints({2})});  // [b, kv, 1, s, d]
@@ -277,6 +289,12 @@ std::string swiglu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidde
   std::string up = linear(g, x, "up_proj", hidden, intermediate, false);
   std::string act = g.op("Mul", {gelu_tanh_gate ? gelu_tanh(g, gate) : silu(g, gate), up});
   return linear(g, act, "down_proj", intermediate, hidden, false);
+}
+
+std::string squared_relu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate,
+                             bool bias) {
+  std::string relu = g.op("Relu", {linear(g, x, "up_proj", hidden, intermediate, bias)});
+  return linear(g, g.op("Mul", {relu, relu}), "down_proj", intermediate, hidden, bias);
 }
 
 namespace {

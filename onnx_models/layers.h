@@ -16,8 +16,10 @@ std::string linear(GraphBuilder& g, const std::string& x, const std::string& mod
 std::string gemm_linear(GraphBuilder& g, const std::string& x, const std::string& module, std::int64_t in,
                         std::int64_t out);
 
+// LayerNormalization(x, weight, bias); unit_offset (Nemotron's LayerNorm1P): the weight is
+// stored as an offset from 1, LayerNormalization(x, Add(weight, 1), bias).
 std::string layer_norm(GraphBuilder& g, const std::string& x, const std::string& module, std::int64_t hidden,
-                       double epsilon);
+                       double epsilon, bool unit_offset = false);
 // x * weight / sqrt(mean(x^2) + eps): Pow, ReduceMean, Add, Sqrt, Div, Mul, Mul.
 // unit_offset (Gemma): the weight is stored as an offset from 1, x * (1 + weight) / ...
 std::string rms_norm(GraphBuilder& g, const std::string& x, const std::string& module, std::int64_t hidden,
@@ -62,6 +64,9 @@ struct AttentionSpec {
   const char* qkv_name = "c_attn";
   const char* out_name = "o_proj";  // names may hold dots: "output.dense"
   const Rotary* rotary = nullptr;
+  // Rotated dims of a head (Nemotron's partial rotary: the first rotary_dim, the rest passed
+  // through: Slice, rotate, Concat); 0: all of head_dim.
+  std::int64_t rotary_dim = 0;
   // Additive mask broadcastable to the scores: [b, heads, s, s], or [b, kv, rep, s, s] for GQA.
   std::string mask;
   // gpt-oss's attention sinks (GptOss eager_attention_forward): a learned logit per head,
@@ -99,6 +104,10 @@ std::string gelu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden,
 // down(silu(gate(x)) * up(x)), no biases; gelu_tanh_gate: GeGLU (Gemma) instead.
 std::string swiglu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate,
                        bool gelu_tanh_gate = false);
+// Nemotron's MLP (HF NemotronMLP, hidden_act relu2): down(relu(up(x))^2), no gate; the square
+// is Mul(r, r) as torch.square exports.
+std::string squared_relu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate,
+                             bool bias);
 // Top-k routed mixture of SwiGLU experts with GShard-style capacity routing (static shapes):
 // router -> TopK -> softmax weights; each sequence is one group, each expert takes at most
 // C = ceil(capacity_factor * top_k * seq / experts) of its tokens (first come, first served;

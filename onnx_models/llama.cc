@@ -16,6 +16,9 @@
 // global_every-th layer full causal) with one yarn rotary table, biased q/k/v/o, attention
 // sinks (layers.h, AttentionSpec::sinks), and routes every layer's tokens to biased experts
 // with gpt-oss's clamped SwiGLU (MoeSpec::gpt_oss) under "mlp.router" / "mlp.experts".
+// Nemotron (HF NemotronForCausalLM, layer_norm_1p) normalizes with LayerNorm1P (LayerNorm of
+// 1 + weight, biased), rotates the first partial_rotary of each head and has the squared-ReLU
+// MLP up_proj -> relu(x)^2 -> down_proj.
 #include <cmath>
 #include <string>
 
@@ -39,6 +42,9 @@ double latent_attention_scale(const ModelConfig& c) {
 
 void build_llama(GraphBuilder& g, const ModelConfig& c) {
   const int64_t h = c.hidden;
+  auto norm = [&](const std::string& t, const char* module) {
+    return c.layer_norm_1p ? layer_norm(g, t, module, h, c.norm_epsilon, true) : rms_norm(g, t, module, h, c.norm_epsilon);
+  };
   const bool grouped = c.kv_heads != c.heads;
   std::string ids = g.input("input_ids", onnx::TensorProto::INT64, {"batch", "seq"});
   std::string positions = g.input("position_ids", onnx::TensorProto::INT64, {"batch", "seq"});
@@ -57,7 +63,7 @@ void build_llama(GraphBuilder& g, const ModelConfig& c) {
   if (c.sliding_window > 0 && c.global_every > 0) global_mask = mask_for_scores(g, causal_mask(g, positions), grouped);
   for (int64_t layer = 0; layer < c.layers; ++layer) {
     g.push("layers." + std::to_string(layer));
-    std::string a = rms_norm(g, x, "input_layernorm", h, c.norm_epsilon);
+    std::string a = norm(x, "input_layernorm");
     g.push("self_attn");
     if (c.kv_lora_rank > 0) {
       LatentAttentionSpec attn;
@@ -75,13 +81,14 @@ void build_llama(GraphBuilder& g, const ModelConfig& c) {
       attn.qkv_bias = c.qkv_bias, attn.out_bias = c.out_bias;
       attn.qk_norm = c.qk_norm, attn.qk_norm_epsilon = c.norm_epsilon;
       attn.rotary = &rotary;
+      attn.rotary_dim = rotary_dim(c);
       const bool global = !global_mask.empty() && (layer + 1) % c.global_every == 0;
       attn.mask = global ? global_mask : mask;
       attn.sinks = c.attention_sinks;
       x = g.op("Add", {x, self_attention(g, a, attn)});
     }
     g.pop();
-    std::string m = rms_norm(g, x, "post_attention_layernorm", h, c.norm_epsilon);
+    std::string m = norm(x, "post_attention_layernorm");
     if (c.experts > 0 && layer >= c.first_dense_layers) {
       const bool mlp_scope =
           c.model_type == "qwen3_moe" || c.model_type.starts_with("deepseek") || c.model_type == "gpt_oss";  // HF's names
@@ -100,12 +107,13 @@ void build_llama(GraphBuilder& g, const ModelConfig& c) {
       x = g.op("Add", {x, out});
     } else {
       g.push("mlp");
-      x = g.op("Add", {x, swiglu_mlp(g, m, h, c.experts > 0 ? c.dense_intermediate : c.intermediate)});
+      x = g.op("Add", {x, c.layer_norm_1p ? squared_relu_mlp(g, m, h, c.intermediate, c.mlp_bias)
+                                         : swiglu_mlp(g, m, h, c.experts > 0 ? c.dense_intermediate : c.intermediate)});
     }
     g.pop();
     g.pop();
   }
-  x = rms_norm(g, x, "norm", h, c.norm_epsilon);
+  x = norm(x, "norm");
   g.pop();
   std::string logits;
   if (c.tied_embeddings) {

@@ -99,6 +99,11 @@ void validate(const ModelConfig& c) {
       require(c.swiglu_limit >= 0 && (c.swiglu_limit == 0 || c.experts > 0), c,
               "the clamped SwiGLU (swiglu_limit) is written for experts only");
       require(!c.attention_sinks || c.kv_lora_rank == 0, c, "attention sinks are written for q/k/v attention only");
+      require(c.partial_rotary > 0 && c.partial_rotary <= 1, c, "the rotated share of a head must be in (0, 1]");
+      require(rotary_dim(c) > 0, c, "no head dim is rotated (head size x partial rotary factor < 1)");
+      require(!c.layer_norm_1p || (c.experts == 0 && c.kv_lora_rank == 0), c,
+              "Nemotron's layer (LayerNorm1P, squared-ReLU MLP) is written without experts and latent attention");
+      require(!c.mlp_bias || c.layer_norm_1p, c, "MLP biases are written for Nemotron's squared-ReLU MLP only");
       break;
     case Family::vit:
       require(c.patch_size > 0 && c.image_size > 0 && c.image_size % c.patch_size == 0, c,
@@ -113,7 +118,10 @@ std::int64_t head_size(const ModelConfig& c) {
   return c.head_dim > 0 ? c.head_dim : (c.heads > 0 ? c.hidden / c.heads : 0);
 }
 
-std::int64_t rotary_dim(const ModelConfig& c) { return c.kv_lora_rank > 0 ? c.qk_rope_head_dim : head_size(c); }
+std::int64_t rotary_dim(const ModelConfig& c) {
+  if (c.kv_lora_rank > 0) return c.qk_rope_head_dim;
+  return static_cast<std::int64_t>(static_cast<double>(head_size(c)) * c.partial_rotary);
+}
 
 double yarn_mscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; }
 

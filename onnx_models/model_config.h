@@ -99,6 +99,12 @@ struct ModelConfig {
   bool expert_bias = false;             // router and experts biased
   double swiglu_limit = 0;              // [swiglu_limit] > 0: gpt-oss's clamped SwiGLU
   double swiglu_alpha = 1.702;
+  // Nemotron (model_type nemotron, HF NemotronForCausalLM): LayerNorm1P norms (LayerNorm of
+  // (1 + weight) with a bias), a non-gated squared-ReLU MLP up_proj -> relu(x)^2 -> down_proj
+  // (biased under mlp_bias), rotary embeddings on the first partial_rotary of each head's dims.
+  bool layer_norm_1p = false;       // with the squared-ReLU MLP: Nemotron's layer
+  bool mlp_bias = false;            // [mlp_bias]
+  double partial_rotary = 1.0;      // [partial_rotary_factor] the rotated share of a head
   std::int64_t image_size = 0;      // vit, resnet
   std::int64_t patch_size = 0;      // vit
   std::int64_t classes = 0;         // vit, resnet
@@ -120,7 +126,8 @@ void validate(const ModelConfig& config);
 // Attention head size: head_dim, or hidden / heads when it is 0.
 std::int64_t head_size(const ModelConfig& config);
 
-// The rotated width of a head: qk_rope_head_dim under multi-head latent attention, else head_size.
+// The rotated width of a head: qk_rope_head_dim under multi-head latent attention, else
+// head_size x partial_rotary (truncated, as HF's rope init computes it).
 std::int64_t rotary_dim(const ModelConfig& config);
 
 // The rotary inv_freq table (rotary_dim / 2 values) with rope_scaling applied, as HF computes it.

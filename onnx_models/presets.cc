@@ -50,6 +50,7 @@ ModelConfig encoder(const std::string& name, Family family) {
 // code as `models --hf-config`.
 struct HfPreset {
   std::string name, repository, config;  // config: the fields of the repository's config.json
+  std::string source = "";               // where no repository holds the config: what it is written from
 };
 
 constexpr const char* kLlama3 =
@@ -162,6 +163,24 @@ std::vector<HfPreset> hf_presets() {
          "topk_group": 1, "topk_method": "greedy", "v_head_dim": 128, "vocab_size": 102400)"},
       {"gpt-oss-120b", "openai/gpt-oss-120b", gpt_oss + R"(, "num_hidden_layers": 36, "num_local_experts": 128)"},
       {"gpt-oss-20b", "openai/gpt-oss-20b", gpt_oss + R"(, "num_hidden_layers": 24, "num_local_experts": 32)"},
+      // Nemotron-4 15B has no published config.json: the technical report's Table 1 (Parmar et
+      // al. 2024) written as one; MLP 4h, as transformers' NemotronConfig defaults (its
+      // "nemotron-15b style" configuration).
+      {"nemotron-4-15b", "",
+       R"("model_type": "nemotron", "hidden_act": "relu2", "hidden_size": 6144, "intermediate_size": 24576,
+         "num_hidden_layers": 32, "num_attention_heads": 48, "num_key_value_heads": 8, "vocab_size": 256000,
+         "max_position_embeddings": 4096, "norm_eps": 1e-05, "partial_rotary_factor": 0.5, "rope_theta": 10000,
+         "attention_bias": false, "mlp_bias": false, "tie_word_embeddings": false)",
+       "Nemotron-4 15B technical report (arXiv 2402.16819) Table 1, with transformers' NemotronConfig defaults"},
+      // nvidia/Nemotron-4-340B-Base is a NeMo checkpoint; its Hugging Face conversion's
+      // config.json (rope_percent is not read by NemotronForCausalLM: partial_rotary_factor's
+      // default 0.5, the NeMo model's rotary_percentage).
+      {"nemotron-4-340b", "mgoin/Nemotron-4-340B-Base-hf",
+       R"("model_type": "nemotron", "attention_bias": false, "head_dim": 192, "hidden_act": "relu2",
+         "hidden_size": 18432, "intermediate_size": 73728, "max_position_embeddings": 4096, "mlp_bias": false,
+         "norm_eps": 1e-05, "num_attention_heads": 96, "num_hidden_layers": 96, "num_key_value_heads": 8,
+         "rope_percent": 0.5, "rope_scaling": null, "rope_theta": 10000, "tie_word_embeddings": false,
+         "vocab_size": 256000)"},
       {"gemma3-1b", "google/gemma-3-1b-pt",
        R"("model_type": "gemma3_text", "attention_bias": false, "attn_logit_softcapping": null,
          "final_logit_softcapping": null, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
@@ -208,7 +227,7 @@ std::vector<Preset> make_presets() {
   resnet.image_size = 224, resnet.classes = 1000;
   p.push_back({"resnet50", "ResNet-50, torchvision (25.6M)", resnet});
   for (const HfPreset& hf : hf_presets()) {
-    const std::string source = hf.repository + " config.json (Hugging Face)";
+    const std::string source = hf.source.empty() ? hf.repository + " config.json (Hugging Face)" : hf.source;
     ModelConfig c = config_from_hf_json("{" + hf.config + "}", source);
     c.name = hf.name;
     p.push_back({hf.name, source, c});
@@ -330,10 +349,13 @@ std::string describe(const ModelConfig& c) {
     if (c.sliding_window > 0) s << ", sliding window " << c.sliding_window;
     if (c.global_every > 0) s << " (global every " << c.global_every << ")";
     if (c.attention_sinks) s << ", attention sinks";
+    if (c.partial_rotary != 1.0) s << ", rotary on " << c.partial_rotary << " of each head";
+    if (c.layer_norm_1p) s << ", LayerNorm1P";
     if (c.first_dense_layers > 0)
       s << ", " << c.first_dense_layers << " dense layer" << (c.first_dense_layers > 1 ? "s" : "") << " of mlp "
         << c.dense_intermediate << ", then";
     s << ", mlp " << c.intermediate;
+    if (c.layer_norm_1p) s << " squared-ReLU" << (c.mlp_bias ? " (biased)" : "");
     if (c.experts > 0) {
       s << " x " << c.experts << " experts (top-" << c.top_k << (c.sigmoid_router ? ", sigmoid" : "")
         << (c.norm_topk_prob ? "" : ", not renormalized");

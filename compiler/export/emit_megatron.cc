@@ -79,12 +79,16 @@ void model_flags(MegatronArgs& a, const ModelArchitecture& m, const ParallelReci
   if (m.gated_mlp) {
     if (!m.silu) a.comment("PLACEHOLDER the gated MLP's activation is not x*sigmoid(x); --swiglu is SiLU");
     a.flag("swiglu");
+  } else if (m.squared_relu) {
+    a.flag("squared-relu");
   }
   if (m.norm != NormKind::unknown) a.value("normalization", megatron_name(m.norm));
+  if (m.norm_1p) a.flag("apply-layernorm-1p");
   if (m.norm_epsilon > 0) a.value("norm-epsilon", fmt::format("{:g}", m.norm_epsilon));
   if (m.qk_norm) a.flag("qk-layernorm");
   if (m.position != PositionKind::unknown) a.value("position-embedding-type", megatron_name(m.position));
   if (m.position == PositionKind::rope && m.rotary_base > 0) a.value("rotary-base", static_cast<long long>(m.rotary_base));
+  if (m.position == PositionKind::rope && m.rotary_percent > 0) a.value("rotary-percent", fmt::format("{:g}", m.rotary_percent));
   if (m.mla) mla_flags(a, m);
   const long long seq = static_cast<long long>(r.seq);
   if (const long long positions = std::max(m.max_positions, seq); positions > 0) a.value("max-position-embeddings", positions);

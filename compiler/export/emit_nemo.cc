@@ -27,9 +27,11 @@ std::string nemo_model_config(const ModelArchitecture& m, const ParallelRecipe& 
   field("gated_linear_unit", py_bool(m.gated_mlp));
   field("qk_layernorm", py_bool(m.qk_norm));
   if (m.norm != NormKind::unknown) field("normalization", fmt::format("\"{}\"", megatron_name(m.norm)));
+  if (m.norm_1p) field("layernorm_zero_centered_gamma", "True");
   if (m.norm_epsilon > 0) field("layernorm_epsilon", fmt::format("{:g}", m.norm_epsilon));
   if (m.position != PositionKind::unknown) field("position_embedding_type", fmt::format("\"{}\"", megatron_name(m.position)));
   if (m.rotary_base > 0) field("rotary_base", static_cast<long long>(m.rotary_base));
+  if (m.rotary_percent > 0) field("rotary_percent", fmt::format("{:g}", m.rotary_percent));
   if (m.mla) {  // Megatron-Core's MLATransformerConfig fields
     field("multi_latent_attention", "True");
     field("q_lora_rank", m.q_lora_rank > 0 ? std::to_string(m.q_lora_rank) : std::string("None"));
@@ -69,6 +71,7 @@ std::string nemo_model_config(const ModelArchitecture& m, const ParallelRecipe& 
   }
   s += ")\n";
   if (m.gated_mlp) s += "# with gated_linear_unit: activation_func=torch.nn.functional.silu (SwiGLU)\n";
+  else if (m.squared_relu) s += "# activation_func=squared_relu (nemo.collections.llm.fn.activation: relu(x)^2, Nemotron's MLP)\n";
   s += fmt::format("# PLACEHOLDER tokenizer, data and learning-rate schedule: not in the ONNX; the tokenizer's vocabulary must be {}\n",
                    m.vocab);
   return s;

@@ -51,6 +51,7 @@ std::vector<std::string> architecture_gaps(ExportTarget t, const ModelArchitectu
       for (const auto& f : m.deepseek_features())
         gaps.push_back("model: " + f + ": torchtitan's llama3 does not build it and no deepseek_v3 flavor fields are documented to write");
       for (const auto& f : m.gpt_oss_features()) gaps.push_back("model: " + f + ": torchtitan's llama3 does not build it");
+      for (const auto& f : m.nemotron_features()) gaps.push_back("model: " + f + ": torchtitan's llama3 does not build it");
       break;
     case ExportTarget::deepspeed:
       if (m.mla && r.tp > 1)

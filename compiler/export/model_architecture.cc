@@ -44,6 +44,7 @@ class ArchitectureReader {
     read_router();
     read_latent_attention();
     read_attention_variants();
+    read_rotary_share();
     for (const auto& f : a_.gpt_oss_features()) a_.megatron_gaps.push_back(f + ": this export writes no flag for it");
     for (const Node& n : g_.nodes()) a_.dropout |= n.op_type == "Dropout";
     // Megatron-Core's qk_layernorm: the per-head q/k norms, or MLA's latent norms.
@@ -101,6 +102,10 @@ class ArchitectureReader {
       a_.norm = op.find("Simplified") != std::string::npos || op.find("RMS") != std::string::npos ? NormKind::rms_norm
                                                                                                    : NormKind::layer_norm;
       a_.norm_epsilon = g_.node(n).attr_float("epsilon", 1e-5);  // ONNX's default
+      if (g_.node(n).inputs.size() > 1 && g_.node(n).inputs[1] != kNone) {
+        const NodeId scale = g_.tensor(g_.node(n).inputs[1]).producer;
+        a_.norm_1p = scale != kNone && adds_one_to_weight(scale);
+      }
       return;
     }
     // Decomposed: the square's input is the residual stream (RMSNorm) or x - mean (LayerNorm).
@@ -109,12 +114,41 @@ class ArchitectureReader {
     a_.norm = centred != kNone && g_.node(centred).op_type == "Sub" ? NormKind::layer_norm : NormKind::rms_norm;
     for (NodeId n : nodes) {
       if (g_.node(n).op_type != "Add") continue;
+      if (adds_one_to_weight(n)) {  // (1 + weight), not the epsilon
+        a_.norm_1p = true;
+        continue;
+      }
       for (TensorId in : g_.node(n).inputs) {
         if (in == kNone || !g_.tensor(in).is_constant || s_.weight_derived[in]) continue;
         if (const auto v = constants_.values(g_.tensor(in).name, 1)) a_.norm_epsilon = v->front();
       }
     }
     if (a_.norm_epsilon == 0) a_.unknown.push_back("normalization epsilon: not a constant the graph holds");
+  }
+
+  // An Add of a weight and the constant 1: a norm's (1 + weight) scale.
+  bool adds_one_to_weight(NodeId n) const {
+    const Node& node = g_.node(n);
+    if (node.op_type != "Add" || node.inputs.size() != 2) return false;
+    bool weight = false, one = false;
+    for (TensorId in : node.inputs) {
+      if (in == kNone) return false;
+      if (s_.weight_derived[in] && !g_.tensor(in).is_constant) {
+        weight = true;
+      } else if (g_.tensor(in).is_constant) {
+        const auto v = constants_.values(g_.tensor(in).name, 1);
+        one |= v && v->size() == 1 && v->front() == 1.0;
+      }
+    }
+    return weight && one;
+  }
+
+  // The rotated share of a head (partial rotary): the inverse frequencies cover 2 x their
+  // count of the head's dims.
+  void read_rotary_share() {
+    if (a_.mla || a_.position != PositionKind::rope || a_.inv_freq.empty() || a_.head_dim <= 0) return;
+    const double share = 2.0 * static_cast<double>(a_.inv_freq.size()) / static_cast<double>(a_.head_dim);
+    if (share < 1) a_.rotary_percent = share;
   }
 
   // Heads from the first attention: Q's and K's leading dims other than the batch.
@@ -206,7 +240,7 @@ class ArchitectureReader {
     bool any_row = false;
     for (NodeId row : s_.row) {
       std::set<NodeId> columns, seen;
-      bool attention = false, sigmoid = false, clamped = false;
+      bool attention = false, sigmoid = false, clamped = false, relu = false, squared = false;
       int gathers = 0;
       std::deque<NodeId> queue{row};
       while (!queue.empty()) {
@@ -222,6 +256,9 @@ class ArchitectureReader {
             attention |= spaces_[p].kind == OpKind::attention || spaces_[p].kind == OpKind::softmax;
             sigmoid |= g_.node(p).op_type == "Sigmoid";
             clamped |= g_.node(p).op_type == "Min" || g_.node(p).op_type == "Clip";
+            relu |= g_.node(p).op_type == "Relu";
+            const auto& ins = g_.node(p).inputs;  // x * x (torch.square) or x ^ 2
+            squared |= (g_.node(p).op_type == "Mul" && ins.size() == 2 && ins[0] == ins[1]) || g_.node(p).op_type == "Pow";
             gathers += g_.node(p).op_type == "Gather" ? 1 : 0;
             queue.push_back(p);
           }
@@ -246,6 +283,7 @@ class ArchitectureReader {
       a_.interleaved_glu |= interleaved;
       a_.clamped_glu |= clamped;
       a_.silu |= sigmoid;
+      a_.squared_relu |= columns.size() == 1 && !interleaved && relu && squared;
       a_.linear_bias |= has_bias(row);
       any_row = true;
     }
@@ -735,6 +773,14 @@ std::vector<std::string> ModelArchitecture::gpt_oss_features() const {
   if (router_bias) f.push_back("a bias on the router's logits");
   if (yarn_rotary_factor > 0)
     f.push_back(fmt::format("a YaRN-scaled rotary table (cos and sin x{:g}) outside multi-head latent attention", yarn_rotary_factor));
+  return f;
+}
+
+std::vector<std::string> ModelArchitecture::nemotron_features() const {
+  std::vector<std::string> f;
+  if (squared_relu) f.push_back("the squared-ReLU MLP (relu(x)^2, no gate)");
+  if (norm_1p) f.push_back(fmt::format("{} of (1 + weight) (zero-centered gamma)", megatron_name(norm)));
+  if (rotary_percent > 0) f.push_back(fmt::format("rotary embeddings on {:g} of each head", rotary_percent));
   return f;
 }
 

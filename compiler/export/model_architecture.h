@@ -31,10 +31,13 @@ struct ModelArchitecture {
   long long head_dim = 0;        // kv channels
   bool gated_mlp = false;        // two column GEMMs multiplied (SwiGLU)
   bool silu = false;             // the gate's activation is x * sigmoid(x)
+  bool squared_relu = false;     // an MLP of one column GEMM and relu(x)^2 (Nemotron)
   NormKind norm = NormKind::unknown;
+  bool norm_1p = false;          // the norms scale by 1 + weight (zero-centered gamma: Nemotron's LayerNorm1P)
   double norm_epsilon = 0;       // 0: not in the graph
   PositionKind position = PositionKind::unknown;
   double rotary_base = 0;        // 0: not in the graph
+  double rotary_percent = 0;     // the rotated share of a head when not all of it (Nemotron 0.5); 0: all or unknown
   long long max_positions = 0;   // rows of a learned position table; 0 without one
   bool tied_embeddings = false;  // the LM head reads the token embedding table
   long long vocab = 0;
@@ -91,6 +94,8 @@ struct ModelArchitecture {
   // gpt-oss's features (attention sinks, sliding windows, the clamped interleaved SwiGLU, the
   // router's bias), one line each.
   std::vector<std::string> gpt_oss_features() const;
+  // Nemotron's features (the squared-ReLU MLP, (1 + weight) norms, partial rotary), one line each.
+  std::vector<std::string> nemotron_features() const;
 };
 
 // Megatron-LM's --moe-layer-freq pattern: "([0]*3+[1]*58)".

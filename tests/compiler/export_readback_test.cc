@@ -33,6 +33,7 @@ namespace symtensor::compiler {
 namespace {
 
 using symtensor::testing::kGptOssTiny;
+using symtensor::testing::kNemotronTiny;
 
 namespace fs = std::filesystem;
 
@@ -48,7 +49,8 @@ const std::map<std::string, ArgSpec>& megatron_table() {
       // 1a model
       {"num-layers", {Kind::integer}}, {"hidden-size", {Kind::integer}}, {"ffn-hidden-size", {Kind::integer}},
       {"num-attention-heads", {Kind::integer}}, {"group-query-attention", {Kind::flag}}, {"num-query-groups", {Kind::integer}},
-      {"kv-channels", {Kind::integer}}, {"swiglu", {Kind::flag}}, {"qk-layernorm", {Kind::flag}},
+      {"kv-channels", {Kind::integer}}, {"swiglu", {Kind::flag}}, {"squared-relu", {Kind::flag}}, {"qk-layernorm", {Kind::flag}},
+      {"apply-layernorm-1p", {Kind::flag}}, {"rotary-percent", {Kind::number}},
       {"normalization", {Kind::choice, {"LayerNorm", "RMSNorm"}}}, {"norm-epsilon", {Kind::number}},
       {"position-embedding-type", {Kind::choice, {"learned_absolute", "rope", "yarn", "mrope", "relative", "none"}}},
       {"rotary-base", {Kind::integer}}, {"max-position-embeddings", {Kind::integer}}, {"seq-length", {Kind::integer}},
@@ -258,6 +260,12 @@ class ExportReadback : public ::testing::Test {
     o.bindings = {{"batch", batch}, {"seq", seq}};
     o.warn_opaque = false;
     return import_onnx_file(path, o);
+  }
+  // A Hugging Face config.json read by `models --hf-config`, named `name`.
+  Graph hf_model(const std::string& json, const std::string& name) {
+    models::ModelConfig config = models::load_hf_config(file(name + ".json", json));
+    config.name = name;
+    return model(config);
   }
   Graph preset(const std::string& name, const models::Overrides& o = {}) {
     return model(models::apply_overrides(models::preset_config(name), o));
@@ -680,9 +688,7 @@ TEST_F(DeepSeekExport, OtherTargetsClaimNoExactnessTheyLack) {
 // ---- gpt-oss: what Megatron-LM / NeMo and torchtitan are not told, one line each ---------
 
 TEST_F(ExportReadback, GptOssExportsSayWhatTheyCannotWrite) {
-  models::ModelConfig config = models::load_hf_config(file("gpt_oss_tiny.json", kGptOssTiny));
-  config.name = "gpt-oss-tiny";
-  Graph g = model(config);
+  Graph g = hf_model(kGptOssTiny, "gpt-oss-tiny");
   const hardware::Cluster c = cluster("dgx-a100", 1, 2);
   const Plan p = plan(g, c, "tp=2,mb=1");
   const auto names = [](const ExportResult& r, const std::string& what) {
@@ -713,6 +719,57 @@ TEST_F(ExportReadback, GptOssExportsSayWhatTheyCannotWrite) {
   EXPECT_EQ(a.i("moe-ffn-hidden-size"), 48);
   EXPECT_TRUE(a.has("swiglu"));
   EXPECT_FALSE(a.has("disable-bias-linear"));  // every linear biased
+}
+
+// ---- Nemotron: --squared-relu, LayerNorm with --apply-layernorm-1p, --rotary-percent 0.5 ----
+
+using NemotronExport = DeepSeekExport;  // its NeMo reader
+
+TEST_F(NemotronExport, MegatronWritesSquaredReluLayerNorm1pAndRotaryPercent) {
+  Graph g = hf_model(kNemotronTiny, "nemotron-tiny");
+  const hardware::Cluster c = cluster("dgx-a100", 1, 2);
+  const Plan p = plan(g, c, "tp=2,mb=1");
+  const ExportResult r = export_plan(ExportTarget::megatron, g, c, p);
+  ASSERT_TRUE(r.exact()) << r.not_expressible.front() << "\n" << r.config;
+  const MegatronArgs a = parse_megatron(r.config);
+  EXPECT_TRUE(a.has("squared-relu")) << r.config;
+  EXPECT_FALSE(a.has("swiglu"));
+  EXPECT_EQ(a.s("normalization"), "LayerNorm");
+  EXPECT_TRUE(a.has("apply-layernorm-1p"));
+  EXPECT_DOUBLE_EQ(a.d("norm-epsilon"), 1e-5);
+  EXPECT_EQ(a.s("position-embedding-type"), "rope");
+  EXPECT_DOUBLE_EQ(a.d("rotary-percent"), 0.5);
+  EXPECT_EQ(a.i("rotary-base"), 10000);
+  EXPECT_EQ(a.i("num-attention-heads"), 4);
+  EXPECT_TRUE(a.has("group-query-attention"));
+  EXPECT_EQ(a.i("num-query-groups"), 2);
+  EXPECT_EQ(a.i("kv-channels"), 32);  // heads x head_dim != hidden (Minitron-8B's shape)
+  EXPECT_EQ(a.i("ffn-hidden-size"), 96);
+  EXPECT_TRUE(a.has("disable-bias-linear"));
+  EXPECT_FALSE(a.has("add-qkv-bias"));
+  EXPECT_TRUE(a.has("untie-embeddings-and-output-weights"));
+  EXPECT_EQ(megatron_parallel(a).tp, 2);
+  // A LLaMA has none of the three.
+  Graph llama = preset("llama2-70b-tiny");
+  const MegatronArgs l = parse_megatron(export_plan(ExportTarget::megatron, llama, c, plan(llama, c, "tp=2,mb=1")).config);
+  EXPECT_FALSE(l.has("squared-relu") || l.has("apply-layernorm-1p") || l.has("rotary-percent"));
+  // NeMo: Megatron-Core's field names; torchtitan's llama3 builds none of it, one line each.
+  const ExportResult n = export_plan(ExportTarget::nemo, g, c, p);
+  EXPECT_TRUE(n.exact()) << n.not_expressible.front();
+  EXPECT_NE(n.config.find("activation_func=squared_relu"), std::string::npos) << n.config;
+  const ExportResult t = export_plan(ExportTarget::torchtitan, g, c, p);
+  ASSERT_FALSE(t.exact());
+  const std::string gaps = fmt::format("{}", fmt::join(t.not_expressible, "\n"));
+  for (const char* f : {"model: the squared-ReLU MLP (relu(x)^2, no gate)", "model: LayerNorm of (1 + weight) (zero-centered gamma)",
+                        "model: rotary embeddings on 0.5 of each head"})
+    EXPECT_NE(gaps.find(f), std::string::npos) << f << "\n" << gaps;
+  const nlohmann::json k = nemo_model(n.config);
+  if (k.is_null()) GTEST_SKIP() << "no python3";
+  EXPECT_EQ(k["gated_linear_unit"], false);
+  EXPECT_EQ(k["normalization"], "LayerNorm");
+  EXPECT_EQ(k["layernorm_zero_centered_gamma"], true);
+  EXPECT_DOUBLE_EQ(k["rotary_percent"].get<double>(), 0.5);
+  EXPECT_EQ(k["kv_channels"], 32);
 }
 
 // ---- torchtitan --------------------------------------------------------------------------

@@ -5,7 +5,8 @@
 // experts): Megatron's tensor parallelism keeps the down projections whole and cuts the up
 // projections and the heads; its plans under data parallelism and megatron tp=2 are written
 // as sharded ONNX and proven equal to the model in ONNX Runtime (`symtensor verify`). A tiny
-// gpt-oss (attention sinks, a sliding and a full layer, biased clamped-SwiGLU experts) likewise.
+// gpt-oss (attention sinks, a sliding and a full layer, biased clamped-SwiGLU experts) likewise,
+// and a tiny Nemotron (LayerNorm1P, squared-ReLU MLP, rotary on half of each head).
 #include <unistd.h>
 
 #include <cmath>
@@ -32,6 +33,25 @@ namespace {
 
 using symtensor::testing::kDeepSeekV3Tiny;
 using symtensor::testing::kGptOssTiny;
+using symtensor::testing::kNemotronTiny;
+
+// Whether the plan cuts node n over the mesh axis.
+bool cut_on(const Plan& plan, NodeId n, int axis) {
+  for (const auto& axes : plan.node_cuts[n].loop_axes)
+    for (int a : axes)
+      if (a == axis) return true;
+  return false;
+}
+
+// A Hugging Face config.json through `models --hf-config` and the importer, at batch 8, seq 8.
+Graph hf_graph(const std::string& json, const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/" + name + "_" + std::to_string(::getpid()) + ".json";
+  std::ofstream(path) << json;
+  ImportOptions o;
+  o.bindings = {{"batch", 8.0}, {"seq", 8.0}};
+  o.warn_opaque = false;
+  return import_onnx_model(models::build_model(models::load_hf_config(path)), name, o);
+}
 
 Graph qwen3_moe_tiny_graph() {
   const std::string path = ::testing::TempDir() + "/qwen3_moe_tiny_config.json";
@@ -89,10 +109,7 @@ std::string deepseek_tiny_config() {
 }
 
 TEST(HfConfigMegatron, DeepSeekV3TinyKeepsTheDownProjectionsWhole) {
-  ImportOptions o;
-  o.bindings = {{"batch", 8.0}, {"seq", 8.0}};
-  o.warn_opaque = false;
-  Graph g = import_onnx_model(models::build_model(models::load_hf_config(deepseek_tiny_config())), "deepseek-v3-tiny", o);
+  Graph g = hf_graph(kDeepSeekV3Tiny, "deepseek-v3-tiny");
   const hardware::Cluster cluster = testing::dgx(1, 4);
   const MegatronKnobs knobs = parse_megatron_knobs("tp=2");
   const Plan plan = make_megatron_plan(g, cluster, knobs, StrategyOptions{});
@@ -102,12 +119,7 @@ TEST(HfConfigMegatron, DeepSeekV3TinyKeepsTheDownProjectionsWhole) {
   ASSERT_EQ(s.layers(), 3);
   ASSERT_EQ(s.down_projections.size(), 6u);  // q_a_proj, kv_a_proj_with_mqa
   const int tp_axis = megatron_mesh(cluster, knobs).tp_axis;
-  auto cut_on_tp = [&](NodeId n) {
-    for (const auto& axes : plan.node_cuts[n].loop_axes)
-      for (int a : axes)
-        if (a == tp_axis) return true;
-    return false;
-  };
+  auto cut_on_tp = [&](NodeId n) { return cut_on(plan, n, tp_axis); };
   for (NodeId n : s.down_projections) EXPECT_FALSE(cut_on_tp(n)) << g.node(n).name;
   for (NodeId n : s.latent_norms) EXPECT_FALSE(cut_on_tp(n)) << g.node(n).name;
   for (NodeId n : s.column) EXPECT_TRUE(cut_on_tp(n)) << g.node(n).name;
@@ -170,6 +182,45 @@ TEST_F(DeepSeekVerify, TinyGptOssPlansAreEqualToTheModelInOnnxRuntime) {
   ASSERT_EQ(run("models --hf-config " + config + " --weights random -o " + path("m.onnx")), 0) << log_;
   EXPECT_NE(log_.find("attention sinks"), std::string::npos) << log_;
   expect_plans_verify({"--strategy dp", "--megatron tp=2"});
+}
+
+// Megatron's pairs: q, k, v and up_proj column-parallel, o_proj and down_proj row-parallel,
+// the attention cut on its heads; the LayerNorm1P weights and the Relu stay whole per rank.
+TEST(HfConfigMegatron, NemotronTinyCutsItsPairsAndHeads) {
+  Graph g = hf_graph(kNemotronTiny, "nemotron-tiny");
+  const hardware::Cluster cluster = testing::dgx(1, 4);
+  const MegatronKnobs knobs = parse_megatron_knobs("tp=2");
+  const Plan plan = make_megatron_plan(g, cluster, knobs, StrategyOptions{});
+  testing::expect_valid_plan(g, cluster, plan);
+  const auto spaces = node_iteration_spaces(g);
+  const TransformerStructure s = find_transformer_structure(g, spaces);
+  ASSERT_EQ(s.layers(), 2);
+  const int tp_axis = megatron_mesh(cluster, knobs).tp_axis;
+  auto cut_on_tp = [&](NodeId n) { return cut_on(plan, n, tp_axis); };
+  EXPECT_EQ(s.column.size(), 8u);
+  EXPECT_EQ(s.row.size(), 4u);
+  for (NodeId n : s.column) EXPECT_TRUE(cut_on_tp(n)) << g.node(n).name;
+  for (NodeId n : s.row) EXPECT_TRUE(cut_on_tp(n)) << g.node(n).name;
+  for (NodeId n : s.attention) EXPECT_TRUE(cut_on_tp(n)) << g.node(n).name;
+  int relus = 0;
+  for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n)
+    if (g.node(n).op_type == "Relu") {  // between up and down
+      ++relus;
+      EXPECT_TRUE(cut_on_tp(n)) << g.node(n).name;
+    }
+  EXPECT_EQ(relus, 2);
+  const StepEstimate e = estimate_step(analyze_plan(g, cluster, plan), plan, cluster);
+  EXPECT_TRUE(std::isfinite(e.step_time_s));
+  EXPECT_TRUE(e.fits);
+}
+
+// seq 8 with rotary on 16 of 32 dims: the passed half and the rotated half both in the outputs.
+TEST_F(DeepSeekVerify, TinyNemotronPlansAreEqualToTheModelInOnnxRuntime) {
+  const std::string config = path("nemotron.json");
+  std::ofstream(config) << kNemotronTiny;
+  ASSERT_EQ(run("models --hf-config " + config + " --weights random -o " + path("m.onnx")), 0) << log_;
+  EXPECT_NE(log_.find("LayerNorm1P"), std::string::npos) << log_;
+  expect_plans_verify({"--strategy dp", "--megatron tp=2", "--megatron tp=2,sp=1"});
 }
 
 }  // namespace

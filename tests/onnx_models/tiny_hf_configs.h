@@ -22,4 +22,12 @@ inline constexpr const char* kGptOssTiny = R"({"model_type": "gpt_oss", "hidden_
     "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 4.0, "original_max_position_embeddings": 16,
                      "rope_type": "yarn", "truncate": false}})";
 
+// Nemotron (Minitron-8B's shape: heads x head_dim != hidden): LayerNorm1P, the squared-ReLU
+// MLP, rotary on half of each head of 32, grouped-query attention.
+inline constexpr const char* kNemotronTiny = R"({"model_type": "nemotron", "hidden_size": 64, "intermediate_size": 96,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
+    "hidden_act": "relu2", "partial_rotary_factor": 0.5, "norm_eps": 1e-05, "vocab_size": 128,
+    "max_position_embeddings": 64, "rope_theta": 10000, "attention_bias": false, "mlp_bias": false,
+    "tie_word_embeddings": false})";
+
 }  // namespace symtensor::testing

@@ -74,7 +74,7 @@ expect_refusal() {  # expect_refusal PATTERN JSON
 }
 expect_refusal "bad.json: model_type 'qwen2_moe' is not supported yet: the shared expert" \
   '{"model_type": "qwen2_moe", "hidden_size": 2048}'
-expect_refusal "bad.json: model_type 'nemotron' is not supported yet: squared-ReLU MLP" '{"model_type": "nemotron"}'
+expect_refusal "bad.json: model_type 'gemma2' is not supported yet: logit soft-capping" '{"model_type": "gemma2"}'
 expect_refusal "bad.json: missing key 'head_dim' (model_type 'gpt_oss')" \
   "{\"model_type\": \"gpt_oss\", $common, \"sliding_window\": 4, \"num_local_experts\": 4, \"num_experts_per_tok\": 2}"
 expect_refusal "bad.json: model_type 'bert' is not supported" '{"model_type": "bert"}'
