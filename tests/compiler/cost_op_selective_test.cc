@@ -55,8 +55,12 @@ TEST(OpLevelSelective, KeepsEveryOtherMatmulAndTheAttentionOutputs) {
   for (NodeId id : ng.topological_order()) {
     const Node& node = op.graph.node(id);
     const int layer = ng.node_layers()[id];
-    if (node.op_type == "FusedAttention") EXPECT_FALSE(recomputed[id]) << node.name;
-    if (node.op_type == "Pow" && layer >= 0) EXPECT_TRUE(recomputed[id]) << node.name;  // the norms
+    if (node.op_type == "FusedAttention") {
+      EXPECT_FALSE(recomputed[id]) << node.name;
+    }
+    if (node.op_type == "Pow" && layer >= 0) {
+      EXPECT_TRUE(recomputed[id]) << node.name;  // the norms
+    }
     if (node.op_type != "MatMul" || layer < 0) continue;
     bool weight = false;
     for (TensorId in : node.inputs) weight = weight || (in != kNone && op.graph.tensor(in).is_parameter);
