@@ -1,5 +1,8 @@
 #include "compiler/analysis/model_stats.h"
 
+#include <map>
+#include <string>
+
 #include "compiler/fusion/fusion_pass.h"
 #include "compiler/ops/op_semantics.h"
 
@@ -21,6 +24,42 @@ std::vector<IterationSpace> node_iteration_spaces(Graph& graph) {
   for (NodeId n = 0; n < static_cast<NodeId>(graph.nodes().size()); ++n) spaces.push_back(iteration_space_of(graph, n));
   return spaces;
 }
+
+namespace {
+
+// Per layer (layer_of) with a routed mixture of experts: E and top_k.
+struct RoutedLayer {
+  GiNaC::ex experts;
+  std::int64_t top_k = 0;
+};
+
+std::map<std::string, RoutedLayer> routed_layers(const Graph& graph) {
+  std::map<std::string, RoutedLayer> layers;
+  for (const Node& node : graph.nodes()) {
+    if (node.op_type != "MoeCombine" || node.inputs.empty() || node.inputs[0] == kNone) continue;
+    const Shape& routing = graph.tensor(node.inputs[0]).shape;  // [b, s, E, C]
+    const std::int64_t k = node.attr_int("top_k", 0);
+    if (routing.size() == 4 && k > 0) layers[layer_of(node.name)] = {routing[2], k};
+  }
+  return layers;
+}
+
+// Parameter elements one token does not run through: (1 - top_k / E) of every expert-stacked
+// parameter (leading dim E) read by its routed layer.
+GiNaC::ex inactive_expert_elements(const Graph& graph) {
+  const std::map<std::string, RoutedLayer> layers = routed_layers(graph);
+  GiNaC::ex inactive = 0;
+  if (layers.empty()) return inactive;
+  for (const Tensor& t : graph.tensors()) {
+    if (!t.is_parameter || t.shape.empty() || t.consumers.empty()) continue;
+    const auto layer = layers.find(layer_of(graph.node(t.consumers.front()).name));
+    if (layer == layers.end() || !(t.shape.front() - layer->second.experts).expand().is_zero()) continue;
+    inactive += t.num_elements() * (1 - GiNaC::numeric(layer->second.top_k) / layer->second.experts);
+  }
+  return inactive;
+}
+
+}  // namespace
 
 ModelStats compute_model_stats(Graph& graph) {
   ModelStats s;
@@ -47,6 +86,7 @@ ModelStats compute_model_stats(Graph& graph) {
     if (space.kind == OpKind::attention) s.attention_flops += space.flops;
     s.node_costs.push_back({id, space.flops, space.bytes});
   }
+  s.active_parameter_count = (s.parameter_count - inactive_expert_elements(graph)).expand();
   s.parameter_count = s.parameter_count.expand();
   s.parameter_bytes = s.parameter_bytes.expand();
   s.forward_flops = s.forward_flops.expand();

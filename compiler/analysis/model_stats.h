@@ -17,6 +17,10 @@ struct NodeCost {
 struct ModelStats {
   GiNaC::ex parameter_count;   // elements of all parameters (symbolic only if a weight shape is)
   GiNaC::ex parameter_bytes;
+  // Parameters one token runs through: all but the routed experts, of which top_k of E
+  // (a MoeCombine's top_k and its routing tensor's E; the expert-stacked parameters of its
+  // layer, leading dim E). Equal to parameter_count without mixtures of experts.
+  GiNaC::ex active_parameter_count;
   GiNaC::ex forward_flops;     // every operator with semantics
   GiNaC::ex gemm_flops;        // MatMul/Gemm/Einsum/Conv only (the convention of published formulas)
   GiNaC::ex attention_flops;   // fused attention kernels (causal ones counted half)

@@ -95,6 +95,7 @@ void run_inspect(const InspectOptions& o) {
     }
     j["parameter_count"] = quantity(g, stats.parameter_count);
     j["parameter_bytes"] = quantity(g, stats.parameter_bytes);
+    j["active_parameter_count"] = quantity(g, stats.active_parameter_count);
     j["forward_flops"] = quantity(g, stats.forward_flops);
     j["gemm_flops"] = quantity(g, stats.gemm_flops);
     j["attention_flops"] = quantity(g, stats.attention_flops);
@@ -128,9 +129,13 @@ void run_inspect(const InspectOptions& o) {
   std::cout << "outputs:\n";
   for (auto id : g.outputs)
     std::cout << "  " << g.tensor(id).name << "  " << compiler::to_string(g.tensor(id).dtype) << " " << shape_text(g.tensor(id)) << "\n";
-  if (auto n = g.symbols.evaluate(stats.parameter_count))
+  if (auto n = g.symbols.evaluate(stats.parameter_count)) {
     std::cout << "parameters: " << compiler::format_count(*n) << " ("
-              << compiler::format_bytes(*g.symbols.evaluate(stats.parameter_bytes)) << ")\n";
+              << compiler::format_bytes(*g.symbols.evaluate(stats.parameter_bytes)) << ")";
+    const auto active = g.symbols.evaluate(stats.active_parameter_count);
+    if (active && *active < *n) std::cout << ", active per token " << compiler::format_count(*active) << " (routed experts: top-k of E)";
+    std::cout << "\n";
+  }
   else
     std::cout << "parameters: " << compiler::to_text(stats.parameter_count) << "\n";
   print_quantity(g, "forward FLOPs", stats.forward_flops, "FLOP");
