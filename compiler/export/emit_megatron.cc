@@ -89,6 +89,10 @@ void model_flags(MegatronArgs& a, const ModelArchitecture& m, const ParallelReci
   if (m.position != PositionKind::unknown) a.value("position-embedding-type", megatron_name(m.position));
   if (m.position == PositionKind::rope && m.rotary_base > 0) a.value("rotary-base", static_cast<long long>(m.rotary_base));
   if (m.position == PositionKind::rope && m.rotary_percent > 0) a.value("rotary-percent", fmt::format("{:g}", m.rotary_percent));
+  if (m.llama3_rope_factor > 0) {
+    a.flag("use-rope-scaling");
+    a.value("rope-scaling-factor", fmt::format("{:g}", m.llama3_rope_factor));
+  }
   if (m.mla) mla_flags(a, m);
   const long long seq = static_cast<long long>(r.seq);
   if (const long long positions = std::max(m.max_positions, seq); positions > 0) a.value("max-position-embeddings", positions);

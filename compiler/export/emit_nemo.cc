@@ -32,6 +32,10 @@ std::string nemo_model_config(const ModelArchitecture& m, const ParallelRecipe& 
   if (m.position != PositionKind::unknown) field("position_embedding_type", fmt::format("\"{}\"", megatron_name(m.position)));
   if (m.rotary_base > 0) field("rotary_base", static_cast<long long>(m.rotary_base));
   if (m.rotary_percent > 0) field("rotary_percent", fmt::format("{:g}", m.rotary_percent));
+  if (m.llama3_rope_factor > 0) {  // Megatron-Core GPTModel's rope_scaling / rope_scaling_factor
+    field("rope_scaling", "True");
+    field("rope_scaling_factor", fmt::format("{:g}", m.llama3_rope_factor));
+  }
   if (m.mla) {  // Megatron-Core's MLATransformerConfig fields
     field("multi_latent_attention", "True");
     field("q_lora_rank", m.q_lora_rank > 0 ? std::to_string(m.q_lora_rank) : std::string("None"));

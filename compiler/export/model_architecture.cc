@@ -18,6 +18,14 @@
 namespace symtensor::compiler {
 namespace {
 
+// The last index k of the table's geometric run from its start: v[i] / v[i - 1] equal to
+// v[1] / v[0] for every i <= k (at least 1).
+std::size_t geometric_run(const std::vector<double>& v) {
+  std::size_t k = 1;
+  while (k + 1 < v.size() && std::abs(v[k + 1] / v[k] / (v[1] / v[0]) - 1) < 1e-5) ++k;
+  return k;
+}
+
 class ArchitectureReader {
  public:
   ArchitectureReader(const Graph& g, const std::vector<IterationSpace>& spaces)
@@ -231,6 +239,13 @@ class ArchitectureReader {
         break;
       }
       if (!geometric && std::abs(factor - 1) > 1e-6) a_.yarn_rotary_factor = factor;
+      // Llama 3.1's table: the highest frequencies as theta^(-2i/d), the lowest that divided by the
+      // scaling factor (the geometric continuation of the first ones over the last entry).
+      if (!geometric && std::abs(factor - 1) <= 1e-6) {
+        const std::size_t k = geometric_run(v);
+        const double continued = v[k] * std::pow(v[k] / v[0], static_cast<double>(v.size() - 1 - k) / static_cast<double>(k));
+        if (const double f = continued / v.back(); k >= 2 && f > 1.5) a_.llama3_rope_factor = std::round(f * 1000) / 1000;
+      }
     }
   }
 
@@ -635,8 +650,11 @@ class ArchitectureReader {
           const auto v = constants_.values(g_.tensor(in).name);
           if (!v || v->size() < 2 || std::abs(v->front() - 1.0) > 1e-6 || v->back() <= 0 || v->back() >= 1) continue;
           a_.inv_freq = *v;
+          // theta from the last entry of the table's geometric run (all of it unscaled; Llama 3.1's
+          // and YaRN's tables scale the low frequencies, not the first, highest ones).
+          const std::size_t k = geometric_run(*v);
           const double d = 2.0 * static_cast<double>(v->size());
-          a_.rotary_base = std::round(std::pow(v->back(), -d / (2.0 * static_cast<double>(v->size() - 1))));
+          a_.rotary_base = std::round(std::pow((*v)[k], -d / (2.0 * static_cast<double>(k))));
           return;
         }
         const NodeId p = g_.tensor(in).producer;

@@ -79,6 +79,9 @@ struct ModelArchitecture {
   bool router_bias = false;
   bool interleaved_glu = false, clamped_glu = false;
   double yarn_rotary_factor = 0;  // outside MLA: cos and sin x this on a non-geometric (YaRN) table; 0: none
+  // Llama 3.1's rope scaling: the low frequencies of a theta^(-2i/d) table divided by this, the
+  // high ones kept, cos and sin unscaled (Megatron's --use-rope-scaling); 0: none.
+  double llama3_rope_factor = 0;
   // What Megatron-LM / NeMo cannot be told of this architecture, one line each: the export
   // says so (not exact) instead of launching a different model.
   std::vector<std::string> megatron_gaps;

@@ -51,6 +51,7 @@ const std::map<std::string, ArgSpec>& megatron_table() {
       {"num-attention-heads", {Kind::integer}}, {"group-query-attention", {Kind::flag}}, {"num-query-groups", {Kind::integer}},
       {"kv-channels", {Kind::integer}}, {"swiglu", {Kind::flag}}, {"squared-relu", {Kind::flag}}, {"qk-layernorm", {Kind::flag}},
       {"apply-layernorm-1p", {Kind::flag}}, {"rotary-percent", {Kind::number}},
+      {"use-rope-scaling", {Kind::flag}}, {"rope-scaling-factor", {Kind::number}},
       {"normalization", {Kind::choice, {"LayerNorm", "RMSNorm"}}}, {"norm-epsilon", {Kind::number}},
       {"position-embedding-type", {Kind::choice, {"learned_absolute", "rope", "yarn", "mrope", "relative", "none"}}},
       {"rotary-base", {Kind::integer}}, {"max-position-embeddings", {Kind::integer}}, {"seq-length", {Kind::integer}},
@@ -719,6 +720,29 @@ TEST_F(ExportReadback, GptOssExportsSayWhatTheyCannotWrite) {
   EXPECT_EQ(a.i("moe-ffn-hidden-size"), 48);
   EXPECT_TRUE(a.has("swiglu"));
   EXPECT_FALSE(a.has("disable-bias-linear"));  // every linear biased
+}
+
+// ---- Llama 3.1: its rope scaling read from the frequency table, --use-rope-scaling ----
+
+TEST_F(ExportReadback, Llama31WritesRopeScalingAndLlama3DoesNot) {
+  const hardware::Cluster c = cluster("dgx-a100", 1, 2);
+  // Small models with Llama 3.1's head dim (128) and rope (theta 500000, x8 beyond 8192
+  // positions): its table keeps the first 28 of 64 frequencies and divides the last ones by 8.
+  models::Overrides o;
+  o.layers = 2, o.hidden = 256, o.heads = 2, o.kv_heads = 2, o.intermediate = 512, o.vocab = 256;
+  for (const auto& [name, factor] : std::vector<std::pair<std::string, double>>{{"llama3.1-8b", 8}, {"llama3-8b", 0}}) {
+    Graph g = preset(name, o);
+    const Plan p = plan(g, c, "tp=2,mb=1");
+    const ExportResult r = export_plan(ExportTarget::megatron, g, c, p);
+    const MegatronArgs a = parse_megatron(r.config);
+    EXPECT_EQ(a.has("use-rope-scaling"), factor > 0) << name << "\n" << r.config;
+    if (factor > 0) {
+      EXPECT_DOUBLE_EQ(a.d("rope-scaling-factor"), factor) << name;
+    }
+    EXPECT_EQ(a.i("rotary-base"), 500000) << name;
+    const ExportResult n = export_plan(ExportTarget::nemo, g, c, p);
+    EXPECT_EQ(n.config.find("rope_scaling=True") != std::string::npos, factor > 0) << name << "\n" << n.config;
+  }
 }
 
 // ---- Nemotron: --squared-relu, LayerNorm with --apply-layernorm-1p, --rotary-percent 0.5 ----
