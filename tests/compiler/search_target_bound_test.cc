@@ -69,12 +69,12 @@ TEST(TargetLimitsAsConstraints, StacksNameTheirTargets) {
   EXPECT_EQ(stack_export_target("dtensor"), std::nullopt);  // a script, not a stack
 }
 
-// A small LLaMA-like model (Llama 3.2 1B with 4 layers and a 32k vocabulary) on one DGX H100.
+// A small LLaMA-like model (Llama 3.2 1B's shape, 4 layers, a 32k vocabulary, its LM head untied
+// as torchtitan's llama3 builds it) on one DGX H100.
 Graph small_llama() {
   models::Overrides o;
-  o.layers = 4;
-  o.vocab = 32000;
-  return symtensor::testing::zoo_graph("llama3.2-1b", o, 32, 2048);
+  o.layers = 4, o.hidden = 2048, o.heads = 32, o.kv_heads = 8, o.intermediate = 8192, o.vocab = 32000;
+  return symtensor::testing::zoo_graph("llama3-8b", o, 32, 2048);
 }
 
 double step_of(Graph& g, const hardware::Cluster& c, const Plan& p) {
