@@ -14,27 +14,31 @@ std::vector<StageTimeBreakdown> time_breakdown(const Graph& graph, const Plan& p
   std::vector<std::map<std::string, OpClassTime>> by_class(stages.size());
   for (const OpWork& w : analysis.ops) {
     const Node& node = graph.node(w.node);
-    OpClassTime& c = by_class.at(w.stage)[node.op_type];
-    const OpClassTime before = c;
-    ++c.operators;
-    c.forward_s += w.fwd_seconds;
-    c.exposed_comm_s += exposed_seconds(w.fwd_comm, w.fwd_seconds);
-    c.flops += w.fwd_flops;
-    stages[w.stage].offload_s += w.offload_fwd_seconds + (train ? w.offload_bwd_seconds : 0);
-    if (!train) continue;
-    c.backward_s += w.bwd_seconds;
-    c.exposed_comm_s += exposed_seconds(w.bwd_comm, w.bwd_seconds);
-    c.flops += w.bwd_flops;
-    if (w.recomputed) {
-      c.recompute_s += w.fwd_seconds;
-      c.exposed_comm_s += exposed_seconds(w.fwd_comm, w.fwd_seconds);
-      c.flops += w.fwd_flops;
+    OpClassTime op;  // this operator's share
+    op.operators = 1;
+    op.forward_s = w.fwd_seconds;
+    op.exposed_comm_s = exposed_seconds(w.fwd_comm, w.fwd_seconds);
+    op.flops = w.fwd_flops;
+    double bytes = w.fwd_bytes;
+    if (train) {
+      op.backward_s = w.bwd_seconds;
+      op.exposed_comm_s += exposed_seconds(w.bwd_comm, w.bwd_seconds);
+      op.flops += w.bwd_flops;
+      bytes += w.bwd_bytes;
+      if (w.recomputed) {
+        op.recompute_s = w.fwd_seconds;
+        op.exposed_comm_s += exposed_seconds(w.fwd_comm, w.fwd_seconds);
+        op.flops += w.fwd_flops;
+        bytes += w.fwd_bytes;
+      }
     }
-    const double passes = train && w.recomputed ? 2 : 1;
-    stages[w.stage].slowest.push_back({node.name, node.op_type,
-                                       c.forward_s + c.backward_s + c.recompute_s - before.forward_s - before.backward_s - before.recompute_s,
-                                       c.exposed_comm_s - before.exposed_comm_s, c.flops - before.flops,
-                                       w.fwd_bytes * passes + (train ? w.bwd_bytes : 0)});
+    OpClassTime& c = by_class.at(w.stage)[node.op_type];
+    c.operators += op.operators;
+    c.forward_s += op.forward_s, c.backward_s += op.backward_s, c.recompute_s += op.recompute_s;
+    c.exposed_comm_s += op.exposed_comm_s, c.flops += op.flops;
+    stages[w.stage].offload_s += w.offload_fwd_seconds + (train ? w.offload_bwd_seconds : 0);
+    stages[w.stage].slowest.push_back(
+        {node.name, node.op_type, op.forward_s + op.backward_s + op.recompute_s, op.exposed_comm_s, op.flops, bytes});
   }
   for (std::size_t s = 0; s < stages.size(); ++s) {
     stages[s].stage = static_cast<int>(s);

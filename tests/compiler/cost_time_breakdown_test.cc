@@ -40,5 +40,27 @@ TEST(TimeBreakdown, ClassesSumToTheStageTotals) {
   EXPECT_NE(text.find("slowest operators"), std::string::npos);
 }
 
+// Inference: forward kernels only, and its slowest operators listed too.
+TEST(TimeBreakdown, InferenceListsForwardKernelsAndTheSlowest) {
+  models::Overrides o;
+  o.layers = 2, o.hidden = 256, o.heads = 4, o.kv_heads = 2, o.intermediate = 512, o.vocab = 1024, o.seq = 128;
+  Graph graph = symtensor::testing::zoo_graph("llama2-7b", o, 16, 128);
+  const hardware::Cluster cluster = symtensor::testing::cluster_of("dgx-h100", 1, 8);
+  StrategyOptions so;
+  so.mode = ExecutionMode::infer;
+  const Plan plan = make_megatron_plan(graph, cluster, parse_megatron_knobs("tp=2,mb=1"), so);
+  const PlanAnalysis analysis = analyze_plan(graph, cluster, plan);
+  const std::vector<StageTimeBreakdown> stages = time_breakdown(graph, plan, analysis, 3);
+  ASSERT_EQ(stages.size(), 1u);
+  double forward = 0;
+  for (const OpClassTime& c : stages[0].classes) {
+    forward += c.forward_s;
+    EXPECT_EQ(c.backward_s + c.recompute_s, 0) << c.op_class;
+  }
+  EXPECT_NEAR(forward, stage_totals(analysis, plan).fwd_compute[0], 1e-12);
+  ASSERT_EQ(stages[0].slowest.size(), 3u);
+  EXPECT_GT(stages[0].slowest[0].kernel_s, 0);
+}
+
 }  // namespace
 }  // namespace symtensor::compiler
