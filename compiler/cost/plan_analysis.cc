@@ -319,7 +319,9 @@ class Analyzer {
         Offloaded offloaded;
         saved_activations(ops->activations, nullptr, &offloaded);
         for (std::size_t l = 0; l < offloaded.bytes.size(); ++l)
-          ops->fwd_compute[0] += offloaded.fwd_seconds[l], ops->bwd_compute[0] += offloaded.bwd_seconds[l];
+          if (const NodeId holder = offloaded.holder[l]; holder != kNone)
+            ops->fwd_compute[plan_.stage_of_node[holder]] += offloaded.fwd_seconds[l],
+                ops->bwd_compute[plan_.stage_of_node[holder]] += offloaded.bwd_seconds[l];
       }
     }
     const int zero = effective_zero_stage();

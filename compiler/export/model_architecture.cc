@@ -229,8 +229,8 @@ class ArchitectureReader {
     // and sin scaled (yarn's attention factor; Llama 3.1's llama3 table scales neither).
     if (!a_.mla && a_.position == PositionKind::rope && a_.inv_freq.size() >= 3) {
       const std::vector<double>& v = a_.inv_freq;
-      bool geometric = true;
-      for (std::size_t i = 2; i < v.size(); ++i) geometric &= std::abs(v[i] / v[i - 1] / (v[1] / v[0]) - 1) < 1e-5;
+      const std::size_t k = geometric_run(v);
+      const bool geometric = k + 1 == v.size();
       double factor = 1;
       for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes().size()); ++n) {
         if (g_.node(n).op_type != "Cos") continue;
@@ -242,7 +242,6 @@ class ArchitectureReader {
       // Llama 3.1's table: the highest frequencies as theta^(-2i/d), the lowest that divided by the
       // scaling factor (the geometric continuation of the first ones over the last entry).
       if (!geometric && std::abs(factor - 1) <= 1e-6) {
-        const std::size_t k = geometric_run(v);
         const double continued = v[k] * std::pow(v[k] / v[0], static_cast<double>(v.size() - 1 - k) / static_cast<double>(k));
         if (const double f = continued / v.back(); k >= 2 && f > 1.5) a_.llama3_rope_factor = std::round(f * 1000) / 1000;
       }

@@ -108,25 +108,41 @@ std::string deepseek_tiny_config() {
   return path;
 }
 
+// A tiny hf-config model under Megatron's tp=2 on 4 GPUs: its plan (valid), its transformer
+// structure and which operators the tensor-parallel axis cuts.
+struct TinyTensorParallel {
+  Graph g;
+  hardware::Cluster cluster = testing::dgx(1, 4);
+  MegatronKnobs knobs = parse_megatron_knobs("tp=2");
+  Plan plan;
+  TransformerStructure s;
+  int tp_axis = -1;
+
+  TinyTensorParallel(const char* config, const std::string& name) : g(hf_graph(config, name)) {
+    plan = make_megatron_plan(g, cluster, knobs, StrategyOptions{});
+    testing::expect_valid_plan(g, cluster, plan);
+    s = find_transformer_structure(g, node_iteration_spaces(g));
+    tp_axis = megatron_mesh(cluster, knobs).tp_axis;
+  }
+  bool cut_on_tp(NodeId n) const { return cut_on(plan, n, tp_axis); }
+  // The plan prices to a finite step that fits.
+  void expect_priced() {
+    const StepEstimate e = estimate_step(analyze_plan(g, cluster, plan), plan, cluster);
+    EXPECT_TRUE(std::isfinite(e.step_time_s));
+    EXPECT_TRUE(e.fits);
+  }
+};
+
 TEST(HfConfigMegatron, DeepSeekV3TinyKeepsTheDownProjectionsWhole) {
-  Graph g = hf_graph(kDeepSeekV3Tiny, "deepseek-v3-tiny");
-  const hardware::Cluster cluster = testing::dgx(1, 4);
-  const MegatronKnobs knobs = parse_megatron_knobs("tp=2");
-  const Plan plan = make_megatron_plan(g, cluster, knobs, StrategyOptions{});
-  testing::expect_valid_plan(g, cluster, plan);
-  const auto spaces = node_iteration_spaces(g);
-  const TransformerStructure s = find_transformer_structure(g, spaces);
-  ASSERT_EQ(s.layers(), 3);
-  ASSERT_EQ(s.down_projections.size(), 6u);  // q_a_proj, kv_a_proj_with_mqa
-  const int tp_axis = megatron_mesh(cluster, knobs).tp_axis;
-  auto cut_on_tp = [&](NodeId n) { return cut_on(plan, n, tp_axis); };
-  for (NodeId n : s.down_projections) EXPECT_FALSE(cut_on_tp(n)) << g.node(n).name;
-  for (NodeId n : s.latent_norms) EXPECT_FALSE(cut_on_tp(n)) << g.node(n).name;
-  for (NodeId n : s.column) EXPECT_TRUE(cut_on_tp(n)) << g.node(n).name;
-  for (NodeId n : s.attention) EXPECT_TRUE(cut_on_tp(n)) << g.node(n).name;
-  const StepEstimate e = estimate_step(analyze_plan(g, cluster, plan), plan, cluster);
-  EXPECT_TRUE(std::isfinite(e.step_time_s));
-  EXPECT_TRUE(e.fits);
+  TinyTensorParallel t(kDeepSeekV3Tiny, "deepseek-v3-tiny");
+  const Graph& g = t.g;
+  ASSERT_EQ(t.s.layers(), 3);
+  ASSERT_EQ(t.s.down_projections.size(), 6u);  // q_a_proj, kv_a_proj_with_mqa
+  for (NodeId n : t.s.down_projections) EXPECT_FALSE(t.cut_on_tp(n)) << g.node(n).name;
+  for (NodeId n : t.s.latent_norms) EXPECT_FALSE(t.cut_on_tp(n)) << g.node(n).name;
+  for (NodeId n : t.s.column) EXPECT_TRUE(t.cut_on_tp(n)) << g.node(n).name;
+  for (NodeId n : t.s.attention) EXPECT_TRUE(t.cut_on_tp(n)) << g.node(n).name;
+  t.expect_priced();
 }
 
 // `symtensor models --hf-config`, `compile --onnx` and `verify` (ONNX Runtime, rtol 1e-4).
@@ -187,31 +203,22 @@ TEST_F(DeepSeekVerify, TinyGptOssPlansAreEqualToTheModelInOnnxRuntime) {
 // Megatron's pairs: q, k, v and up_proj column-parallel, o_proj and down_proj row-parallel,
 // the attention cut on its heads; the LayerNorm1P weights and the Relu stay whole per rank.
 TEST(HfConfigMegatron, NemotronTinyCutsItsPairsAndHeads) {
-  Graph g = hf_graph(kNemotronTiny, "nemotron-tiny");
-  const hardware::Cluster cluster = testing::dgx(1, 4);
-  const MegatronKnobs knobs = parse_megatron_knobs("tp=2");
-  const Plan plan = make_megatron_plan(g, cluster, knobs, StrategyOptions{});
-  testing::expect_valid_plan(g, cluster, plan);
-  const auto spaces = node_iteration_spaces(g);
-  const TransformerStructure s = find_transformer_structure(g, spaces);
-  ASSERT_EQ(s.layers(), 2);
-  const int tp_axis = megatron_mesh(cluster, knobs).tp_axis;
-  auto cut_on_tp = [&](NodeId n) { return cut_on(plan, n, tp_axis); };
-  EXPECT_EQ(s.column.size(), 8u);
-  EXPECT_EQ(s.row.size(), 4u);
-  for (NodeId n : s.column) EXPECT_TRUE(cut_on_tp(n)) << g.node(n).name;
-  for (NodeId n : s.row) EXPECT_TRUE(cut_on_tp(n)) << g.node(n).name;
-  for (NodeId n : s.attention) EXPECT_TRUE(cut_on_tp(n)) << g.node(n).name;
+  TinyTensorParallel t(kNemotronTiny, "nemotron-tiny");
+  const Graph& g = t.g;
+  ASSERT_EQ(t.s.layers(), 2);
+  EXPECT_EQ(t.s.column.size(), 8u);
+  EXPECT_EQ(t.s.row.size(), 4u);
+  for (NodeId n : t.s.column) EXPECT_TRUE(t.cut_on_tp(n)) << g.node(n).name;
+  for (NodeId n : t.s.row) EXPECT_TRUE(t.cut_on_tp(n)) << g.node(n).name;
+  for (NodeId n : t.s.attention) EXPECT_TRUE(t.cut_on_tp(n)) << g.node(n).name;
   int relus = 0;
   for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n)
     if (g.node(n).op_type == "Relu") {  // between up and down
       ++relus;
-      EXPECT_TRUE(cut_on_tp(n)) << g.node(n).name;
+      EXPECT_TRUE(t.cut_on_tp(n)) << g.node(n).name;
     }
   EXPECT_EQ(relus, 2);
-  const StepEstimate e = estimate_step(analyze_plan(g, cluster, plan), plan, cluster);
-  EXPECT_TRUE(std::isfinite(e.step_time_s));
-  EXPECT_TRUE(e.fits);
+  t.expect_priced();
 }
 
 // seq 8 with rotary on 16 of 32 dims: the passed half and the rotated half both in the outputs.
