@@ -27,6 +27,7 @@
 #include "hardware/collectives.h"
 #include "tests/compiler/strategies_test_util.h"
 #include "tests/onnx_models/tiny_hf_configs.h"
+#include "tests/temp_path.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -45,7 +46,7 @@ bool cut_on(const Plan& plan, NodeId n, int axis) {
 
 // A Hugging Face config.json through `models --hf-config` and the importer, at batch 8, seq 8.
 Graph hf_graph(const std::string& json, const std::string& name) {
-  const std::string path = ::testing::TempDir() + "/" + name + "_" + std::to_string(::getpid()) + ".json";
+  const std::string path = symtensor::testing::temp_path(name + ".json");
   std::ofstream(path) << json;
   ImportOptions o;
   o.bindings = {{"batch", 8.0}, {"seq", 8.0}};
@@ -54,7 +55,7 @@ Graph hf_graph(const std::string& json, const std::string& name) {
 }
 
 Graph qwen3_moe_tiny_graph() {
-  const std::string path = ::testing::TempDir() + "/qwen3_moe_tiny_config.json";
+  const std::string path = symtensor::testing::temp_path("qwen3_moe_tiny_config.json");
   std::ofstream(path) << R"({"model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 192,
       "moe_intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
       "head_dim": 32, "vocab_size": 128, "num_experts": 8, "num_experts_per_tok": 2, "norm_topk_prob": true,
@@ -103,7 +104,7 @@ TEST(HfConfigMegatron, Qwen3MoeTinyPricesWithExpertParallelism) {
 }
 
 std::string deepseek_tiny_config() {
-  const std::string path = ::testing::TempDir() + "/deepseek_v3_tiny_" + std::to_string(::getpid()) + ".json";
+  const std::string path = symtensor::testing::temp_path("deepseek_v3_tiny.json");
   std::ofstream(path) << kDeepSeekV3Tiny;
   return path;
 }

@@ -7,6 +7,7 @@
 #include "compiler/analysis/model_stats.h"
 #include "compiler/onnx_import/import.h"
 #include "tests/compiler/onnx_test_util.h"
+#include "tests/temp_path.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -120,7 +121,7 @@ TEST(Import, BatchNormRunningStatisticsAreNotParameters) {
 
 TEST(Import, ExternalDataIsLocatedNotRead) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(::testing::TempDir()) / "symtensor_external";
+  const fs::path dir = fs::path(symtensor::testing::temp_path("symtensor_external"));
   fs::create_directories(dir);
   // A sparse 64 GiB weight file: reading it would take minutes and fill memory.
   const fs::path data = dir / "weights.bin";

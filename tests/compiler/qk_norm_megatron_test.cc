@@ -18,6 +18,7 @@
 #include "compiler/strategies/transformer_structure.h"
 #include "hardware/collectives.h"
 #include "tests/compiler/strategies_test_util.h"
+#include "tests/temp_path.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -25,7 +26,7 @@ namespace {
 constexpr double kBatch = 4, kSeq = 8, kHidden = 64;
 
 Graph hf_tiny(const std::string& name, const std::string& json) {
-  const std::string path = ::testing::TempDir() + "/" + name + "_qk_norm_config.json";
+  const std::string path = symtensor::testing::temp_path(name + "_qk_norm_config.json");
   std::ofstream(path) << json;
   ImportOptions o;
   o.bindings = {{"batch", kBatch}, {"seq", kSeq}};

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "hardware/cluster.h"
+#include "tests/temp_path.h"
 
 namespace symtensor::hardware {
 namespace {
@@ -215,7 +216,7 @@ TEST(ProfileLoader, NamesPathsShorthandAndErrors) {
   EXPECT_THROW(load_cluster(""), std::runtime_error);
 
   // A file on disk reports its own path in errors.
-  std::filesystem::path bad = std::filesystem::temp_directory_path() / "symtensor_bad_profile_test.yaml";
+  std::filesystem::path bad = symtensor::testing::temp_path("symtensor_bad_profile_test.yaml");
   {
     std::ofstream out(bad);
     out << replaced(kValid, "size: 2", "size: zero");

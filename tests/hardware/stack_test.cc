@@ -8,6 +8,7 @@
 
 #include "hardware/cluster.h"
 #include "hardware/stack.h"
+#include "tests/temp_path.h"
 
 namespace symtensor::hardware {
 namespace stack_test {
@@ -125,7 +126,7 @@ TEST(Stacks, LowPrecisionParamsAndBaseCycles) {
   EXPECT_TRUE(nemo.memory.low_precision_params_for(Precision::fp4));
   EXPECT_FALSE(nemo.memory.low_precision_params_for(Precision::fp8));
   EXPECT_FALSE(load_stack("megatron").memory.low_precision_params_for(Precision::mxfp8));
-  const std::string path = ::testing::TempDir() + "/cycle.yaml";
+  const std::string path = symtensor::testing::temp_path("cycle.yaml");
   std::ofstream(path) << "name: cycle\nbase: " << path << "\n";
   try {
     load_stack(path);

@@ -26,6 +26,7 @@
 #include "compiler/ops/op_semantics.h"
 #include "compiler/strategies/transformer_structure.h"
 #include "tests/onnx_models/tiny_hf_configs.h"
+#include "tests/temp_path.h"
 
 namespace symtensor::models {
 namespace {
@@ -35,7 +36,7 @@ using symtensor::testing::kGptOssTiny;
 using symtensor::testing::kNemotronTiny;
 
 std::string write_json(const std::string& file, const std::string& json) {
-  const std::string path = ::testing::TempDir() + "/" + file;
+  const std::string path = symtensor::testing::temp_path(file);
   std::ofstream(path) << json;
   return path;
 }

@@ -9,6 +9,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "onnx_models/model_zoo.h"
+#include "tests/temp_path.h"
 
 namespace symtensor::models {
 namespace {
@@ -89,7 +90,7 @@ INSTANTIATE_TEST_SUITE_P(Zoo, EveryPreset, ::testing::ValuesIn(preset_names()),
 
 TEST(ModelZoo, SaveThenLoadRoundTrips) {
   onnx::ModelProto model = build_model(preset_config("gpt2-small-tiny"));
-  const std::string path = ::testing::TempDir() + "/gpt2_small_tiny_roundtrip.onnx";
+  const std::string path = symtensor::testing::temp_path("gpt2_small_tiny_roundtrip.onnx");
   save_model(model, path);
   onnx::ModelProto loaded = load_model(path);
   EXPECT_EQ(loaded.SerializeAsString(), model.SerializeAsString());

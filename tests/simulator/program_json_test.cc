@@ -6,6 +6,7 @@
 
 #include "simulator/program/program_json.h"
 #include "simulator/program/synthetic.h"
+#include "tests/temp_path.h"
 
 namespace symtensor::sim {
 namespace {
@@ -65,7 +66,7 @@ TEST(ProgramJson, RoundTripIsLossless) {
   json once = program_to_json(p);
   json twice = program_to_json(program_from_json(once));
   EXPECT_EQ(once, twice);
-  auto path = (std::filesystem::temp_directory_path() / "symtensor_sim_roundtrip.json").string();
+  auto path = symtensor::testing::temp_path("symtensor_sim_roundtrip.json");
   save_program(p, path);
   EXPECT_EQ(program_to_json(load_program(path)), once);
   std::remove(path.c_str());
@@ -119,7 +120,7 @@ TEST(ProgramJson, CollectiveMustExistOnEveryGroupMember) {
 }
 
 TEST(ProgramJson, LoadNamesTheFile) {
-  auto path = (std::filesystem::temp_directory_path() / "symtensor_sim_bad.json").string();
+  auto path = symtensor::testing::temp_path("symtensor_sim_bad.json");
   std::ofstream(path) << "{ not json";
   try {
     load_program(path);

@@ -10,6 +10,7 @@
 #include "simulator/stats/chrome_trace.h"
 #include "simulator/stats/result_json.h"
 #include "sim_test_util.h"
+#include "tests/temp_path.h"
 
 namespace symtensor::sim {
 namespace {
@@ -32,7 +33,7 @@ Program two_stage_program() {
 TEST(ChromeTrace, OneProcessPerClassOneThreadPerStreamXEventsInMicroseconds) {
   Program p = two_stage_program();
   SimResult r = simulate(p, testing::test_cluster(2));
-  auto path = (std::filesystem::temp_directory_path() / "symtensor_sim_trace.json").string();
+  auto path = symtensor::testing::temp_path("symtensor_sim_trace.json");
   write_chrome_trace(p, r, path);
   json trace = json::parse(std::ifstream(path));
   std::remove(path.c_str());
