@@ -20,6 +20,15 @@ int GroupShape::outermost_level() const {
   return 0;
 }
 
+int MeshAxis::level_between(int coordinate_a, int coordinate_b) const {
+  return inner_part > 1 && coordinate_a / inner_part == coordinate_b / inner_part ? level - 1 : level;
+}
+
+void MeshAxis::add_ranks(std::vector<int>& ranks_per_level) const {
+  ranks_per_level.at(level) *= size / inner_part;
+  if (inner_part > 1) ranks_per_level.at(level - 1) *= inner_part;
+}
+
 DeviceMesh DeviceMesh::from_cluster(const Cluster& cluster) {
   std::vector<std::vector<int>> factors;
   for (auto it = cluster.levels.rbegin(); it != cluster.levels.rend(); ++it) factors.push_back({it->size});
@@ -34,6 +43,7 @@ DeviceMesh DeviceMesh::factored(const Cluster& cluster, const std::vector<std::v
   }
   DeviceMesh mesh;
   mesh.num_levels_ = num_levels;
+  int borrowed = 1;  // ranks of this level taken by the outer level's last axis
   for (int i = 0; i < num_levels; ++i) {
     const int level = num_levels - 1 - i;  // factor lists come outermost first
     const TopologyLevel& topology = cluster.levels[level];
@@ -44,17 +54,26 @@ DeviceMesh DeviceMesh::factored(const Cluster& cluster, const std::vector<std::v
       if (f < 1) throw std::runtime_error(fmt::format("mesh: level '{}' has factor {} < 1", topology.name, f));
       product *= f;
     }
-    if (product != topology.size) {
-      throw std::runtime_error(fmt::format("mesh: factors of level '{}' multiply to {}, not its size {}",
-                                              topology.name, product, topology.size));
+    const int available = topology.size / borrowed;
+    int reach = 1;  // ranks the last axis takes from the next inner level
+    if (topology.size % borrowed == 0 && product > available && level > 0 && product % available == 0) {
+      reach = static_cast<int>(product / available);
+      const long long others = product / factors.back();
+      if (available % others != 0 || cluster.levels[level - 1].size % reach != 0) reach = 0;
+    }
+    if (topology.size % borrowed != 0 || reach == 0 || product != static_cast<long long>(available) * reach) {
+      throw std::runtime_error(fmt::format("mesh: factors of level '{}' multiply to {}, not its size {}", topology.name,
+                                           product, available));
     }
     for (std::size_t k = 0; k < factors.size(); ++k) {
       MeshAxis axis;
       axis.name = factors.size() == 1 ? topology.name : fmt::format("{}{}", topology.name, k);
       axis.size = factors[k];
       axis.level = level;
+      if (k + 1 == factors.size()) axis.inner_part = reach;
       mesh.axes_.push_back(axis);
     }
+    borrowed = reach;
   }
   int stride = 1;
   for (auto it = mesh.axes_.rbegin(); it != mesh.axes_.rend(); ++it) {
@@ -94,7 +113,7 @@ GroupShape DeviceMesh::group_shape(std::span<const int> axis_ids) const {
   check_axes(axis_ids, axes_.size());
   GroupShape shape;
   shape.ranks_per_level.assign(num_levels_, 1);
-  for (int id : axis_ids) shape.ranks_per_level[axes_[id].level] *= axes_[id].size;
+  for (int id : axis_ids) axes_[id].add_ranks(shape.ranks_per_level);
   return shape;
 }
 

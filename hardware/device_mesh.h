@@ -1,6 +1,8 @@
 #pragma once
 // The device mesh derived from a cluster: named axes, each lying on one topology level.
 // A level may be factored into several axes (8 GPUs of a node as 2x4); any device count.
+// The last axis of a level may reach into the next inner level, as Megatron's rank order puts
+// a pipeline of 8 stages on 4 racks: every rack holds two stages, each on half its GPUs.
 #include <span>
 #include <string>
 #include <vector>
@@ -14,6 +16,13 @@ struct MeshAxis {
   int size = 1;
   int level = 0;     // index into Cluster::levels
   int stride = 1;    // rank distance between neighbours along this axis
+  // When the axis reaches into level-1: how many of its consecutive coordinates share one
+  // block of `level` (2 for 8 stages on 4 racks); 1 otherwise.
+  int inner_part = 1;
+  // The level where two coordinates of this axis differ (level, or level-1 inside a block).
+  int level_between(int coordinate_a, int coordinate_b) const;
+  // Adds this axis's ranks to a group's per-level counts.
+  void add_ranks(std::vector<int>& ranks_per_level) const;
 };
 
 // How many ranks of a communication group sit at each topology level

@@ -35,7 +35,7 @@ const NumericRedistribution& RedistributionMemo::plan(const TensorSharding& from
 
 RedistributionMemo& RedistributionMemos::for_mesh(const hardware::DeviceMesh& mesh) {
   std::vector<int> key;
-  for (const auto& a : mesh.axes()) key.insert(key.end(), {a.size, a.level, a.stride});
+  for (const auto& a : mesh.axes()) key.insert(key.end(), {a.size, a.level, a.stride, a.inner_part});
   auto& memo = memos_[key];
   if (!memo) memo = std::make_unique<RedistributionMemo>(mesh);
   return *memo;

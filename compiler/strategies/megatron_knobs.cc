@@ -172,8 +172,18 @@ MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs
   if (cp_left > 1)
     throw std::runtime_error("megatron: cp=" + std::to_string(k.cp) + " does not fit the levels of '" + cluster.name + "' (" +
                              std::to_string(cluster.num_devices()) + " devices, tp=" + std::to_string(k.tp) + ")");
-  int pp_level = -1;
+  int pp_level = -1, pp_reach = 1;  // pp_reach: stages per block of pp_level, taken from the level inside
   if (k.pp > 1) {
+    // Megatron's rank order (tp-cp-ep-dp-pp) puts the stages outermost: the outermost level with
+    // data ranks takes them, reaching into the next level when it holds fewer (8 stages on 4 racks).
+    for (int l = levels - 1; l >= 0 && pp_level < 0; --l) {
+      if (rest[l] == 1) continue;
+      if (rest[l] % k.pp == 0) pp_level = l;
+      else if (l > 0 && cp_at[l] == 1 && k.pp % rest[l] == 0 && rest[l - 1] % (k.pp / rest[l]) == 0)
+        pp_level = l, pp_reach = k.pp / rest[l];
+      break;
+    }
+    // Otherwise the stages cannot lie outermost (3 racks, pp=2): the outermost level they divide.
     for (int l = levels - 1; l >= 0 && pp_level < 0; --l)
       if (rest[l] % k.pp == 0) pp_level = l;
     if (pp_level < 0)
@@ -195,11 +205,16 @@ MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs
   if (ep_over_tp && k.ep % k.tp != 0)
     throw std::runtime_error("megatron: with etp=1, ep=" + std::to_string(k.ep) + " must be a multiple of tp=" +
                              std::to_string(k.tp) + " (the expert group folds over the tensor-parallel ranks first)");
+  // The data-parallel ranks of a level: what tp, cp and the stages leave.
+  const auto data_ranks = [&](int l) {
+    if (l == pp_level) return pp_reach > 1 ? 1 : rest[l] / k.pp;
+    return l == pp_level - 1 ? rest[l] / pp_reach : rest[l];
+  };
   // The ep ranks among the data-parallel ones (not the context-parallel ones), innermost level first.
   std::vector<int> ep_part(levels, 1);
   int left = ep_over_tp ? k.ep / k.tp : k.ep;
   for (int l = 0; l < levels && left > 1; ++l) {
-    const int data = l == pp_level ? rest[l] / k.pp : rest[l];
+    const int data = data_ranks(l);
     if (data % left == 0) ep_part[l] = left, left = 1;
     else if (left % data == 0) ep_part[l] = data, left /= data;
     else break;
@@ -212,11 +227,10 @@ MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs
   std::vector<int> ep_dp_axes;
   for (int l = levels - 1; l >= 0; --l) {
     std::vector<int> factors;
-    int data = rest[l];
+    const int data = data_ranks(l);
     if (l == pp_level) {
       factors.push_back(k.pp);
       m.pipeline_axis = axis++;
-      data /= k.pp;
     }
     if (data / ep_part[l] > 1) {
       factors.push_back(data / ep_part[l]);

@@ -70,7 +70,7 @@ class Propagator {
     cache_.extents.resize(n);
     cache_.extents_known.resize(n, false);
     std::vector<long> mesh_key;
-    for (const auto& a : mesh_.axes()) mesh_key.insert(mesh_key.end(), {a.size, a.level, a.stride});
+    for (const auto& a : mesh_.axes()) mesh_key.insert(mesh_key.end(), {a.size, a.level, a.stride, a.inner_part});
     mesh_key.push_back(plan_.pipeline_axis);
     mesh_id_ = cache_.mesh_ids.try_emplace(mesh_key, static_cast<int>(cache_.mesh_ids.size())).first->second;
     if (cache_.node_class.size() != n) classify_nodes();

@@ -20,8 +20,8 @@ NodeGroups node_groups(const std::vector<int>& ranks, const MeshAxes& axes) {
   for (int i = 0; i < static_cast<int>(ranks.size()); ++i) {
     std::vector<int> key;
     if (outer_level > 0)
-      for (const auto& a : axes)
-        if (a.level >= outer_level) key.push_back(coordinate(a, ranks[i]));
+      for (const auto& a : axes)  // an axis reaching into the outer level's blocks counts by block
+        if (a.level >= outer_level) key.push_back(a.level == outer_level ? coordinate(a, ranks[i]) / a.inner_part : coordinate(a, ranks[i]));
     by_key[key].push_back(i);
   }
   NodeGroups out;

@@ -36,14 +36,15 @@ std::vector<int> group_of(const MeshAxes& axes, int rank, std::span<const int> a
 hardware::GroupShape group_shape(const MeshAxes& axes, std::span<const int> axis_ids, int num_levels) {
   hardware::GroupShape shape;
   shape.ranks_per_level.assign(num_levels, 1);
-  for (int id : axis_ids) shape.ranks_per_level.at(axes[id].level) *= axes[id].size;
+  for (int id : axis_ids) axes[id].add_ranks(shape.ranks_per_level);
   return shape;
 }
 
 int link_level(const MeshAxes& axes, int a, int b) {
   int level = 0;
   for (const auto& axis : axes)
-    if (coordinate(axis, a) != coordinate(axis, b)) level = std::max(level, axis.level);
+    if (coordinate(axis, a) != coordinate(axis, b))
+      level = std::max(level, axis.level_between(coordinate(axis, a), coordinate(axis, b)));
   return level;
 }
 

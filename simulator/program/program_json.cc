@@ -219,12 +219,13 @@ Program program_from_json(const json& j) {
   int with_stride = 0;
   for (size_t i = 0; i < mesh.size(); ++i) {
     std::string where = fmt::format("mesh axis #{}", i);
-    check_keys(mesh[i], where, {"name", "size", "level", "stride"});
+    check_keys(mesh[i], where, {"name", "size", "level", "stride", "inner_part"});
     hardware::MeshAxis a;
     a.name = get_string(mesh[i], where, "name");
     where = fmt::format("mesh axis '{}'", a.name);
     a.size = get_int(required(mesh[i], where, "size"), where, "size");
     a.level = get_int(required(mesh[i], where, "level"), where, "level");
+    if (mesh[i].contains("inner_part")) a.inner_part = get_int(mesh[i]["inner_part"], where, "inner_part");
     if (mesh[i].contains("stride")) {
       a.stride = get_int(mesh[i]["stride"], where, "stride");
       ++with_stride;
@@ -269,8 +270,11 @@ Program program_from_json(const json& j) {
 json program_to_json(const Program& p) {
   json j{{"format", "symtensor-step-program"}, {"version", 1}, {"name", p.name}};
   json mesh = json::array();
-  for (const auto& a : p.mesh)
-    mesh.push_back({{"name", a.name}, {"size", a.size}, {"level", a.level}, {"stride", a.stride}});
+  for (const auto& a : p.mesh) {
+    json axis = {{"name", a.name}, {"size", a.size}, {"level", a.level}, {"stride", a.stride}};
+    if (a.inner_part > 1) axis["inner_part"] = a.inner_part;
+    mesh.push_back(std::move(axis));
+  }
   j["mesh"] = mesh;
   json classes = json::array();
   for (const auto& rc : p.rank_classes) {

@@ -240,7 +240,11 @@ void validate_against_cluster(const Program& p, const hardware::Cluster& cluster
     if (a.level >= levels)
       throw std::runtime_error(fmt::format("step program: mesh axis '{}' is on level {} but cluster '{}' has {} levels",
                                            a.name, a.level, cluster.name, levels));
-    per_level[a.level] *= a.size;
+    if (a.inner_part < 1 || a.size % a.inner_part != 0 || (a.inner_part > 1 && a.level == 0))
+      throw std::runtime_error(fmt::format("step program: mesh axis '{}' has inner_part {} (size {}, level {})", a.name,
+                                           a.inner_part, a.size, a.level));
+    per_level[a.level] *= a.size / a.inner_part;
+    if (a.level > 0) per_level[a.level - 1] *= a.inner_part;
   }
   for (int l = 0; l < levels; ++l)
     if (per_level[l] > cluster.levels[l].size)

@@ -8,6 +8,8 @@
 #include "compiler/strategies/data_parallel.h"
 #include "compiler/strategies/megatron.h"
 #include "compiler/strategies/transformer_structure.h"
+#include "hardware/device_mesh.h"
+#include "tests/compiler/search_test_util.h"
 #include "tests/compiler/strategies_test_util.h"
 
 namespace symtensor::compiler {
@@ -57,6 +59,35 @@ TEST(MegatronMesh, PipelineOverNodesDataThenTensorInsideANode) {
   EXPECT_THROW(megatron_mesh(dgx(1), parse_megatron_knobs("tp=3")), std::runtime_error);
   EXPECT_THROW(megatron_mesh(dgx(3), parse_megatron_knobs("tp=8,pp=2")), std::runtime_error);
   EXPECT_THROW(megatron_mesh(dgx(4), parse_megatron_knobs("tp=8,dp=3")), std::runtime_error);
+}
+
+TEST(MegatronMesh, StagesOutermostAsMegatronRanksThemEvenAcrossRacks) {
+  // Megatron's rank order (tp-cp-ep-dp-pp): stage = rank / 32 for pp=8 on 4 racks of 64, so
+  // every rack holds two stages and the 32-GPU expert groups stay inside one NVLink domain.
+  const hardware::Cluster racks = symtensor::testing::cluster_of("gb200-nvl72", 4, 64);
+  const MegatronMesh m = megatron_mesh(racks, parse_megatron_knobs("tp=1,pp=8,ep=32"));
+  EXPECT_EQ(m.factors, (std::vector<std::vector<int>>{{8}, {32}}));
+  EXPECT_EQ(m.pipeline_axis, 0);
+  EXPECT_EQ(m.ep_axes, (std::vector<int>{1}));
+  const hardware::DeviceMesh mesh = hardware::DeviceMesh::factored(racks, m.factors);
+  const hardware::MeshAxis& stages = mesh.axes()[0];
+  EXPECT_EQ(stages.stride, 32);
+  EXPECT_EQ(stages.inner_part, 2);
+  EXPECT_EQ(mesh.group_of(40, std::vector<int>{1}).front(), 32);  // rank 40's expert group: 32..63
+  EXPECT_EQ(mesh.group_shape(std::vector<int>{1}).ranks_per_level, (std::vector<int>{32, 1}));
+  EXPECT_EQ(mesh.group_shape(std::vector<int>{0}).ranks_per_level, (std::vector<int>{2, 4}));
+  // Stages 0 -> 1 share a rack (NVLink); 1 -> 2 cross racks (InfiniBand).
+  EXPECT_EQ(stages.level_between(0, 1), 0);
+  EXPECT_EQ(stages.level_between(1, 2), 1);
+  // Two DGX nodes, tp=2, pp=4: two stages per node, each of dp=2 x tp=2.
+  const MegatronMesh two = megatron_mesh(dgx(2), parse_megatron_knobs("tp=2,pp=4"));
+  EXPECT_EQ(two.factors, (std::vector<std::vector<int>>{{4}, {2, 2}}));
+  // Three racks cannot hold pp=2 outermost: the stages go inside each rack.
+  const MegatronMesh three = megatron_mesh(symtensor::testing::cluster_of("gb200-nvl72", 3, 64), parse_megatron_knobs("pp=2"));
+  EXPECT_EQ(three.factors, (std::vector<std::vector<int>>{{3}, {2, 32}}));
+  // A factor list that reaches into the next level must leave it whole blocks.
+  EXPECT_THROW(hardware::DeviceMesh::factored(racks, {{8}, {64}}), std::runtime_error);
+  EXPECT_THROW(hardware::DeviceMesh::factored(racks, {{12}, {16}}), std::runtime_error);
 }
 
 struct StructureCase {
