@@ -1,5 +1,6 @@
 #pragma once
-// A cluster: one kind of accelerator and a hierarchy of interconnect levels.
+// A cluster: one kind of accelerator and a hierarchy of interconnect levels, or a mixed
+// fleet of several kinds (groups of nodes of different profiles, `dgx-h100x2+dgx-a100x4`).
 #include <map>
 #include <optional>
 #include <string>
@@ -97,6 +98,33 @@ struct TopologyLevel {
   double peer_bandwidth() const;
 };
 
+// One group of a mixed fleet: the nodes of one profile, ranks first_rank .. first_rank +
+// devices - 1 (groups follow each other in the order given).
+struct DeviceGroup {
+  std::string profile;  // the profile's name ("dgx-h100"), which names the group
+  Device device;
+  std::vector<TopologyLevel> levels;  // the profile's, its outermost level sized to `nodes`
+  int nodes = 1;
+  int first_rank = 0;
+  int devices = 0;
+  std::optional<double> price_per_gpu_hour;
+  std::optional<double> power_w;
+};
+
+// The link between the nodes of two groups (a < b): by default the slower NIC of the pair
+// (the smaller outermost-level bandwidth, the larger latency); a fleet YAML may state it.
+struct GroupLink {
+  int a = 0, b = 0;
+  double bandwidth = 0;  // bytes/s per GPU per direction
+  double latency_s = 0;
+  bool stated = false;   // given in the fleet's YAML, not derived
+};
+
+// A device's sustained 16-bit training pace, FLOP/s: the bf16 (else fp16) peak at the
+// efficiency of the largest GEMMs of its curve. The speed by which a mixed fleet's groups are
+// ranked and their first shares of work sized (the search then rebalances by simulation).
+double device_pace(const Device& device);
+
 struct Cluster {
   std::string name;
   std::string source;  // file it was loaded from
@@ -109,13 +137,46 @@ struct Cluster {
   // conventions, kernels as the profile states them.
   Stack stack;
 
+  // A mixed fleet: its groups (two or more) and the links between them. `device` and `levels`
+  // are then the fleet's uniform view, what a plan giving every rank the same work runs at:
+  // the slowest group's device (with the least usable memory of any group), level 0 the GPUs
+  // of a node (the same count in every group, the least bandwidth), the outermost level every
+  // node of the fleet (the least NIC bandwidth of any group or link, the largest latency).
+  // Empty for a cluster of one GPU type.
+  std::vector<DeviceGroup> groups;
+  std::vector<GroupLink> group_links;  // one per pair of groups
+
   int num_devices() const;
   int devices_per_node() const;  // size of level 0
+  bool mixed() const { return !groups.empty(); }
+  // The group holding `rank` (0 for a cluster of one type); throws for a rank out of range.
+  int group_of_rank(int rank) const;
+  // The device of `rank`: its group's (`device` for a cluster of one type).
+  const Device& device_of_rank(int rank) const;
+  // Bandwidth per direction of `rank`'s own link at topology `level` (its group's).
+  double level_bandwidth(int rank, int level) const;
+  // The link between groups a and b (a != b); null for a cluster of one type.
+  const GroupLink* link_between(int a, int b) const;
 };
 
+// The peak of every device of the cluster at `p` (each group's devices at their own peak).
+double total_peak(const Cluster& cluster, Precision p);
+
+// Group `g` of a mixed fleet as a cluster of its own (its profile with its nodes; the fleet's
+// stack and headroom kept). Throws when the cluster is not mixed or g is out of range.
+Cluster group_cluster(const Cluster& fleet, int g);
+
+// A mixed fleet of the given clusters (each a profile with its node count, in rank order);
+// `links`: links stated (bandwidth, latency) by pair of group indices, the others derived.
+// Throws a one-line error naming the group when the groups cannot form one fleet (different
+// GPUs per node, not two topology levels, a profile given twice).
+Cluster make_fleet(const std::string& name, const std::vector<Cluster>& groups, const std::vector<GroupLink>& links = {});
+
 // Profiles: YAML files documented in hardware/profiles/README.md.
-// `name_or_path` is a bundled profile's file stem ("dgx-a100"), a path to a .yaml file, or
-// the shorthand "NAMExN" (a bundled profile with its outermost level set to N).
+// `name_or_path` is a bundled profile's file stem ("dgx-a100"), a path to a .yaml file, the
+// shorthand "NAMExN" (a bundled profile with its outermost level set to N), or a mixed fleet:
+// such names joined by '+' ("dgx-h100x2+dgx-a100x4"; errors name the part). A .yaml file
+// with `groups:` is a fleet too (README.md).
 // Throws std::runtime_error "FILE:LINE:COL: key 'x': problem" on any invalid content.
 Cluster load_cluster(const std::string& name_or_path);
 // Parses profile text; `source` names it in error messages and in Cluster::source.
@@ -129,6 +190,7 @@ std::string profile_directory();
 
 // `nodes` sets the outermost level's size; `gpus` sets level 0's size (part of a node, any
 // count up to the node's size) and, when `nodes` is not given, makes it a single node.
+// A mixed fleet cannot be resized (its parts give their nodes): throws.
 // A resized mesh level keeps its links' speed: its bandwidth (the egress toward the level's
 // other members) becomes bandwidth / (old size - 1) * (new size - 1); a mesh of one holds
 // one link's bandwidth.

@@ -131,6 +131,103 @@ std::string read_text(const std::filesystem::path& file) {
   return text.str();
 }
 
+// A fleet file: name, description, groups [{profile, nodes}], links [{between: [A, B],
+// bandwidth_gb_per_s, latency_us}] (README.md, "Mixed fleets"). Profiles given as relative
+// paths are found beside the fleet file first.
+Cluster parse_fleet(YamlReader& r, const YAML::Node& root, const std::string& source) {
+  namespace fs = std::filesystem;
+  r.expect_map(root, "", {"name", "description", "groups", "links"});
+  const std::string name = r.string(root, "", "name");
+  YAML::Node list = r.required(root, "", "groups");
+  if (!list.IsSequence() || list.size() < 2) r.fail(list, "groups", "expected a list of at least two groups");
+  std::vector<Cluster> parts;
+  std::vector<std::string> written;  // each group's profile as written
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string at = fmt::format("groups[{}]", i);
+    r.expect_map(list[i], at, {"profile", "nodes"});
+    std::string profile = r.string(list[i], at, "profile");
+    const fs::path beside = fs::path(source).parent_path() / profile;
+    if (profile.find('/') != std::string::npos && !fs::path(profile).is_absolute() && fs::exists(beside)) profile = beside.string();
+    Cluster part;
+    try {
+      part = load_cluster(profile);
+      if (list[i]["nodes"].IsDefined()) part = scale_cluster(std::move(part), r.positive_int(list[i], at, "nodes"), std::nullopt);
+    } catch (const std::runtime_error& e) {
+      r.fail(list[i], at, e.what());
+    }
+    written.push_back(r.string(list[i], at, "profile"));
+    parts.push_back(std::move(part));
+  }
+  std::vector<GroupLink> links;
+  if (root["links"].IsDefined()) {
+    YAML::Node stated = root["links"];
+    if (!stated.IsSequence()) r.fail(stated, "links", "expected a list of links");
+    for (std::size_t i = 0; i < stated.size(); ++i) {
+      const std::string at = fmt::format("links[{}]", i);
+      r.expect_map(stated[i], at, {"between", "bandwidth_gb_per_s", "latency_us"});
+      YAML::Node between = r.required(stated[i], at, "between");
+      if (!between.IsSequence() || between.size() != 2) r.fail(between, at + ".between", "expected two group names");
+      int ends[2] = {-1, -1};
+      for (int k = 0; k < 2; ++k) {
+        const std::string group = between[k].IsScalar() ? between[k].Scalar() : "";
+        for (std::size_t g = 0; g < parts.size(); ++g)
+          if (group == parts[g].name || group == written[g]) ends[k] = static_cast<int>(g);
+        if (ends[k] < 0) {
+          std::string known;
+          for (const Cluster& part : parts) known += (known.empty() ? "" : ", ") + part.name;
+          r.fail(between[k], at + ".between", fmt::format("'{}' names no group (groups: {})", group, known));
+        }
+      }
+      if (ends[0] == ends[1]) r.fail(between, at + ".between", "a link joins two different groups");
+      for (const GroupLink& l : links)
+        if ((l.a == ends[0] && l.b == ends[1]) || (l.a == ends[1] && l.b == ends[0]))
+          r.fail(between, at + ".between", "this pair's link is already given");
+      GroupLink link;
+      link.a = ends[0], link.b = ends[1];
+      link.bandwidth = r.positive(stated[i], at, "bandwidth_gb_per_s") * kGiga;
+      link.latency_s = r.non_negative(stated[i], at, "latency_us") * kMicro;
+      links.push_back(link);
+    }
+  }
+  Cluster fleet;
+  try {
+    fleet = make_fleet(name, parts, links);
+  } catch (const std::runtime_error& e) {
+    r.fail(list, "groups", e.what());
+  }
+  fleet.source = source;
+  if (root["description"].IsDefined()) fleet.description = r.string(root, "", "description");
+  return fleet;
+}
+
+// "a+b+c": each part a profile name, NAMExNODES or a path; errors name the part.
+Cluster load_fleet(const std::string& spec) {
+  std::vector<Cluster> parts;
+  std::size_t begin = 0;
+  for (int index = 1;; ++index) {
+    const std::size_t end = spec.find('+', begin);
+    const std::string part = spec.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    if (part.empty())
+      throw std::runtime_error(fmt::format("--cluster '{}': part {} is empty (profiles joined by '+', e.g. "
+                                           "dgx-h100x2+dgx-a100x4)", spec, index));
+    try {
+      parts.push_back(load_cluster(part));
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(fmt::format("--cluster '{}': part {} '{}': {}", spec, index, part, e.what()));
+    }
+    if (parts.back().mixed())
+      throw std::runtime_error(fmt::format("--cluster '{}': part {} '{}' is itself a fleet", spec, index, part));
+    if (end == std::string::npos) break;
+    begin = end + 1;
+  }
+  // Each part named as written (dgx-h100x2 is 'dgx-h100', its nodes apart).
+  try {
+    return make_fleet(spec, parts);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(fmt::format("--cluster: {}", e.what()));
+  }
+}
+
 }  // namespace
 
 Cluster parse_cluster(const std::string& yaml_text, const std::string& source) {
@@ -142,6 +239,7 @@ Cluster parse_cluster(const std::string& yaml_text, const std::string& source) {
   }
   YamlReader r(source);
   if (!root.IsMap()) r.fail(root, "(top level)", "expected a mapping with name, device, topology");
+  if (root["groups"].IsDefined()) return parse_fleet(r, root, source);
   r.expect_map(root, "", {"name", "description", "device", "topology", "price_per_gpu_hour_usd", "power_w"});
 
   Cluster cluster;
@@ -194,6 +292,7 @@ std::vector<std::string> similar_profiles(const std::string& name) { return simi
 Cluster load_cluster(const std::string& name_or_path) {
   namespace fs = std::filesystem;
   if (name_or_path.empty()) throw std::runtime_error("hardware profile: empty name");
+  if (name_or_path.find('+') != std::string::npos) return load_fleet(name_or_path);
   bool looks_like_path = name_or_path.find('/') != std::string::npos ||
                          fs::path(name_or_path).extension() == ".yaml" || fs::path(name_or_path).extension() == ".yml";
   if (looks_like_path) return parse_cluster(read_text(name_or_path), name_or_path);

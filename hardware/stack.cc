@@ -194,19 +194,29 @@ Cluster with_software(Cluster cluster, const Software& software) {
     throw std::runtime_error(fmt::format("--memory-headroom: {} is not a fraction between 0 and 0.5", software.memory_headroom));
   cluster = apply_stack(std::move(cluster), load_stack(software.stack));
   cluster.device.memory_headroom = software.memory_headroom;
+  for (DeviceGroup& g : cluster.groups) g.device.memory_headroom = software.memory_headroom;
   return cluster;
 }
 
-Cluster apply_stack(Cluster cluster, const Stack& stack) {
-  if (const StackKernels* k = stack.kernels_for(cluster.device.name)) {
-    for (EfficiencyPoint& p : cluster.device.efficiency) p.efficiency = std::min(1.0, p.efficiency * k->gemm);
-    for (AttentionEfficiencyPoint& p : cluster.device.attention_efficiency) {
+namespace {
+
+void apply_kernels(Device& device, const Stack& stack) {
+  if (const StackKernels* k = stack.kernels_for(device.name)) {
+    for (EfficiencyPoint& p : device.efficiency) p.efficiency = std::min(1.0, p.efficiency * k->gemm);
+    for (AttentionEfficiencyPoint& p : device.attention_efficiency) {
       p.forward = std::min(1.0, p.forward * k->attention);
       p.backward = std::min(1.0, p.backward * k->attention);
     }
-    cluster.device.low_precision_gemm_factor = k->fp8_gemm;
-    cluster.device.fp4_gemm_factor = k->fp4_gemm;
+    device.low_precision_gemm_factor = k->fp8_gemm;
+    device.fp4_gemm_factor = k->fp4_gemm;
   }
+}
+
+}  // namespace
+
+Cluster apply_stack(Cluster cluster, const Stack& stack) {
+  apply_kernels(cluster.device, stack);
+  for (DeviceGroup& g : cluster.groups) apply_kernels(g.device, stack);
   cluster.stack = stack;
   return cluster;
 }

@@ -17,6 +17,31 @@ double compute_duration(const hardware::Device& device, const Task& task) {
   return device.kernel_seconds(task.precision, task.flops, task.bytes);
 }
 
+double compute_duration(const hardware::Cluster& cluster, const std::vector<int>& device_groups, const Task& task) {
+  if (device_groups.empty()) return compute_duration(cluster.device, task);
+  double longest = 0;
+  for (int g : device_groups) longest = std::max(longest, compute_duration(cluster.groups[g].device, task));
+  return longest;
+}
+
+double usable_memory(const hardware::Cluster& cluster, const std::vector<int>& device_groups) {
+  if (device_groups.empty()) return cluster.device.usable_memory();
+  double least = cluster.groups[device_groups.front()].device.usable_memory();
+  for (int g : device_groups) least = std::min(least, cluster.groups[g].device.usable_memory());
+  return least;
+}
+
+std::vector<int> device_groups_of(const hardware::Cluster& cluster, const std::vector<int>& ranks) {
+  std::vector<int> groups;
+  if (!cluster.mixed()) return groups;
+  for (int r : ranks) {
+    const int g = cluster.group_of_rank(r);
+    if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+  }
+  std::sort(groups.begin(), groups.end());
+  return groups;
+}
+
 CompiledProgram compile_program(const Program& program, const hardware::Cluster& cluster) {
   return compile_program(program, cluster, index_program(program));
 }
@@ -50,6 +75,7 @@ CompiledProgram compile_program(const Program& program, const hardware::Cluster&
     cc.peer_class.assign(m, -1);
     cc.matched_recv.assign(m, -1);
     cc.rank_position.assign(n, -1);
+    cc.device_groups = device_groups_of(cluster, rc.ranks);
     for (size_t i = 0; i < rc.ranks.size(); ++i) cc.rank_position[rc.ranks[i]] = static_cast<int>(i);
     std::map<std::vector<int>, int> group_index;
     std::vector<int> axes;
@@ -71,7 +97,7 @@ CompiledProgram compile_program(const Program& program, const hardware::Cluster&
       cc.stream_tasks[stream].push_back(static_cast<int>(i));
       if (t.kind == TaskKind::compute || t.kind == TaskKind::optimizer) {
         try {
-          cc.duration_s[i] = compute_duration(cluster.device, t);
+          cc.duration_s[i] = compute_duration(cluster, cc.device_groups, t);
         } catch (const std::exception& e) {
           throw std::runtime_error(fmt::format("rank class '{}' task '{}': {}", rc.name, t.id, e.what()));
         }

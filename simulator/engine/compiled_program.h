@@ -31,6 +31,11 @@ struct CompiledClass {
   std::vector<int> peer_class;              // send/recv: the other class
   std::vector<int> matched_recv;            // send: task index of its recv in peer_class
   std::vector<int> rank_position;           // rank -> index in this class's ranks (-1 if absent)
+  // A mixed fleet's groups (hardware::Cluster::groups) holding the class's ranks, ascending;
+  // empty on a cluster of one GPU type. A class spanning several plays at its slowest
+  // member's pace: each compute task takes its longest time on their devices, memory is
+  // the least of theirs, links the slowest.
+  std::vector<int> device_groups;
 };
 
 struct CompiledProgram {
@@ -41,6 +46,12 @@ struct CompiledProgram {
 
 // Durations follow the roofline: max(flops / (peak · efficiency(flops)), bytes / HBM) + launch.
 double compute_duration(const hardware::Device& device, const Task& task);
+// The same on the slowest of a class's devices (device_groups; the cluster's device when empty).
+double compute_duration(const hardware::Cluster& cluster, const std::vector<int>& device_groups, const Task& task);
+// Usable memory of a class: the least of its devices'.
+double usable_memory(const hardware::Cluster& cluster, const std::vector<int>& device_groups);
+// The distinct groups of a mixed fleet holding `ranks` (empty for a cluster of one type).
+std::vector<int> device_groups_of(const hardware::Cluster& cluster, const std::vector<int>& ranks);
 
 CompiledProgram compile_program(const Program& program, const hardware::Cluster& cluster);
 // The same with each class's task index at hand (validate_program_indexed's).

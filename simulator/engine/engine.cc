@@ -1,5 +1,7 @@
 #include "simulator/engine/engine.h"
 
+#include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -20,6 +22,23 @@ int num_entities(const Program& program, SimMode mode) {
   return mode == SimMode::full ? program.num_ranks() : static_cast<int>(program.rank_classes.size());
 }
 
+// A mixed fleet: each simulated entity's links are those of its group (the slowest of its
+// class's groups in symmetric mode).
+Network make_network(const Program& program, const hardware::Cluster& cluster, SimMode mode) {
+  const int n = num_entities(program, mode);
+  if (!cluster.mixed()) return Network(n, level_bandwidths(cluster));
+  std::vector<std::vector<double>> bandwidth(n);
+  for (int e = 0; e < n; ++e) {
+    const std::vector<int> ranks = mode == SimMode::full ? std::vector<int>{e} : program.rank_classes[e].ranks;
+    for (std::size_t l = 0; l < cluster.levels.size(); ++l) {
+      double least = std::numeric_limits<double>::infinity();
+      for (int g : device_groups_of(cluster, ranks)) least = std::min(least, cluster.groups[g].levels[l].bandwidth);
+      bandwidth[e].push_back(least);
+    }
+  }
+  return Network(bandwidth);
+}
+
 CompiledProgram checked_compile(const Program& program, const hardware::Cluster& cluster) {
   // Programs built in code have not been through program_from_json.
   const ProgramIndex index = validate_program_indexed(program);
@@ -34,7 +53,7 @@ Engine::Engine(const Program& program, const hardware::Cluster& cluster, const S
       cluster_(cluster),
       options_(options),
       compiled_(checked_compile(program, cluster)),
-      network_(num_entities(program, options.mode), level_bandwidths(cluster)) {
+      network_(make_network(program, cluster, options.mode)) {
   if (options.mode == SimMode::symmetric) check_symmetry(program, compiled_);
   int n = num_entities(program, options.mode);
   entities_.resize(n);
@@ -55,7 +74,18 @@ Engine::Engine(const Program& program, const hardware::Cluster& cluster, const S
     st.peak_bytes = program.rank_classes[st.rank_class].static_memory.total();
     st.memory.push_back({0, st.peak_bytes, "static"});
     st.groups.assign(cc.groups.size(), {});
+    if (cluster.mixed())
+      st.device_group = options.mode == SimMode::full ? cluster.group_of_rank(st.rank)
+                        : cc.device_groups.size() == 1 ? cc.device_groups.front() : -1;
   }
+}
+
+double Engine::group_link_cap(int src, int dst, int level) const {
+  const int a = entities_[src].device_group, b = entities_[dst].device_group;
+  if (a < 0 || b < 0 || a == b || level + 1 != static_cast<int>(cluster_.levels.size()))
+    return std::numeric_limits<double>::infinity();
+  const hardware::GroupLink* link = cluster_.link_between(a, b);
+  return link && link->stated ? link->bandwidth : std::numeric_limits<double>::infinity();
 }
 
 int Engine::entity_of_rank(int rank) const {

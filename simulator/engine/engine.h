@@ -22,6 +22,7 @@ namespace symtensor::sim {
 struct EntityState {
   int rank_class = 0;
   int rank = 0;  // the concrete rank it stands for (the class's first rank when symmetric)
+  int device_group = -1;  // a mixed fleet's group holding all it stands for; -1: none or several
   std::vector<int> deps_left;
   std::vector<double> start, end;
   std::vector<char> started, done, data_arrived;
@@ -74,6 +75,9 @@ class Engine {
 
   static const FlowPlan& plan_of(const CollectiveInstance& inst) { return inst.plan ? *inst.plan : inst.own_plan; }
   int entity_of_rank(int rank) const;
+  // A flow between two groups of a mixed fleet on the outermost level, where the fleet states
+  // their link: its bandwidth; infinity otherwise (the slower NIC of the two then bounds it).
+  double group_link_cap(int src, int dst, int level) const;
   void try_start(int entity, int stream, double now);
   void start_task(int entity, int task, double now);
   void finish_task(int entity, int task, double now);

@@ -32,7 +32,8 @@ void Engine::cap_mesh_flows(FlowPlan& plan, const hardware::GroupShape& group, b
     for (FlowSpec& spec : phase) {
       const hardware::TopologyLevel& level = cluster_.levels[spec.level];
       const double bandwidth = tree ? level.peer_bandwidth() : level.group_bandwidth(group.ranks_per_level[spec.level]);
-      spec.cap = mesh_cap(level, bandwidth, flows[{spec.src, spec.level}]);
+      spec.cap = std::min(mesh_cap(level, bandwidth, flows[{spec.src, spec.level}]),
+                          group_link_cap(spec.src, spec.dst, spec.level));
     }
   }
 }
@@ -188,7 +189,8 @@ void Engine::on_latency_done(const Event& e) {
   if (e.c == 1) {
     const P2PTransfer& tr = transfers_[e.a];
     const hardware::TopologyLevel& level = cluster_.levels[tr.level];
-    const double cap = mesh_cap(level, level.peer_bandwidth(), 1);  // a send gets one link
+    const double cap = std::min(mesh_cap(level, level.peer_bandwidth(), 1),  // a send gets one link
+                                group_link_cap(tr.src_entity, tr.dst_entity, tr.level));
     flow = network_.start(e.time, tr.src_entity, tr.dst_entity, tr.level, tr.bytes, cap, updates_);
     owner = {true, e.a};
   } else {

@@ -76,7 +76,7 @@ SimResult Engine::build_result() const {
   result.classes.resize(program_.rank_classes.size());
   for (const auto& st : entities_) {
     const RankClass& rc = program_.rank_classes[st.rank_class];
-    ClassResult r = summarize(st, rc, result.step_time_s, cluster_.device.usable_memory());
+    ClassResult r = summarize(st, rc, result.step_time_s, usable_memory(cluster_, compiled_.classes[st.rank_class].device_groups));
     if (!seen[st.rank_class]) {
       result.classes[st.rank_class] = std::move(r);
       seen[st.rank_class] = 1;

@@ -15,6 +15,17 @@ Network::Network(int num_endpoints, std::vector<double> level_bandwidth)
       for (int dir = 0; dir < 2; ++dir) links_[link_id(e, l, dir == 1)].bandwidth = level_bandwidth[l];
 }
 
+Network::Network(const std::vector<std::vector<double>>& bandwidth)
+    : num_levels_(bandwidth.empty() ? 0 : static_cast<int>(bandwidth.front().size())) {
+  links_.resize(bandwidth.size() * num_levels_ * 2);
+  for (std::size_t e = 0; e < bandwidth.size(); ++e) {
+    if (static_cast<int>(bandwidth[e].size()) != num_levels_)
+      throw std::logic_error(fmt::format("network: endpoint {} has {} levels, not {}", e, bandwidth[e].size(), num_levels_));
+    for (int l = 0; l < num_levels_; ++l)
+      for (int dir = 0; dir < 2; ++dir) links_[link_id(static_cast<int>(e), l, dir == 1)].bandwidth = bandwidth[e][l];
+  }
+}
+
 int Network::link_id(int endpoint, int level, bool ingress) const {
   return (endpoint * num_levels_ + level) * 2 + (ingress ? 1 : 0);
 }

@@ -19,6 +19,9 @@ struct FlowFinish {
 class Network {
  public:
   Network(int num_endpoints, std::vector<double> level_bandwidth);
+  // Each endpoint with its own bandwidth per level (`bandwidth[endpoint][level]`): the ranks
+  // of a mixed fleet, whose groups have NICs of different speeds.
+  explicit Network(const std::vector<std::vector<double>>& bandwidth);
 
   // Starts a flow of `bytes` at `now`, at most `cap` bytes/s whatever the links' shares
   // (the links of a mesh a flow can use: see Engine::flow_cap); appends new finish times

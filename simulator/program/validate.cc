@@ -256,6 +256,10 @@ void validate_against_cluster(const Program& p, const hardware::Cluster& cluster
       bool priced = (t.kind == TaskKind::compute || t.kind == TaskKind::optimizer) && !t.duration_s && t.flops > 0;
       if (priced && !cluster.device.peak_flops.count(hardware::peak_precision(t.precision)))
         fail(rc, t, fmt::format("cluster '{}' has no {} peak", cluster.name, hardware::to_string(t.precision)));
+      for (const hardware::DeviceGroup& g : cluster.groups)
+        if (priced && !g.device.peak_flops.count(hardware::peak_precision(t.precision)))
+          fail(rc, t, fmt::format("cluster '{}': group '{}' has no {} peak", cluster.name, g.profile,
+                                  hardware::to_string(t.precision)));
     }
 }
 
