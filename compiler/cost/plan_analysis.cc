@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -10,6 +11,7 @@
 #include <utility>
 
 #include "compiler/cost/kernel_precision.h"
+#include "compiler/cost/moe_exchange.h"
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/saved_activations.h"
 #include "compiler/sharding/cut_sharding.h"
@@ -685,6 +687,50 @@ class Analyzer {
     return ops;
   }
 
+  // For a tensor of routed tokens (a MoeDispatch's output, a MoeCombine's expert outputs) under
+  // a deduplicating dispatcher (Plan::moe_dispatcher): the routing node; else kNone.
+  NodeId routing_node(NodeId consumer, TensorId t) const {
+    if (plan_.moe_dispatcher == MoeDispatcher::alltoall) return kNone;
+    const auto is = [&](NodeId id, const char* op) {
+      const Node& n = graph_.node(id);
+      return n.op_type == op && n.domain == "ai.symtensor" && n.inputs.size() == 2;
+    };
+    if (is(consumer, "MoeCombine") && graph_.node(consumer).inputs[1] == t) return consumer;
+    const NodeId producer = graph_.tensor(t).producer;
+    return producer != kNone && is(producer, "MoeDispatch") ? producer : kNone;
+  }
+
+  struct RoutedTokens {
+    int experts = 0, top_k = 0;  // 0: not a routed-token tensor, or not deduplicated
+  };
+
+  // An all-to-all of routed tokens that crosses nodes, as a deduplicating dispatcher sends it:
+  // its bytes scaled by deduplicated_share over the nodes its group spans.
+  void deduplicate(CommOp& op, const RoutedTokens& routed) const {
+    if (routed.experts == 0 || op.kind != hardware::Collective::all_to_all) return;
+    int nodes = 1;
+    for (std::size_t l = 1; l < op.group.ranks_per_level.size(); ++l) nodes *= op.group.ranks_per_level[l];
+    if (nodes <= 1 || routed.experts % nodes != 0) return;
+    op.bytes *= deduplicated_share(routed.experts, routed.top_k, nodes);
+    op.seconds = hardware::collective_time(cluster_, op.kind, op.group, op.bytes).seconds;
+  }
+
+  // The experts and top-k of a routed-token tensor `t` consumed by `consumer` under a
+  // deduplicating dispatcher.
+  RoutedTokens routed_tokens(NodeId consumer, TensorId t) const {
+    const NodeId routing = routing_node(consumer, t);
+    if (routing == kNone) return {};
+    const Node& r = graph_.node(routing);
+    // The [b, s, E, C] routing tensor: E experts, C slots per expert and sequence.
+    const auto& shape = ng_.tensor_shape(r.inputs[0]);
+    if (shape.size() != 4) return {};
+    const double experts = shape[2].at(batch_), seq = shape[1].at(batch_);
+    double top_k = static_cast<double>(r.attr_int("top_k", 0));
+    if (top_k <= 0 && seq > 0) top_k = std::round(experts * shape[3].at(batch_) / seq);
+    if (top_k < 1 || top_k > experts) return {};
+    return {static_cast<int>(experts), static_cast<int>(top_k)};
+  }
+
   // Whether `layouts` already holds `layout`; records it if not.
   static bool first_delivery(std::vector<OperandLayout>& layouts, const OperandLayout& layout) {
     if (std::find(layouts.begin(), layouts.end(), layout) != layouts.end()) return false;
@@ -754,9 +800,11 @@ class Analyzer {
     // the expert dispatch's all-to-all.
     const bool beside_gemm = cluster_.stack.overlap_tp_comm &&
                              (nn.kind == OpKind::gemm || (producer != kNone && ng_.node(producer).kind == OpKind::gemm));
+    const RoutedTokens routed = routed_tokens(w.node, t);
     if (first_delivery(state_.delivered[t], want) && !(*have == want))
       for (auto& op : redistribute(t, have->sharding(), want.sharding())) {
         op.overlapped = ring || (beside_gemm && op.kind != hardware::Collective::all_to_all);
+        deduplicate(op, routed);
         w.fwd_comm.push_back(std::move(op));
       }
     // Gradients arriving in the same layout from several consumers are summed locally
@@ -771,6 +819,7 @@ class Analyzer {
         for (auto& op : redistribute(t, grad.sharding(),
                                      keeps_partial ? with_partial(have->sharding(), grad.sharding()) : without_partial(have->sharding()))) {
           op.overlapped = ring || (beside_gemm && op.kind != hardware::Collective::all_to_all);
+          deduplicate(op, routed);
           w.bwd_comm.push_back(std::move(op));
         }
     }

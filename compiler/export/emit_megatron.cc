@@ -116,8 +116,6 @@ void model_flags(MegatronArgs& a, const ModelArchitecture& m, const ParallelReci
     if (m.top_k > 0) a.value("moe-router-topk", m.top_k);
     if (m.moe_ffn_hidden > 0) a.value("moe-ffn-hidden-size", m.moe_ffn_hidden);
     moe_architecture_flags(a, m);
-    a.comment("the token exchange priced: all-to-all dispatch into grouped expert GEMMs");
-    a.value("moe-token-dispatcher-type", "alltoall");
     a.flag("moe-grouped-gemm");
     if (m.capacity_factor > 0) {
       a.comment("capacity routing as the graph has it (tokens past an expert's capacity dropped)");
@@ -159,6 +157,14 @@ void parallel_flags(MegatronArgs& a, const ExportContext& c) {
   if (r.experts > 0) {
     a.value("expert-model-parallel-size", r.ep);
     a.value("expert-tensor-parallel-size", r.etp);
+    if (c.plan.moe_dispatcher == MoeDispatcher::alltoall) {
+      a.comment("the token exchange priced: all-to-all dispatch into grouped expert GEMMs");
+      a.value("moe-token-dispatcher-type", "alltoall");
+    } else {
+      a.comment("the token exchange priced: one copy of a token per remote node, fanned out over NVLink there");
+      a.value("moe-token-dispatcher-type", "flex");
+      a.value("moe-flex-dispatcher-backend", to_string(c.plan.moe_dispatcher));
+    }
   }
   pipeline_split_flags(a, r);
   if (r.distopt || r.zero_stage == 1) a.flag("use-distributed-optimizer");

@@ -10,7 +10,7 @@ namespace {
 std::string py_bool(bool b) { return b ? "True" : "False"; }
 
 // The architecture under Megatron-Core's TransformerConfig / NeMo's GPTConfig field names.
-std::string nemo_model_config(const ModelArchitecture& m, const ParallelRecipe& r) {
+std::string nemo_model_config(const ModelArchitecture& m, const ParallelRecipe& r, MoeDispatcher dispatcher) {
   std::string s = m.mla ? "# the model: read from the ONNX graph; multi-head latent attention's fields are Megatron-Core's MLATransformerConfig's:\n"
                          "# build it with a config class deriving from it (NeMo's DeepSeek configs), not llm.GPTConfig\n"
                        : "# the model: read from the ONNX graph (llm.GPTConfig(**model_config_kwargs))\n";
@@ -70,7 +70,12 @@ std::string nemo_model_config(const ModelArchitecture& m, const ParallelRecipe& 
       field("moe_router_group_topk", m.router_group_topk);
     }
     if (m.router_scaling > 0) field("moe_router_topk_scaling_factor", fmt::format("{:g}", m.router_scaling));
-    field("moe_token_dispatcher_type", "\"alltoall\"");
+    if (dispatcher == MoeDispatcher::alltoall) {
+      field("moe_token_dispatcher_type", "\"alltoall\"");
+    } else {
+      field("moe_token_dispatcher_type", "\"flex\"");
+      field("moe_flex_dispatcher_backend", fmt::format("\"{}\"", to_string(dispatcher)));
+    }
     field("moe_grouped_gemm", "True");
   }
   s += ")\n";
@@ -110,7 +115,7 @@ std::string emit_nemo(const ExportContext& c) {
   s += ")\n";
   s += fmt::format("optimizer_config = OptimizerConfig(optimizer=\"adam\", use_distributed_optimizer={}{})\n",
                    py_bool(r.distopt), megatron_precision(r.precision) == "bf16" ? ", bf16=True" : "");
-  s += nemo_model_config(c.arch, r);
+  s += nemo_model_config(c.arch, r, c.plan.moe_dispatcher);
   s += fmt::format("trainer_kwargs = dict(devices={}, num_nodes={})\n", r.gpus_per_node, r.nodes);
   s += fmt::format("data_kwargs = dict(micro_batch_size={}, global_batch_size={}{})\n", r.micro_batch_size,
                    static_cast<long long>(r.global_batch), r.seq > 0 ? fmt::format(", seq_length={}", static_cast<long long>(r.seq)) : "");

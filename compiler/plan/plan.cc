@@ -31,6 +31,8 @@ constexpr std::pair<RecomputePolicy, const char*> kRecompute[] = {
     {RecomputePolicy::none, "none"}, {RecomputePolicy::selective, "selective"}, {RecomputePolicy::full, "full"}};
 constexpr std::pair<ContextParallelComm, const char*> kContextComm[] = {{ContextParallelComm::ring, "ring"},
                                                                         {ContextParallelComm::all_gather, "all_gather"}};
+constexpr std::pair<MoeDispatcher, const char*> kDispatchers[] = {
+    {MoeDispatcher::alltoall, "alltoall"}, {MoeDispatcher::deepep, "deepep"}, {MoeDispatcher::hybridep, "hybridep"}};
 
 }  // namespace
 
@@ -44,6 +46,9 @@ std::string_view to_string(ContextParallelComm c) { return enum_name(c, kContext
 ContextParallelComm parse_context_parallel_comm(std::string_view text) {
   return parse_enum(text, kContextComm, "context-parallel communication");
 }
+
+std::string_view to_string(MoeDispatcher d) { return enum_name(d, kDispatchers); }
+MoeDispatcher parse_moe_dispatcher(std::string_view text) { return parse_enum(text, kDispatchers, "MoE token dispatcher"); }
 
 hardware::DeviceMesh plan_mesh(const Plan& plan, const hardware::Cluster& cluster) {
   if (plan.mesh_factors.empty()) return hardware::DeviceMesh::from_cluster(cluster);

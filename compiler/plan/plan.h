@@ -23,6 +23,10 @@ enum class RecomputePolicy { none, selective, full };
 // How context parallelism moves K and V (Megatron-Core's cp_comm_type): passed around a
 // ring of the cp ranks while attention computes (p2p), or all-gathered before it.
 enum class ContextParallelComm { ring, all_gather };
+// Megatron-Core's MoE token dispatcher: the all-to-all (one copy of a token per expert it is
+// routed to), or the flex dispatcher's DeepEP / HybridEP kernels, which send a token once to
+// each other node holding one of its experts and fan it out over NVLink there.
+enum class MoeDispatcher { alltoall, deepep, hybridep };
 
 std::string_view to_string(ExecutionMode m);
 std::string_view to_string(Schedule s);
@@ -32,6 +36,8 @@ Schedule parse_schedule(std::string_view text);
 RecomputePolicy parse_recompute(std::string_view text);
 std::string_view to_string(ContextParallelComm c);
 ContextParallelComm parse_context_parallel_comm(std::string_view text);  // "ring" or "all_gather"
+std::string_view to_string(MoeDispatcher d);
+MoeDispatcher parse_moe_dispatcher(std::string_view text);  // "alltoall", "deepep" or "hybridep"
 
 // How one operator's iteration space is cut: for each loop dim (in the order of the
 // node's IterationSpace::loops), the mesh axes splitting it, major to minor.
@@ -79,6 +85,7 @@ struct Plan {
   bool distributed_optimizer = false;  // Megatron's: optimizer state sharded over data parallel
   bool sequence_parallel = false;      // recorded for Megatron plans; the cuts say what it means
   ContextParallelComm context_parallel_comm = ContextParallelComm::ring;  // for attention cut on its queries
+  MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;                // for expert-parallel token exchanges
 
   int pipeline_stages() const;  // size of the pipeline axis, or 1
 };

@@ -33,7 +33,8 @@ constexpr const char* kHeader =
     "# batch.global: samples per step; batch.micro_batches: per step, per pipeline.\n"
     "# schedule: gpipe|1f1b|interleaved-1f1b; recompute: none|selective|full; recompute_layers (with\n"
     "#   full, optional): per stage, how many of its first layers are recomputed (absent: all);\n"
-    "#   zero_stage: 0..3.\n"
+    "#   zero_stage: 0..3. moe_dispatcher (optional): alltoall (absent), deepep or hybridep (one\n"
+    "#   copy of a token per remote node, not per expert).\n"
     "# nodes: every operator by name, in topological order: its pipeline stage and its cut,\n"
     "#   loop name (of its iteration space; name#index when a name repeats) -> mesh axes,\n"
     "#   major to minor. Loops not listed are not cut. padded (optional): loop -> the extent it\n"
@@ -105,6 +106,8 @@ std::string plan_to_yaml(const Plan& plan, Graph& graph, const hardware::Cluster
   out << YAML::Key << "distributed_optimizer" << YAML::Value << plan.distributed_optimizer;
   out << YAML::Key << "sequence_parallel" << YAML::Value << plan.sequence_parallel;
   out << YAML::Key << "context_parallel_comm" << YAML::Value << std::string(to_string(plan.context_parallel_comm));
+  if (plan.moe_dispatcher != MoeDispatcher::alltoall)
+    out << YAML::Key << "moe_dispatcher" << YAML::Value << std::string(to_string(plan.moe_dispatcher));
 
   std::vector<IterationSpace> spaces;
   for (NodeId id = 0; id < static_cast<NodeId>(n); ++id) spaces.push_back(iteration_space_of(graph, id));

@@ -243,7 +243,7 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   }
   r.only_keys(root, "", {"format", "strategy", "model", "cluster", "stack", "mode", "precision", "mesh", "batch", "schedule",
                          "virtual_stages", "recompute", "recompute_layers", "offload_layers", "zero_stage", "distributed_optimizer", "sequence_parallel",
-                         "context_parallel_comm", "nodes", "inputs",
+                         "context_parallel_comm", "moe_dispatcher", "nodes", "inputs",
                          "tensors", "predicted"});
   const std::string format = r.get<std::string>(root, "format", "format");
   if (format != "symtensor-plan/1") r.fail(root["format"], "format", "'" + format + "', expected 'symtensor-plan/1'");
@@ -306,6 +306,9 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   if (root["context_parallel_comm"].IsDefined())  // plans written before it existed: ring
     plan.context_parallel_comm = r.parse(root, "context_parallel_comm", "context_parallel_comm",
                                          [](const std::string& s) { return parse_context_parallel_comm(s); });
+  if (root["moe_dispatcher"].IsDefined())  // absent: Megatron's default all-to-all
+    plan.moe_dispatcher = r.parse(root, "moe_dispatcher", "moe_dispatcher",
+                                  [](const std::string& s) { return parse_moe_dispatcher(s); });
   if (!plan.recompute_layers.empty() && static_cast<int>(plan.recompute_layers.size()) != plan.pipeline_stages())
     r.fail(root["recompute_layers"], "recompute_layers",
            fmt::format("{} counts for {} pipeline stages", plan.recompute_layers.size(), plan.pipeline_stages()));

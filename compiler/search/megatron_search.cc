@@ -111,6 +111,9 @@ class MegatronSearch {
             base.tp = tp, base.pp = pp, base.cp = cp, base.sp = sp == 1, base.dp = dp;
             base.ep = ep, base.etp = etp;
             base.first = given.first, base.last = given.last;
+            // A given token dispatcher for every layout that exchanges tokens (Megatron's
+            // all-to-all otherwise: DeepEP and HybridEP are installed apart).
+            if (ep > 1) base.dispatcher = given.dispatcher;
             // The SymTensor search's seed stays within that search's space, which pads nothing.
             base.vocab_div = seed ? 0 : given.vocab_div;
             // A layout the bound's target cannot write with the least of every other knob
@@ -216,6 +219,7 @@ class MegatronSearch {
     }
     if (c_->has("mb") && B_ % k.mb != 0) refuse("mb", "mb does not divide the batch of " + std::to_string(B_));
     if (c_->has("ep") && k.ep > 1 && experts == 0) refuse("ep", "the model has no expert layers");
+    if (c_->has("dispatcher") && experts == 0) refuse("dispatcher", "the model has no expert layers");
     if (c_->has("ep") && experts > 0 && experts % k.ep != 0)
       refuse("ep", "ep does not divide the " + std::to_string(experts) + " experts");
     if (c_->has("etp") && c_->has("tp") && k.etp != 1 && k.etp != k.tp) refuse("etp", "etp must be 1 or tp");

@@ -375,6 +375,10 @@ Plan MegatronLayouts::make(const hardware::Cluster& cluster, const MegatronKnobs
                                "' states no host link (device.host_link_gb_per_s)");
     plan.offload_layers = knobs.offload;
   }
+  if (knobs.dispatcher != MoeDispatcher::alltoall && knobs.ep == 1)
+    throw std::runtime_error("megatron: dispatcher=" + std::string(to_string(knobs.dispatcher)) +
+                             " needs ep > 1 (it exchanges tokens between expert-parallel ranks)");
+  plan.moe_dispatcher = knobs.dispatcher;
   plan.distributed_optimizer = knobs.distopt || knobs.fsdp > 0;
   plan.zero_stage = knobs.fsdp;
   plan.sequence_parallel = knobs.sp && knobs.tp > 1;

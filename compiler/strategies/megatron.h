@@ -52,6 +52,9 @@ struct MegatronKnobs {
   // so (NodeCut::padded_extents). A vocabulary that tp divides is planned as it is. 0 (not a
   // knob value): nothing padded, such a vocabulary refused (the SymTensor search's seeds).
   int vocab_div = 128;
+  // --moe-token-dispatcher-type alltoall, or flex with --moe-flex-dispatcher-backend deepep /
+  // hybridep (Plan::moe_dispatcher); the latter need ep > 1.
+  MoeDispatcher dispatcher = MoeDispatcher::alltoall;
 
   friend bool operator==(const MegatronKnobs&, const MegatronKnobs&) = default;
 };
@@ -60,10 +63,11 @@ struct MegatronKnobs {
 // naming the knobs when they do not split the `layers`.
 std::vector<int> megatron_stage_layers(const MegatronKnobs& knobs, int layers);
 
-// "tp=8,pp=8,cp=2,mb=1,vp=3,sp=1,recompute=selective,distopt=1,ep=8,etp=1,fsdp=3,vocab_div=128" (any
+// "tp=8,pp=8,cp=2,mb=1,vp=3,sp=1,recompute=selective,distopt=1,ep=8,etp=1,fsdp=3,vocab_div=128,
+// dispatcher=hybridep" (any
 // subset, any order; empty text gives the defaults). Throws "--megatron: ..." naming the bad item.
 MegatronKnobs parse_megatron_knobs(const std::string& text);
-std::string to_string(const MegatronKnobs& knobs);  // ep, etp, fsdp, vocab_div and offload only when set
+std::string to_string(const MegatronKnobs& knobs);  // ep, etp, fsdp, vocab_div, offload, dispatcher only when set
 
 // Megatron-LM's padded vocabulary (_vocab_size_with_padding): `vocab` rounded up to a multiple
 // of divisible_by x tp.

@@ -69,14 +69,20 @@ MegatronConstraints parse_megatron_constraints(const std::string& text) {
         throw std::runtime_error("--megatron fsdp=" + value + ": expected 0, 2 (optim_grads) or 3 (optim_grads_params)");
       k.fsdp = value[0] - '0';
     }
-    else if (key == "recompute") {
+    else if (key == "dispatcher") {
+      try {
+        k.dispatcher = parse_moe_dispatcher(value);
+      } catch (const std::exception& e) {
+        throw std::runtime_error("--megatron dispatcher=" + value + ": " + e.what());
+      }
+    } else if (key == "recompute") {
       try {
         k.recompute = parse_recompute(value);
       } catch (const std::exception& e) {
         throw std::runtime_error("--megatron recompute=" + value + ": " + e.what());
       }
     } else {
-      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp, fsdp, first, last, vocab_div, offload)");
+      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp, fsdp, first, last, vocab_div, offload, dispatcher)");
     }
     c.given.insert(key);
     c.items.push_back(item);
@@ -96,6 +102,7 @@ std::string to_string(const MegatronKnobs& k) {
   if (k.last > 0) s += ",last=" + std::to_string(k.last);
   if (k.vocab_div != 128) s += ",vocab_div=" + std::to_string(k.vocab_div);
   if (k.offload > 0) s += ",offload=" + std::to_string(k.offload);
+  if (k.dispatcher != MoeDispatcher::alltoall) s += ",dispatcher=" + std::string(to_string(k.dispatcher));
   return s;
 }
 

@@ -67,6 +67,7 @@ const std::map<std::string, ArgSpec>& megatron_table() {
       // 1c MoE
       {"num-experts", {Kind::integer}}, {"moe-ffn-hidden-size", {Kind::integer}}, {"moe-router-topk", {Kind::integer}},
       {"moe-token-dispatcher-type", {Kind::choice, {"allgather", "alltoall", "flex"}}}, {"moe-grouped-gemm", {Kind::flag}},
+      {"moe-flex-dispatcher-backend", {Kind::choice, {"deepep", "hybridep", "ncclep"}}},
       {"moe-expert-capacity-factor", {Kind::number}},
       {"moe-router-load-balancing-type", {Kind::choice, {"aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "none"}}},
       {"moe-aux-loss-coeff", {Kind::number}}, {"expert-model-parallel-size", {Kind::integer}},
@@ -463,6 +464,13 @@ TEST_F(ExportReadback, MegatronMixtureOfExperts) {
   EXPECT_EQ(m.tp, 2);
   EXPECT_EQ(m.dp, 4);
   EXPECT_EQ(m.accumulation, p.micro_batches);
+  EXPECT_FALSE(a.has("moe-flex-dispatcher-backend"));
+  // The flex dispatcher the plan was priced with (dispatcher=hybridep) is the one launched.
+  const ExportResult flex = export_plan(ExportTarget::megatron, g, c, plan(g, c, "tp=2,sp=1,ep=4,etp=1,mb=1,dispatcher=hybridep"));
+  ASSERT_TRUE(flex.exact()) << flex.not_expressible.front();
+  const MegatronArgs f = parse_megatron(flex.config);
+  EXPECT_EQ(f.s("moe-token-dispatcher-type"), "flex");
+  EXPECT_EQ(f.s("moe-flex-dispatcher-backend"), "hybridep");
 }
 
 // Uneven stages as Megatron-LM is told them: its own first/last counts, or the embedding and

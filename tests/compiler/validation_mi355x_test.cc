@@ -6,11 +6,12 @@
 // Llama 3 8B at seq 8192 and batch 128, Llama 3 70B at seq 8192 and batch 32, Mixtral at
 // seq 4096 and batch 64 (per node); the rest Megatron-best searches.
 //
-// Not met, measured: the Llama 3 70B rows. On one node our memory model makes B200's 180 GB
-// recompute or shard where MI355X's 288 GB does not (the same overestimate that leaves 22 of
-// the 35 published NVIDIA runs "not fitting", validation_calibration_test.cc), so the
-// predicted ratio is +12% to +56% off; the test holds them to that until the memory model is
-// fixed, and the rest to the 10%.
+// Not met, measured: the three Llama 3 70B FP8 rows (+27%, +15%, +25%; the BF16 row is +4%).
+// On one node B200's 180 GB leaves about 40 GB beside torchtitan's 16 bytes per parameter of
+// sharded states, so Megatron-best runs tp=2 x cp=4 there and tp=1 x cp=2 x dp=4 on MI355X's
+// 288 GB; FP8 then speeds MI355X's plan, heavier in GEMMs, 1.56x against B200's 1.48x, where
+// AMD's figures say MI355X gains less. The test holds them to today's error and the rest to
+// the 10%.
 #include <cmath>
 #include <cstdio>
 
@@ -33,7 +34,7 @@ struct RatioRow {
   const char* stack;
   hardware::Precision precision;
   double published;  // MI355X over B200, per GPU
-  double tolerance;  // 0.10; the 70B rows: today's error (see above)
+  double tolerance;  // 0.10; the 70B FP8 rows: above today's error (see above)
 };
 
 constexpr auto bf16 = hardware::Precision::bf16;
@@ -42,13 +43,13 @@ constexpr auto fp8 = hardware::Precision::fp8;
 constexpr RatioRow kRows[] = {
     {"Llama3-8B BF16, Primus-PyTorch", "llama2-7b", 32, 4096, 32, 8, 14336, 128256, 1, 8192, 128, "torchtitan", bf16, 1.02, 0.10},
     {"Llama3-8B FP8, Primus-PyTorch", "llama2-7b", 32, 4096, 32, 8, 14336, 128256, 1, 8192, 128, "torchtitan", fp8, 1.08, 0.10},
-    {"Llama3-70B BF16, Primus-PyTorch", "llama2-7b", 80, 8192, 64, 8, 28672, 128256, 1, 8192, 32, "torchtitan", bf16, 1.16, 0.60},
-    {"Llama3-70B FP8, Primus-PyTorch", "llama2-7b", 80, 8192, 64, 8, 28672, 128256, 1, 8192, 32, "torchtitan", fp8, 1.00, 0.60},
+    {"Llama3-70B BF16, Primus-PyTorch", "llama2-7b", 80, 8192, 64, 8, 28672, 128256, 1, 8192, 32, "torchtitan", bf16, 1.16, 0.10},
+    {"Llama3-70B FP8, Primus-PyTorch", "llama2-7b", 80, 8192, 64, 8, 28672, 128256, 1, 8192, 32, "torchtitan", fp8, 1.00, 0.30},
     {"Mixtral-8x7B BF16, Primus-PyTorch", "mixtral-8x7b", 0, 0, 0, 0, 0, 0, 1, 4096, 64, "torchtitan", bf16, 1.15, 0.10},
-    {"Llama3.1-70B FP8, MaxText", "llama2-7b", 80, 8192, 64, 8, 28672, 128256, 1, 8192, 32, "jax", fp8, 1.11, 0.60},
+    {"Llama3.1-70B FP8, MaxText", "llama2-7b", 80, 8192, 64, 8, 28672, 128256, 1, 8192, 32, "jax", fp8, 1.11, 0.30},
     {"Llama3.1-8B FP8, MaxText", "llama2-7b", 32, 4096, 32, 8, 14336, 128256, 1, 8192, 128, "jax", fp8, 1.07, 0.10},
     {"Mixtral-8x7B BF16, MaxText", "mixtral-8x7b", 0, 0, 0, 0, 0, 0, 1, 4096, 64, "jax", bf16, 1.00, 0.10},
-    {"Llama3-70B FP8, Primus-Megatron 4 nodes", "llama2-7b", 80, 8192, 64, 8, 28672, 128256, 4, 8192, 32, "megatron", fp8, 1.01, 0.60},
+    {"Llama3-70B FP8, Primus-Megatron 4 nodes", "llama2-7b", 80, 8192, 64, 8, 28672, 128256, 4, 8192, 32, "megatron", fp8, 1.01, 0.30},
 };
 
 double tokens_per_gpu(const RatioRow& r, const char* profile) {
