@@ -30,10 +30,11 @@ StepEstimate price(Graph& graph, const hardware::Cluster& cluster, const Plan& p
 }
 
 std::string recipe_text(const ParallelRecipe& r) {
-  return fmt::format("tp={} pp={} vp={} cp={} dp={} micro-batch={} accumulation={} global-batch={} sp={} distopt={} zero={} "
+  return fmt::format("tp={} pp={} vp={} cp={} dp={} micro-batch={} accumulation={} global-batch={} sp={} distopt={} zero={}{} "
                      "recompute={}",
                      r.tp, r.pp, r.vp, r.cp, r.dp, r.micro_batch_size, r.micro_batches, r.global_batch, r.sp ? 1 : 0,
-                     r.distopt ? 1 : 0, r.zero_stage, to_string(r.recompute));
+                     r.distopt ? 1 : 0, r.zero_stage, r.dp_replicate > 1 ? fmt::format(" replicate={}", r.dp_replicate) : "",
+                     to_string(r.recompute));
 }
 
 // What the target's model definition cannot be told of the architecture, one line each
