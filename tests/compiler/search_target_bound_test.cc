@@ -339,9 +339,15 @@ TEST_F(BoundedCommands, FitSearchesInsideTheStack) {
   q.model = path_;
   q.bind = bind_;
   q.options = options(true);
+  q.label = [](Graph& g, const Plan& plan, const hardware::Cluster& cluster) {
+    return plan_label_or(plan.strategy, g, plan, cluster, plan.strategy);
+  };
   const FitPlan mb = fit_micro_batch(q, hardware::with_software(symtensor::testing::cluster_of("pcie-l4", 1, 8), software()), 1);
   EXPECT_THAT(mb.label, ::testing::Not(::testing::HasSubstr("recompute=selective")));
-  const MegatronKnobs k = parse_megatron_knobs(mb.label.substr(mb.label.find(' ') + 1));
+  // Named by its degrees (tp, dp, pp and cp), as fit's other answers, with its knobs beside them.
+  EXPECT_THAT(mb.label, ::testing::MatchesRegex("megatron tp=[0-9]+ dp=[0-9]+ pp=[0-9]+ cp=1 ep=1, .* \\(--megatron tp=.*\\)"));
+  const std::size_t knobs_at = mb.label.find("(--megatron ") + 12;
+  const MegatronKnobs k = parse_megatron_knobs(mb.label.substr(knobs_at, mb.label.size() - knobs_at - 1));
   EXPECT_FALSE(k.tp > 1 && k.pp > 1) << mb.label;
   EXPECT_FALSE(k.sp) << mb.label;
 }
