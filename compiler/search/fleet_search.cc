@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
+#include <utility>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -184,6 +186,31 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     const std::vector<NodeId> order = graph.topological_order();
     NumericGraph ng(graph);
     PlanAnalyzer analyzer(graph, fleet, ng);
+    // Each group's device under the fleet's mesh: the analysis prices a stage on it.
+    std::vector<std::unique_ptr<hardware::Cluster>> views;
+    std::vector<std::unique_ptr<PlanAnalyzer>> on_group;
+    for (const hardware::DeviceGroup& g : fleet.groups) {
+      views.push_back(std::make_unique<hardware::Cluster>(fleet));
+      views.back()->device = g.device;
+      on_group.push_back(std::make_unique<PlanAnalyzer>(graph, *views.back(), ng));
+    }
+    // Seconds of each stage's forward and backward of one micro-batch on its own group's
+    // device (kernels and the collectives they expose); empty when the analysis refuses it.
+    auto stage_seconds = [&](const Plan& plan, const std::vector<int>& stage_groups) {
+      std::vector<double> t(stage_groups.size(), 0);
+      for (std::size_t g = 0; g < on_group.size(); ++g) {
+        if (std::find(stage_groups.begin(), stage_groups.end(), static_cast<int>(g)) == stage_groups.end()) continue;
+        try {
+          const StageTotals& tot = on_group[g]->totals(plan);
+          for (std::size_t st = 0; st < t.size(); ++st)
+            if (stage_groups[st] == static_cast<int>(g))
+              t[st] = tot.fwd_compute.at(st) + tot.fwd_comm.at(st) + tot.bwd_compute.at(st) + tot.bwd_comm.at(st);
+        } catch (const std::exception&) {
+          return std::vector<double>{};
+        }
+      }
+      return t;
+    };
     std::vector<int> nodes;
     for (const hardware::DeviceGroup& g : fleet.groups) nodes.push_back(g.nodes);
     const int per_node = fleet.devices_per_node();
@@ -191,7 +218,8 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       Plan plan;
       MegatronKnobs knobs;
       std::vector<int> stage_groups;
-      double estimate = 0;
+      double estimate = 0;   // the analysis on the uniform view (every stage at the slowest pace)
+      double predicted = 0;  // the balanced split's slowest stage x (micro-batches + stages - 1)
     };
     std::vector<Candidate> candidates;
     for (int stage_nodes : divisors(gcd_of(nodes))) {
@@ -224,23 +252,54 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
           const Evaluation e = evaluate_plan(analyzer, c.plan);
           if (!e.valid || !e.estimate.fits) continue;
           c.estimate = e.estimate.step_time_s;
+          // Balance by the analysis on each group's device: each stage's time is linear in its
+          // layers (t = extra + n x per-layer), measured at two splits, then layers go one at a
+          // time to the stage that stays the fastest with it (min-max, exact for linear costs).
+          const std::vector<double> t1 = stage_seconds(c.plan, c.stage_groups);
+          std::vector<int> other = counts;
+          const int half = pp / 2;
+          for (int st = 0; st < half; ++st) other[st] += st == 0 && pp % 2 ? 2 : 1;
+          for (int st = half; st < pp; ++st) other[st] -= 1;
+          const bool linear = !t1.empty() && std::all_of(other.begin(), other.end(), [](int n) { return n >= 1; });
+          std::vector<double> t2;
+          if (linear) t2 = stage_seconds(restage(graph, order, layouts.structure(), c.plan, other), c.stage_groups);
+          if (!t2.empty()) {
+            std::vector<double> per_layer(pp), extra(pp);
+            for (int st = 0; st < pp; ++st) {
+              per_layer[st] = std::max(0.0, (t2[st] - t1[st]) / (other[st] - counts[st]));
+              extra[st] = std::max(0.0, t1[st] - counts[st] * per_layer[st]);
+            }
+            std::vector<int> balanced(pp, 1);
+            for (int n = pp; n < layers; ++n) {
+              int to = 0;
+              for (int st = 1; st < pp; ++st)
+                if (extra[st] + (balanced[st] + 1) * per_layer[st] < extra[to] + (balanced[to] + 1) * per_layer[to]) to = st;
+              ++balanced[to];
+            }
+            double slowest = 0;
+            for (int st = 0; st < pp; ++st) slowest = std::max(slowest, extra[st] + balanced[st] * per_layer[st]);
+            Plan plan = restage(graph, order, layouts.structure(), c.plan, balanced);
+            const Evaluation fit = evaluate_plan(analyzer, plan);
+            if (fit.valid && fit.estimate.fits) {
+              c.plan = std::move(plan);
+              c.predicted = slowest * (c.plan.micro_batches + pp - 1);
+            }
+          }
+          if (c.predicted == 0) {
+            double slowest = 0;
+            for (double x : t1) slowest = std::max(slowest, x);
+            c.predicted = t1.empty() ? kInfinity : slowest * (c.plan.micro_batches + pp - 1);
+          }
           candidates.push_back(std::move(c));
         }
       }
     }
-    // The analytic estimate prices every stage at the slowest pace: it ranks the knobs, the
-    // simulator then balances and referees the best few.
-    // The fastest knobs per (pipeline depth, tp): the estimate ranks recomputation at one
-    // depth and tp, not depths or tp against each other (it prices every stage at one pace).
-    std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-      if (a.knobs.pp != b.knobs.pp) return a.knobs.pp < b.knobs.pp;
-      if (a.knobs.tp != b.knobs.tp) return a.knobs.tp < b.knobs.tp;
-      return a.estimate < b.estimate;
-    });
-    std::vector<Candidate> kept;
-    for (Candidate& c : candidates)
-      if (kept.empty() || kept.back().knobs.pp != c.knobs.pp || kept.back().knobs.tp != c.knobs.tp) kept.push_back(std::move(c));
-    candidates = std::move(kept);
+    // The balanced splits ranked by their prediction; the simulator referees the best three,
+    // then refines the best of those by moving layers while the simulated step drops.
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
+    if (candidates.size() > 3) candidates.resize(3);
+    int refine = 4;  // simulations left for the refinement of the best candidate
     for (Candidate& c : candidates) {
       const int stages = static_cast<int>(c.stage_groups.size());
       std::vector<int> counts(stages, 0);
@@ -256,7 +315,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       std::vector<int> best_counts;
       std::vector<double> best_compute;  // per stage, simulated compute seconds of the best split
       std::vector<std::vector<int>> tried;
-      int budget = 16;
+      int budget = 1;
       auto attempt = [&](const std::vector<int>& counts) {
         if (counts.empty() || budget <= 0 || std::find(tried.begin(), tried.end(), counts) != tried.end()) return false;
         tried.push_back(counts);
@@ -278,6 +337,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         return true;
       };
       attempt(counts);
+      if (best.found && faster(best, result.plan)) budget = std::exchange(refine, 0);
       // Then, while the step drops: layers in proportion to each stage's simulated speed
       // (layers per second of compute), else one layer off the busiest stage onto the idlest
       // or a neighbour.
