@@ -71,6 +71,9 @@ void run_compile(CompileOptions o) {
   sim::check_output_dir(o.out, "-o");
   if (!o.export_to.empty()) (void)compiler::parse_export_target(o.export_to);
   bound_search(so, o.export_to, o.stack_option && o.stack_option->count() > 0, loaded.stack.name, o.unbounded);
+  // --export T --unbounded: the search prices the fastest plan inside T; the export takes it
+  // as its nearest candidate instead of searching again.
+  if (so.target_seed && !o.export_to.empty()) so.target_plan_out = std::make_shared<std::optional<compiler::Plan>>();
   const bool bounded = so.bound && (strategy == "symtensor" || strategy == "megatron");
 
   compiler::Graph graph = import_model(o.input, true);
@@ -109,8 +112,10 @@ void run_compile(CompileOptions o) {
       {"plan.yaml", compiler::plan_to_yaml(plan, graph, cluster, &prediction)}};
   std::optional<compiler::ExportResult> exported;
   if (!o.export_to.empty()) {
+    const compiler::Plan* inside =
+        so.target_plan_out && *so.target_plan_out && strategy == "symtensor" ? &**so.target_plan_out : nullptr;
     exported = fleet ? compiler::export_fleet_plan(compiler::parse_export_target(o.export_to), graph, loaded, *fleet)
-                     : compiler::export_plan(compiler::parse_export_target(o.export_to), graph, cluster, plan);
+                     : compiler::export_plan(compiler::parse_export_target(o.export_to), graph, cluster, plan, inside);
     const auto more = compiler::export_files(*exported, compiler::default_export_file(exported->target));
     files.insert(files.end(), more.begin(), more.end());
   }
