@@ -122,7 +122,7 @@ std::optional<double> palm_mfu(const PalmFlops& f, const Plan& plan, const hardw
                                double samples_per_s) {
   if (!f.applies()) return std::nullopt;
   const double passes = plan.mode == ExecutionMode::train ? 1 : 1.0 / 3;
-  const double peak = cluster.num_devices() * cluster.device.peak(plan.precision);
+  const double peak = hardware::total_peak(cluster, plan.precision);
   return passes * f.per_token * f.sequence * samples_per_s / peak;
 }
 

@@ -10,8 +10,10 @@
 namespace symtensor::compiler {
 namespace {
 
-std::string zero_text(int zero, int from_stage) {
-  return zero >= from_stage ? fmt::format("sharded over data parallel (ZeRO-{})", zero) : "replicated";
+std::string zero_text(int zero, int from_stage, bool hsdp) {
+  if (zero < from_stage) return "replicated";
+  return hsdp ? fmt::format("sharded inside each data-parallel replica (HSDP, ZeRO-{})", zero)
+              : fmt::format("sharded over data parallel (ZeRO-{})", zero);
 }
 
 }  // namespace
@@ -34,11 +36,14 @@ std::vector<StageMemoryBreakdown> memory_breakdown(const Graph& graph, const Pla
     b.stage = static_cast<int>(s);
     b.parameters = m.parameters, b.gradients = m.gradients, b.optimizer = m.optimizer;
     const int zero = plan.zero_stage;
-    b.parameters_detail = fmt::format("{}, {}", weights, zero_text(zero, 3));
-    b.gradients_detail = train ? fmt::format("{} gradients, {}", dtype(bytes.gradients), zero_text(zero, 2)) : "inference: none";
+    const bool hsdp = !plan.replicate_axes.empty();
+    b.parameters_detail = fmt::format("{}, {}", weights, zero_text(zero, 3, hsdp));
+    b.gradients_detail = train ? fmt::format("{} gradients, {}", dtype(bytes.gradients), zero_text(zero, 2, hsdp)) : "inference: none";
     b.optimizer_detail = train ? fmt::format("{}, {}", optimizer,
-                                             plan.distributed_optimizer && zero == 0 ? "sharded over data parallel (distributed optimizer)"
-                                                                                     : zero_text(zero, 1))
+                                             plan.distributed_optimizer && zero == 0
+                                                 ? hsdp ? "sharded inside each data-parallel replica (distributed optimizer)"
+                                                        : "sharded over data parallel (distributed optimizer)"
+                                                 : zero_text(zero, 1, hsdp))
                                : "inference: none";
     std::map<std::string, double> by_class;
     for (const OpWork& w : analysis.ops)

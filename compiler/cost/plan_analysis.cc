@@ -186,8 +186,14 @@ struct PlanAnalyzer::State {
     double local_elements = 0;
     std::vector<int> axes;  // the data-parallel group's mesh axes
     hardware::GroupShape group;
-    double ways = 1;
-    double all_reduce_s = -1, reduce_scatter_s = -1, all_gather_s = -1;  // -1: not priced yet
+    // Under HSDP (Plan::replicate_axes) the group splits into the shard group, over which ZeRO
+    // shards the states (`ways` of them), and the replicas; without it shard_axes = axes.
+    std::vector<int> shard_axes, replica_axes;
+    hardware::GroupShape shard_group, replica_group;
+    double ways = 1;  // of the shard group
+    // -1: not priced yet. The reduce-scatter and all-gather run in the shard group, the
+    // replicas' all-reduce on the reduced shard.
+    double all_reduce_s = -1, reduce_scatter_s = -1, all_gather_s = -1, replica_all_reduce_s = -1;
     int unit = 0;  // ParamWork::gather_unit
     double extra_weight_bytes = 0;  // per element: a low-precision GEMM's quantized copies
     double weight_gather_bytes = 0;  // per element of its all-gathers
@@ -333,7 +339,7 @@ class Analyzer {
       if (train) {
         for (PlanAnalyzer::State::ParamGroup& g : state_.param_groups) {
           const ParamPrices p = prices(g, zero);
-          params->add(g.stage, g.unit, g.local_elements, !g.axes.empty(), p.grad_sync, p.gather, p.regather);
+          params->add(g.stage, g.unit, g.local_elements, !g.shard_axes.empty(), p.grad_sync, p.gather, p.regather);
           add_model_state(params->memory[g.stage], cluster_.stack.memory, g.local_elements, zero, g.ways, g.extra_weight_bytes);
         }
         params->finish(zero, params->memory);
@@ -376,7 +382,15 @@ class Analyzer {
     if (plan_.micro_batches < 1) throw std::runtime_error("plan: micro_batches must be at least 1");
     batch_ = ng_.batch_symbol() ? global_batch / plan_.micro_batches : 0;
     activation_bytes_ = bytes_of(plan_.precision);
-    if (reuse) return train;
+    if (reuse) {
+      // Another HSDP split of the same cuts: the parameters' groups again, their sums anew.
+      if (state_.ops_plan->replicate_axes != plan_.replicate_axes) {
+        state_.ops_plan->replicate_axes = plan_.replicate_axes;
+        if (train) group_parameters();
+        for (auto& p : state_.sums.parameters) p.reset();
+      }
+      return train;
+    }
     if (update_operator_work(train)) {
       state_.sums = {};
       return train;
@@ -531,6 +545,7 @@ class Analyzer {
     // objects, which stay where they are.
     for (NodeId id : changed) kept.node_cuts[id] = plan_.node_cuts[id];
     kept.stage_of_node = plan_.stage_of_node;
+    kept.replicate_axes = plan_.replicate_axes;
     for (std::size_t t = 0; t < dirty.size(); ++t)
       if (dirty[t]) state_.delivered[t].clear(), state_.delivered_gradients[t].clear();
     PlanAnalysis& a = state_.analysis;
@@ -963,8 +978,15 @@ class Analyzer {
       g.local_elements = ng_.facts(uses.tensor).elements.at(batch_) /
                          OperandLayout::input(ng_.node(first).space, plan_.node_cuts[first], first_input).ways(mesh_) * padded;
       g.axes = axes_in(partial);
-      g.ways = ways(g.axes);
+      g.shard_axes.clear(), g.replica_axes.clear();
+      for (int a : g.axes)
+        (std::find(plan_.replicate_axes.begin(), plan_.replicate_axes.end(), a) == plan_.replicate_axes.end() ? g.shard_axes
+                                                                                                              : g.replica_axes)
+            .push_back(a);
+      g.ways = ways(g.shard_axes);
       if (!g.axes.empty()) g.group = mesh_.group_shape(g.axes);
+      if (!g.shard_axes.empty()) g.shard_group = mesh_.group_shape(g.shard_axes);
+      if (!g.replica_axes.empty()) g.replica_group = mesh_.group_shape(g.replica_axes);
       g.weight_gather_bytes = cluster_.stack.memory.weight_gather;
       for (const auto& [c, i] : uses.uses)
         if (low_precision_gemm(c) && cluster_.stack.memory.low_precision_copies_kept) {
@@ -978,8 +1000,8 @@ class Analyzer {
   }
 
   // The parameter group's collective of `kind`, priced once per group and kind.
-  double price(PlanAnalyzer::State::ParamGroup& g, hardware::Collective kind, double bytes, double& seconds) const {
-    if (seconds < 0) seconds = hardware::collective_time(cluster_, kind, g.group, bytes).seconds;
+  double price(const hardware::GroupShape& group, hardware::Collective kind, double bytes, double& seconds) const {
+    if (seconds < 0) seconds = hardware::collective_time(cluster_, kind, group, bytes).seconds;
     return seconds;
   }
 
@@ -987,9 +1009,12 @@ class Analyzer {
   // the gradients' all-reduce, or reduce-scatter from ZeRO-2; ZeRO-1/2's (and the
   // distributed optimizer's) all-gather of the updated weights after the step; ZeRO-3's
   // all-gather before use. Gradients and weights move in the stack's dtypes
-  // (StackMemory::gradient_reduce, weight_gather).
+  // (StackMemory::gradient_reduce, weight_gather). Under HSDP the reduce-scatter and the
+  // all-gathers run inside the shard group and the replicas all-reduce the reduced shard
+  // (1/ways of the gradient); grad_sync is the sum of both (they run one after the other).
   struct ParamPrices {
     double grad_sync = 0, regather = 0, gather = 0;
+    double shard_sync = 0, replica_sync = 0;  // grad_sync's parts under ZeRO >= 1
   };
   ParamPrices prices(PlanAnalyzer::State::ParamGroup& g, int zero) const {
     ParamPrices p;
@@ -997,30 +1022,34 @@ class Analyzer {
     using hardware::Collective;
     const double grad_bytes = g.local_elements * cluster_.stack.memory.gradient_reduce;
     const double weight_bytes = g.local_elements * g.weight_gather_bytes;
+    if (zero == 0) {
+      p.grad_sync = price(g.group, Collective::all_reduce, grad_bytes, g.all_reduce_s);
+      return p;
+    }
     // ZeRO-1 and Megatron's distributed optimizer reduce-scatter the gradients to the shards'
     // owners (each updates its shard) and all-gather the weights after the step.
-    p.grad_sync = zero >= 1 ? price(g, Collective::reduce_scatter, grad_bytes, g.reduce_scatter_s)
-                            : price(g, Collective::all_reduce, grad_bytes, g.all_reduce_s);
-    if (zero == 1 || zero == 2) p.regather = price(g, Collective::all_gather, weight_bytes, g.all_gather_s);
-    if (zero >= 3) p.gather = price(g, Collective::all_gather, weight_bytes, g.all_gather_s);
+    if (!g.shard_axes.empty()) {
+      p.shard_sync = price(g.shard_group, Collective::reduce_scatter, grad_bytes, g.reduce_scatter_s);
+      if (zero == 1 || zero == 2) p.regather = price(g.shard_group, Collective::all_gather, weight_bytes, g.all_gather_s);
+      if (zero >= 3) p.gather = price(g.shard_group, Collective::all_gather, weight_bytes, g.all_gather_s);
+    }
+    if (!g.replica_axes.empty())
+      p.replica_sync = price(g.replica_group, Collective::all_reduce, grad_bytes / g.ways, g.replica_all_reduce_s);
+    p.grad_sync = p.shard_sync + p.replica_sync;
     return p;
   }
 
-  // `ops` holds one collective of the parameter's group (none when not `wanted`), reusing
-  // the vector's storage.
-  void set_param_comm(std::vector<CommOp>& ops, bool wanted, double seconds, const PlanAnalyzer::State::ParamGroup& g,
-                      hardware::Collective kind) const {
-    if (!wanted || g.axes.empty()) {
-      ops.clear();
-      return;
-    }
-    ops.resize(1);
-    CommOp& op = ops[0];
+  // Appends to `ops` one collective of `kind` over `axes` (nothing when not `wanted` or the
+  // group is empty) of `bytes`.
+  static void add_param_comm(std::vector<CommOp>& ops, bool wanted, double seconds, const PlanAnalyzer::State::ParamGroup& g,
+                             hardware::Collective kind, const std::vector<int>& axes, const hardware::GroupShape& group,
+                             double bytes) {
+    if (!wanted || axes.empty()) return;
+    CommOp& op = ops.emplace_back();
     op.kind = kind;
-    op.axes = g.axes;
-    op.group = g.group;
-    const hardware::StackMemory& m = cluster_.stack.memory;
-    op.bytes = g.local_elements * (kind == hardware::Collective::all_gather ? g.weight_gather_bytes : m.gradient_reduce);
+    op.axes = axes;
+    op.group = group;
+    op.bytes = bytes;
     op.seconds = seconds;
     op.tensor = g.tensor;
   }
@@ -1038,12 +1067,19 @@ class Analyzer {
       p.gather_unit = g.unit;
       using hardware::Collective;
       const ParamPrices seconds = prices(g, zero);
-      set_param_comm(p.grad_sync, true, seconds.grad_sync, g,
-                     zero >= 1 ? Collective::reduce_scatter : Collective::all_reduce);
-      set_param_comm(p.regather, zero == 1 || zero == 2, seconds.regather, g, Collective::all_gather);
-      set_param_comm(p.gather, zero >= 3, seconds.gather, g, Collective::all_gather);
+      const double grad_bytes = g.local_elements * cluster_.stack.memory.gradient_reduce;
+      const double weight_bytes = g.local_elements * g.weight_gather_bytes;
+      p.grad_sync.clear(), p.regather.clear(), p.gather.clear();
+      add_param_comm(p.grad_sync, zero == 0, seconds.grad_sync, g, Collective::all_reduce, g.axes, g.group, grad_bytes);
+      add_param_comm(p.grad_sync, zero >= 1, seconds.shard_sync, g, Collective::reduce_scatter, g.shard_axes, g.shard_group,
+                     grad_bytes);
+      add_param_comm(p.grad_sync, zero >= 1, seconds.replica_sync, g, Collective::all_reduce, g.replica_axes,
+                     g.replica_group, grad_bytes / g.ways);
+      add_param_comm(p.regather, zero == 1 || zero == 2, seconds.regather, g, Collective::all_gather, g.shard_axes,
+                     g.shard_group, weight_bytes);
+      add_param_comm(p.gather, zero >= 3, seconds.gather, g, Collective::all_gather, g.shard_axes, g.shard_group, weight_bytes);
       add_model_state(a.stage_memory[g.stage], cluster_.stack.memory, p.local_elements, zero, g.ways, g.extra_weight_bytes);
-      units.add(g.stage, g.unit, g.local_elements, !g.axes.empty(), 0, 0, 0);
+      units.add(g.stage, g.unit, g.local_elements, !g.shard_axes.empty(), 0, 0, 0);
     }
     units.finish(zero, a.stage_memory);
   }

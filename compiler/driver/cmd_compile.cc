@@ -30,6 +30,7 @@
 #include "compiler/rewrite/sharded_onnx.h"
 #include "compiler/report/plan_label.h"
 #include "compiler/report/units.h"
+#include "compiler/search/fleet_search.h"
 #include "compiler/strategies/strategy.h"
 #include "simulator/stats/atomic_write.h"
 
@@ -56,7 +57,7 @@ std::string mesh_text(const compiler::Plan& plan, const hardware::DeviceMesh& me
 void run_compile(CompileOptions o) {
   if (!o.plan.empty())
     take_recorded_software(o.plan, given_software(o.stack_option, o.headroom_option, o.cluster_option), o.cluster, o.input);
-  const hardware::Cluster cluster = load_cluster(o.cluster);
+  const hardware::Cluster loaded = load_cluster(o.cluster);
   compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);
   std::string strategy = o.strategy;
   if (!o.plan.empty()) {
@@ -69,11 +70,24 @@ void run_compile(CompileOptions o) {
   // Refuse an unusable output folder before the (slower) import and planning.
   sim::check_output_dir(o.out, "-o");
   if (!o.export_to.empty()) (void)compiler::parse_export_target(o.export_to);
-  bound_search(so, o.export_to, o.stack_option && o.stack_option->count() > 0, cluster.stack.name, o.unbounded);
+  bound_search(so, o.export_to, o.stack_option && o.stack_option->count() > 0, loaded.stack.name, o.unbounded);
+  // --export T --unbounded: the search prices the fastest plan inside T; the export takes it
+  // as its nearest candidate instead of searching again.
+  if (so.target_seed && !o.export_to.empty()) so.target_plan_out = std::make_shared<std::optional<compiler::Plan>>();
   const bool bounded = so.bound && (strategy == "symtensor" || strategy == "megatron");
 
   compiler::Graph graph = import_model(o.input, true);
-  compiler::Plan plan = compiler::make_plan(strategy, graph, cluster, so);
+  // A mixed fleet (#32): the search that places layers by speed, beside Megatron-best's two
+  // plans; the plan may run on one group alone (its cluster is then that group).
+  std::optional<compiler::FleetSearchResult> fleet;
+  compiler::Plan plan;
+  if (loaded.mixed() && strategy == "symtensor") {
+    fleet = compiler::fleet_search(graph, loaded, so);
+    plan = fleet->plan.plan;
+  } else {
+    plan = compiler::make_plan(strategy, graph, loaded, so);
+  }
+  const hardware::Cluster cluster = compiler::cluster_of_plan(loaded, plan);
   plan.inputs = recorded_inputs(o.input, o.cluster, cluster);  // `export plan.yaml` needs nothing else
   if (strategy == "file") {  // a plan file keeps its mode and precision unless the command line sets them
     if (!o.mode.empty()) plan.mode = so.mode;
@@ -98,7 +112,10 @@ void run_compile(CompileOptions o) {
       {"plan.yaml", compiler::plan_to_yaml(plan, graph, cluster, &prediction)}};
   std::optional<compiler::ExportResult> exported;
   if (!o.export_to.empty()) {
-    exported = compiler::export_plan(compiler::parse_export_target(o.export_to), graph, cluster, plan);
+    const compiler::Plan* inside =
+        so.target_plan_out && *so.target_plan_out && strategy == "symtensor" ? &**so.target_plan_out : nullptr;
+    exported = fleet ? compiler::export_fleet_plan(compiler::parse_export_target(o.export_to), graph, loaded, *fleet)
+                     : compiler::export_plan(compiler::parse_export_target(o.export_to), graph, cluster, plan, inside);
     const auto more = compiler::export_files(*exported, compiler::default_export_file(exported->target));
     files.insert(files.end(), more.begin(), more.end());
   }
@@ -122,7 +139,8 @@ void run_compile(CompileOptions o) {
   std::cout << fmt::format("{:<18}{}, batch {}, {} micro-batch{}, {}{}\n", "mode", compiler::to_string(plan.mode),
                            plan.global_batch, plan.micro_batches, plan.micro_batches == 1 ? "" : "es",
                            compiler::to_string(plan.schedule), plan.virtual_stages > 1 ? fmt::format(" x{}", plan.virtual_stages) : "");
-  std::cout << fmt::format("{:<18}{}\n", "step time", compiler::describe_step_time(step.step_time_s));
+  std::cout << fmt::format("{:<18}{}{}\n", "step time", compiler::describe_step_time(step.step_time_s),
+                           cluster.mixed() ? " (analytic: every rank at the slowest group's pace; simulated below)" : "");
   std::cout << fmt::format("{:<18}{}\n", "throughput",
                            compiler::describe_throughput(step.samples_per_s, compiler::bound_sequence_length(graph)));
   std::cout << fmt::format("{:<18}{}\n", "MFU", compiler::format_percent(step.mfu));
@@ -134,6 +152,7 @@ void run_compile(CompileOptions o) {
   }
   std::cout << "memory per device, part by part:\n"
             << compiler::memory_breakdown_text(compiler::memory_breakdown(graph, plan, analysis));
+  if (fleet) std::cout << compiler::describe_fleet_result(*fleet, loaded);
   std::cout << "plan written to " << path << "\n";
   if (!written.empty()) {
     std::cout << "sharded ONNX written to " << o.out << ":";

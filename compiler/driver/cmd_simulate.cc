@@ -11,6 +11,7 @@
 #include "compiler/driver/commands.h"
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/report/plan_label.h"
+#include "compiler/search/fleet_search.h"
 #include "compiler/strategies/strategy.h"
 #include "hardware/cluster.h"
 #include "simulator/stats/chrome_trace.h"
@@ -34,10 +35,12 @@ void run_simulate(SimulateOptions o) {
   if (o.bucket_mb <= 0) throw std::runtime_error("simulate: --bucket-mb must be positive");
   if (!o.plan.empty())
     take_recorded_software(o.plan, given_software(o.stack_option, o.headroom_option, o.cluster_option), o.cluster, o.input);
-  const hardware::Cluster cluster = load_cluster(o.cluster);
+  const hardware::Cluster loaded = load_cluster(o.cluster);
   compiler::Graph graph = import_model(o.input, !o.json);
   const compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);
-  const compiler::Plan plan = compiler::make_plan(o.plan.empty() ? strategy : "file", graph, cluster, so);
+  const compiler::Plan plan = compiler::make_plan(o.plan.empty() ? strategy : "file", graph, loaded, so);
+  // On a mixed fleet the plan may run on one group alone (Megatron-best's (a)): simulate it there.
+  const hardware::Cluster cluster = compiler::cluster_of_plan(loaded, plan);
 
   compiler::LoweringOptions lowering;
   lowering.bucket_bytes = o.bucket_mb * 1e6;

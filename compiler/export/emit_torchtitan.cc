@@ -2,6 +2,8 @@
 // llama3 flavor), the plan's parallelism, batch, activation checkpointing and precision, and
 // the least a benchmark run needs; PLACEHOLDER comments mark what neither the ONNX nor the
 // plan says.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "compiler/export/emitters.h"
@@ -38,8 +40,10 @@ std::string parallelism_section(const ExportContext& c) {
   const ParallelRecipe& r = c.recipe;
   const bool shard = r.zero_stage == 3;
   std::string s = "[parallelism]\n";
-  s += fmt::format("data_parallel_replicate_degree = {}\n", shard ? 1 : r.dp);
-  s += fmt::format("data_parallel_shard_degree = {}\n", shard ? r.dp : 1);
+  // HSDP: FSDP inside each of dp_replicate groups, replicated across them.
+  const int replicas = shard ? std::max(r.dp_replicate, 1) : r.dp;
+  s += fmt::format("data_parallel_replicate_degree = {}\n", replicas);
+  s += fmt::format("data_parallel_shard_degree = {}\n", r.dp / replicas);
   s += fmt::format("fsdp_reshard_after_forward = \"{}\"\n", shard ? "default" : "never");
   s += fmt::format("tensor_parallel_degree = {}\n", r.tp);
   s += fmt::format("pipeline_parallel_degree = {}\n", r.pp);

@@ -30,10 +30,11 @@ StepEstimate price(Graph& graph, const hardware::Cluster& cluster, const Plan& p
 }
 
 std::string recipe_text(const ParallelRecipe& r) {
-  return fmt::format("tp={} pp={} vp={} cp={} dp={} micro-batch={} accumulation={} global-batch={} sp={} distopt={} zero={} "
+  return fmt::format("tp={} pp={} vp={} cp={} dp={} micro-batch={} accumulation={} global-batch={} sp={} distopt={} zero={}{} "
                      "recompute={}",
                      r.tp, r.pp, r.vp, r.cp, r.dp, r.micro_batch_size, r.micro_batches, r.global_batch, r.sp ? 1 : 0,
-                     r.distopt ? 1 : 0, r.zero_stage, to_string(r.recompute));
+                     r.distopt ? 1 : 0, r.zero_stage, r.dp_replicate > 1 ? fmt::format(" replicate={}", r.dp_replicate) : "",
+                     to_string(r.recompute));
 }
 
 // What the target's model definition cannot be told of the architecture, one line each
@@ -105,6 +106,7 @@ namespace {
 // it writes it and the plan that recipe stands for: export_plan's first half, and the
 // searches' check of a plan (target_items).
 struct TargetFit {
+  ParallelRecipe plan_recipe;  // recover_recipe's, before the target's limits
   ParallelRecipe recipe;
   std::vector<std::string> items;
   RecipePlan recipe_plan;
@@ -114,6 +116,7 @@ TargetFit fit_to_target(ExportTarget target, Graph& graph, const hardware::Clust
   TargetFit fit;
   ParallelRecipe& r = fit.recipe;
   r = recover_recipe(graph, cluster, plan);
+  fit.plan_recipe = r;
   // JAX writes a PartitionSpec per parameter: per-operator cuts are its own; the other
   // targets write the recipe, so whatever the recipe does not say is not expressible.
   if (target != ExportTarget::jax) fit.items = r.not_expressible;
@@ -170,15 +173,16 @@ std::string prediction_text(const StepEstimate& e) {
 // (StrategyOptions::bound, the search of `compile --stack T`) on the plan's own graph (model
 // and bindings), cluster (profile, size, stack) and precision. Empty with `why` when it finds
 // none or its plan is not written exactly after all.
+// `found`: that plan, when the caller's search found it already.
 std::optional<NearestCandidate> search_inside(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan,
-                                              std::string& why) {
+                                              const Plan* found, std::string& why) {
   StrategyOptions options;
   options.mode = plan.mode;
   options.precision = plan.precision;
   options.bound = target;
   NearestCandidate c;
   try {
-    c.plan = make_plan("symtensor", graph, cluster, options);
+    c.plan = found ? *found : make_plan("symtensor", graph, cluster, options);
   } catch (const std::exception& e) {
     why = e.what();
     return std::nullopt;
@@ -196,7 +200,8 @@ std::optional<NearestCandidate> search_inside(ExportTarget target, Graph& graph,
 
 }  // namespace
 
-ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {
+ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan,
+                         const Plan* inside) {
   ExportResult out;
   out.target = target;
   const StepEstimate original = price(graph, cluster, plan);
@@ -205,6 +210,7 @@ ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Clus
 
   TargetFit fit = fit_to_target(target, graph, cluster, plan, plan.mode);
   ParallelRecipe r = fit.recipe;
+  out.plan_recipe = std::move(fit.plan_recipe);
   out.not_expressible = std::move(fit.items);
   RecipePlan& recipe_plan = fit.recipe_plan;
   const Plan* expressed = &plan;
@@ -220,7 +226,7 @@ ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Clus
     std::string why_not_searched = "an inference plan is written as the training recipe of its layout";
     if (plan.mode == ExecutionMode::train) {
       out.searched = true;
-      searched = search_inside(target, graph, cluster, plan, why_not_searched);
+      searched = search_inside(target, graph, cluster, plan, inside, why_not_searched);
     }
     const std::string inside = "inside " + std::string(to_string(target));
     if (!adjusted && !searched) {
@@ -265,6 +271,7 @@ ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Clus
                   plan.model, cluster.name, cluster.num_devices()),
       "recipe: " + recipe_text(r),
       fmt::format("predicted step time of the plan: {}{}", format_seconds(out.original_step_s), out.original_fits ? "" : " (does not fit)")};
+  if (!out.exact()) header.insert(header.begin() + 2, "recipe of the plan itself: " + recipe_text(out.plan_recipe));
   if (out.exact()) {
     header.push_back("the plan is expressed exactly");
   } else {
@@ -297,8 +304,9 @@ ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Clus
 }
 
 std::string export_summary(const ExportResult& result, const std::string& path) {
+  // The plan's own recipe; where the file writes another plan, that one's too.
   std::string s = fmt::format("{:<18}{}\n", "target", to_string(result.target));
-  s += fmt::format("{:<18}{}\n", "recipe", recipe_text(result.recipe));
+  s += fmt::format("{:<18}{}\n", "recipe", recipe_text(result.exact() ? result.recipe : result.plan_recipe));
   s += fmt::format("{:<18}{}\n", "plan step time", format_seconds(result.original_step_s));
   if (result.exact()) {
     s += fmt::format("{:<18}exact\n", "expressed");
@@ -308,8 +316,11 @@ std::string export_summary(const ExportResult& result, const std::string& path) 
     if (result.nearest) {
       s += fmt::format("{:<18}{} (nearest expressible plan, {} as {}.nearest.yaml)\n", "nearest step time",
                        format_seconds(result.nearest_step_s), result.nearest_fits ? "fits" : "DOES NOT FIT, written", path);
+      s += fmt::format("{:<18}{}\n", "nearest recipe", recipe_text(result.recipe));
       s += fmt::format("{:<18}{}\n", "nearest found", result.nearest_how);
       if (!result.nothing_fits.empty()) s += result.nothing_fits + "\n";
+    } else {
+      s += fmt::format("{:<18}{}\n", "written recipe", recipe_text(result.recipe));
     }
   }
   s += "config written to " + path + "\n";

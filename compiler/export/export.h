@@ -26,7 +26,8 @@ namespace symtensor::compiler {
 
 struct ExportResult {
   ExportTarget target = ExportTarget::megatron;
-  ParallelRecipe recipe;                 // as the target writes it (adjusted)
+  ParallelRecipe recipe;                 // as the target writes it (adjusted, or the nearest plan's)
+  ParallelRecipe plan_recipe;            // the exported plan's own (recover_recipe), before the target's limits
   std::vector<std::string> not_expressible;
   std::string config;                    // the exported file's text
   // Written beside it: (".suffix" appended to the file's name, or a file name of its own, text).
@@ -44,7 +45,10 @@ struct ExportResult {
   bool exact() const { return not_expressible.empty(); }
 };
 
-ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan);
+// `inside`: the fastest plan inside `target`, when the caller's search found it already
+// (StrategyOptions::target_plan_out); otherwise the export searches for it where it needs it.
+ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan,
+                         const Plan* inside = nullptr);
 
 // What export_plan would list as not expressible for a training plan, the model's
 // architecture aside (empty: the target writes the plan exactly). The searches bounded by a

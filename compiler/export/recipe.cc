@@ -59,6 +59,7 @@ MegatronKnobs ParallelRecipe::knobs() const {
   k.offload = offload_layers;
   k.ep = ep, k.etp = ep > 1 ? etp : 0;
   k.fsdp = zero_stage >= 2 ? zero_stage : 0;
+  k.replicate = dp_replicate;
   k.vocab_div = vocab_div;
   return k;
 }
@@ -192,6 +193,19 @@ ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, co
     r.not_expressible.push_back(fmt::format("mesh axis {} (size {}) splits neither the batch, the sequence nor the "
                                             "layers' GEMM width: work replicated over it",
                                             mesh.axes()[a].name, mesh.axes()[a].size));
+  }
+  // HSDP's replicas: the outermost data-parallel axes, replicas of sharded states.
+  if (!plan.replicate_axes.empty()) {
+    const auto in_dp = [&](int a) { return std::find(dp_axes.begin(), dp_axes.end(), a) != dp_axes.end(); };
+    bool leading = plan.replicate_axes.size() < dp_axes.size();
+    for (std::size_t i = 0; i < plan.replicate_axes.size(); ++i)
+      leading = leading && in_dp(plan.replicate_axes[i]) && dp_axes[i] == plan.replicate_axes[i];
+    if (!leading)
+      r.not_expressible.push_back(fmt::format("model states replicated over mesh axes {} that are not the outermost "
+                                              "data-parallel ones (HSDP replicates across the outer ranks)",
+                                              fmt::join(plan.replicate_axes, ",")));
+    else if (plan.zero_stage > 0 || plan.distributed_optimizer)
+      r.dp_replicate = ways_of(plan.replicate_axes, mesh);
   }
   const double per_rank = plan.global_batch / std::max(1, r.dp);
   const double mbs = per_rank / std::max(1, plan.micro_batches);

@@ -29,6 +29,10 @@ struct ParallelRecipe {
   double seq = 0;            // the value bound to the sequence dim (0 when unbound)
   bool sp = false, distopt = false;
   int zero_stage = 0;
+  // HSDP: the data-parallel replicas over which the sharded model states are replicated
+  // (Plan::replicate_axes; torchtitan's data_parallel_replicate_degree), dp / dp_replicate
+  // the shard group. 1: sharded over every data-parallel rank.
+  int dp_replicate = 1;
   RecomputePolicy recompute = RecomputePolicy::none;
   // With full recomputation: per pipeline stage, how many of its layers (Plan::
   // recompute_layers); empty: every layer. recompute_num_layers() is Megatron's count.

@@ -65,6 +65,15 @@ bool shards_part_of_the_states(const ParallelRecipe& r) {
   return r.zero_stage == 1 || r.zero_stage == 2 || (r.distopt && r.zero_stage < 3);
 }
 
+// A target that shards the model states over every data-parallel rank or none: HSDP's
+// replicas become one shard group.
+void no_hsdp(ParallelRecipe& r, std::vector<std::string>& items, std::string_view why) {
+  if (r.dp_replicate <= 1) return;
+  items.push_back(fmt::format("HSDP ({} replicas of {}-way sharded states): {}; nearest: sharded over all {} data-parallel ranks",
+                              r.dp_replicate, r.dp / r.dp_replicate, why, r.dp));
+  r.dp_replicate = 1;
+}
+
 }  // namespace
 
 std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode mode, ParallelRecipe& r) {
@@ -79,6 +88,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
   switch (target) {
     case ExportTarget::megatron:
       if (r.zero_stage >= 1 && !r.distopt && r.zero_stage == 1) r.distopt = true;  // ZeRO-1 is the distributed optimizer
+      no_hsdp(r, items, "the distributed optimizer and Megatron-FSDP shard over the whole data-parallel group as written");
       one_recompute_count(r, items);
       break;
     case ExportTarget::nemo:
@@ -87,6 +97,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
         r.zero_stage = 0, r.distopt = true;
       }
       if (r.zero_stage == 1) r.zero_stage = 0, r.distopt = true;
+      no_hsdp(r, items, "MegatronStrategy's distributed optimizer shards over the whole data-parallel group");
       even_stages(r, items, "MegatronStrategy splits the layers evenly");
       one_recompute_count(r, items);
       break;
@@ -112,6 +123,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
       }
       break;
     case ExportTarget::deepspeed:
+      no_hsdp(r, items, "ZeRO partitions over the whole data-parallel group");
       no_expert_parallelism(r, items, "the DeepSpeed config has no key for it (deepspeed.moe sets ep_size in the model code)");
       if (r.cp > 1) {
         items.push_back(fmt::format("context parallelism cp={}: no DeepSpeed config key; folded into data parallelism", r.cp));
@@ -143,6 +155,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
       every_layer_recomputed(r, items, "the config checkpoints at one interval");
       break;
     case ExportTarget::dtensor:
+      no_hsdp(r, items, "the script's fully_shard takes the one-dimensional data-parallel mesh");
       no_pipeline(r, items, "the script builds no pipeline");
       no_expert_parallelism(r, items, "parallelize_module's styles do not shard experts");
       if (r.cp > 1) {
@@ -160,6 +173,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
       every_layer_recomputed(r, items, "the script wraps every layer");
       break;
     case ExportTarget::jax:
+      no_hsdp(r, items, "parameters are sharded over all the batch axes or none");
       no_pipeline(r, items, "PartitionSpecs shard within one program");
       no_expert_parallelism(r, items, "the PartitionSpecs written shard the dense layers' axes only");
       if (r.dp > 1 && shards_part_of_the_states(r)) {
@@ -186,6 +200,7 @@ ParallelRecipe megatron_layout_recipe(const MegatronKnobs& k, int layers) {
   r.sp = k.sp && k.tp > 1;
   r.distopt = k.distopt || k.fsdp > 0;
   r.zero_stage = k.fsdp;
+  r.dp_replicate = k.replicate;
   r.recompute = k.recompute;
   r.schedule = r.vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
   r.vocab_div = k.vocab_div;

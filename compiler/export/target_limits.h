@@ -10,7 +10,7 @@
 //   the distributed optimizer, Megatron-FSDP, selective or full recomputation, uneven first
 //   and last stages); full recomputation of some layers only with one count in every stage;
 // - nemo: MegatronStrategy's: no Megatron-FSDP (ZeRO-2/3), even stages;
-// - torchtitan: DDP or FSDP2 (ZeRO-0 or 3, not 1/2), TP always with sequence-sharded norms,
+// - torchtitan: DDP, FSDP2 or HSDP (ZeRO-0 or 3, not 1/2; FSDP inside replicas), TP always with sequence-sharded norms,
 //   async TP (the stack's overlap), PP with 1F1B or interleaved schedules, even stages (or
 //   the embedding and loss counted as layers), CP, EP with etp=1, activation checkpointing
 //   none, selective or full (every layer);

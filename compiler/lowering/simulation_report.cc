@@ -43,7 +43,7 @@ SimulationReport make_report(const PlanAnalysis& a, const Plan& plan, const hard
   r.model_flops = model * m * replicas;
   r.hardware_flops = (model + recompute) * m * replicas;
   if (r.step_time_s > 0) {
-    const double peak = cluster.device.peak(plan.precision) * r.devices * r.step_time_s;
+    const double peak = hardware::total_peak(cluster, plan.precision) * r.step_time_s;
     r.mfu = r.model_flops / peak;
     r.hfu = r.hardware_flops / peak;
     r.samples_per_s = plan.global_batch / r.step_time_s;

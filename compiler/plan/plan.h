@@ -83,6 +83,13 @@ struct Plan {
   int offload_layers = 0;
   int zero_stage = 0;           // 0..3
   bool distributed_optimizer = false;  // Megatron's: optimizer state sharded over data parallel
+  // HSDP (torchtitan's data_parallel_replicate_degree): the mesh axes of the data-parallel
+  // group over which the model states are replicated, not sharded. ZeRO (and the distributed
+  // optimizer) then shards over the rest of each parameter's data-parallel group only (the
+  // shard group, inside a node or group); the gradients are reduce-scattered inside the shard
+  // group and their shards all-reduced across the replicas, the weights gathered inside the
+  // shard group. Empty: sharded over the whole group. Meaningless without ZeRO >= 1.
+  std::vector<int> replicate_axes;
   bool sequence_parallel = false;      // recorded for Megatron plans; the cuts say what it means
   ContextParallelComm context_parallel_comm = ContextParallelComm::ring;  // for attention cut on its queries
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;                // for expert-parallel token exchanges

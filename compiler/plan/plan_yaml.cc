@@ -33,8 +33,10 @@ constexpr const char* kHeader =
     "# batch.global: samples per step; batch.micro_batches: per step, per pipeline.\n"
     "# schedule: gpipe|1f1b|interleaved-1f1b; recompute: none|selective|full; recompute_layers (with\n"
     "#   full, optional): per stage, how many of its first layers are recomputed (absent: all);\n"
-    "#   zero_stage: 0..3. moe_dispatcher (optional): alltoall (absent), deepep or hybridep (one\n"
-    "#   copy of a token per remote node, not per expert).\n"
+    "#   zero_stage: 0..3. replicate_axes (optional, HSDP): mesh axes of the data-parallel group\n"
+    "#   over which the model states are replicated; ZeRO shards over the rest of the group.\n"
+    "#   moe_dispatcher (optional): alltoall (absent), deepep or hybridep (one copy of a token\n"
+    "#   per remote node, not per expert).\n"
     "# nodes: every operator by name, in topological order: its pipeline stage and its cut,\n"
     "#   loop name (of its iteration space; name#index when a name repeats) -> mesh axes,\n"
     "#   major to minor. Loops not listed are not cut. padded (optional): loop -> the extent it\n"
@@ -104,6 +106,11 @@ std::string plan_to_yaml(const Plan& plan, Graph& graph, const hardware::Cluster
   if (plan.offload_layers > 0) out << YAML::Key << "offload_layers" << YAML::Value << plan.offload_layers;
   out << YAML::Key << "zero_stage" << YAML::Value << plan.zero_stage;
   out << YAML::Key << "distributed_optimizer" << YAML::Value << plan.distributed_optimizer;
+  if (!plan.replicate_axes.empty()) {
+    out << YAML::Key << "replicate_axes" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (int a : plan.replicate_axes) out << axis_name(mesh, a);
+    out << YAML::EndSeq;
+  }
   out << YAML::Key << "sequence_parallel" << YAML::Value << plan.sequence_parallel;
   out << YAML::Key << "context_parallel_comm" << YAML::Value << std::string(to_string(plan.context_parallel_comm));
   if (plan.moe_dispatcher != MoeDispatcher::alltoall)

@@ -1,4 +1,5 @@
 // Reading plan.yaml back (the format is described in plan_yaml.h).
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -242,7 +243,7 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
     throw std::runtime_error(fmt::format("{}:{}: {}", source, e.mark.line + 1, e.msg));
   }
   r.only_keys(root, "", {"format", "strategy", "model", "cluster", "stack", "mode", "precision", "mesh", "batch", "schedule",
-                         "virtual_stages", "recompute", "recompute_layers", "offload_layers", "zero_stage", "distributed_optimizer", "sequence_parallel",
+                         "virtual_stages", "recompute", "recompute_layers", "offload_layers", "zero_stage", "distributed_optimizer", "replicate_axes", "sequence_parallel",
                          "context_parallel_comm", "moe_dispatcher", "nodes", "inputs",
                          "tensors", "predicted"});
   const std::string format = r.get<std::string>(root, "format", "format");
@@ -303,6 +304,21 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   if (plan.zero_stage < 0 || plan.zero_stage > 3) r.fail(root["zero_stage"], "zero_stage", "must be 0..3");
   plan.distributed_optimizer = r.get<bool>(root, "distributed_optimizer", "distributed_optimizer");
   plan.sequence_parallel = r.get<bool>(root, "sequence_parallel", "sequence_parallel");
+  if (const YAML::Node axes = root["replicate_axes"]; axes.IsDefined()) {
+    r.sequence(axes, "replicate_axes");
+    const hardware::DeviceMesh m = plan_mesh(plan, cluster);
+    for (const YAML::Node& a : axes) {
+      const std::string name = a.IsScalar() ? a.as<std::string>() : std::string();
+      const int id = m.axis_index(name);
+      if (id < 0) r.fail(a, "replicate_axes", "no mesh axis '" + name + "'");
+      if (id == plan.pipeline_axis) r.fail(a, "replicate_axes", "'" + name + "' is the pipeline axis");
+      if (std::find(plan.replicate_axes.begin(), plan.replicate_axes.end(), id) != plan.replicate_axes.end())
+        r.fail(a, "replicate_axes", "'" + name + "' given twice");
+      plan.replicate_axes.push_back(id);
+    }
+    if (!plan.replicate_axes.empty() && plan.zero_stage == 0 && !plan.distributed_optimizer)
+      r.fail(axes, "replicate_axes", "replicas of sharded model states need zero_stage 1..3 or distributed_optimizer");
+  }
   if (root["context_parallel_comm"].IsDefined())  // plans written before it existed: ring
     plan.context_parallel_comm = r.parse(root, "context_parallel_comm", "context_parallel_comm",
                                          [](const std::string& s) { return parse_context_parallel_comm(s); });

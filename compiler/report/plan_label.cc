@@ -58,6 +58,7 @@ PlanDegrees plan_degrees(Graph& graph, const Plan& plan, const hardware::Cluster
     }
   }
   d.micro_batch_size = plan.global_batch / d.dp / d.micro_batches;
+  for (int a : plan.replicate_axes) d.replicas *= mesh.axes().at(a).size;
   return d;
 }
 
@@ -71,6 +72,7 @@ std::string plan_label(const std::string& strategy, const PlanDegrees& d, const 
   if (plan.recompute != RecomputePolicy::none) s += ", recompute " + describe_recompute(plan);
   if (plan.zero_stage > 0) s += fmt::format(", ZeRO-{}", plan.zero_stage);
   if (plan.distributed_optimizer) s += ", distributed optimizer";
+  if (d.replicas > 1) s += fmt::format(", HSDP {} replicas x {} shards", d.replicas, d.dp / d.replicas);
   if (plan.sequence_parallel && d.tp > 1) s += ", sequence parallel";
   return s;
 }

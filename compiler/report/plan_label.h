@@ -15,6 +15,7 @@ struct PlanDegrees {
   int tp = 1, dp = 1, pp = 1, cp = 1, ep = 1, vp = 1;
   int micro_batches = 1;
   double micro_batch_size = 1;  // samples per micro-batch per data-parallel rank
+  int replicas = 1;  // HSDP: the data-parallel replicas (Plan::replicate_axes' size), dp / replicas the shard group
 };
 
 // tp: the column GEMMs' output width ways; dp: their batch loop's; cp: their sequence loop's;
@@ -23,7 +24,7 @@ struct PlanDegrees {
 PlanDegrees plan_degrees(Graph& graph, const Plan& plan, const hardware::Cluster& cluster);
 
 // "<strategy> tp=2 dp=4 pp=2 cp=1 ep=1, 8 micro-batches of 4 samples[, vp=2][, recompute
-// full][, ZeRO-1][, distributed optimizer][, sequence parallel]".
+// full][, ZeRO-1][, distributed optimizer][, HSDP 4 replicas x 8 shards][, sequence parallel]".
 std::string plan_label(const std::string& strategy, const PlanDegrees& d, const Plan& plan);
 // The label of `plan` as above, or `otherwise` where its degrees cannot be read: what the
 // reports, compile, simulate and fit name a plan by.

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -31,14 +32,15 @@ Graph import_with(const FitQuery& q, const std::map<std::string, double>& overri
   return import_onnx_file(q.model, io);
 }
 
-// Keeps the fastest fitting plan, else the least memory any plan needed.
-void keep_better(FitPlan& best, const std::string& label, const StepEstimate& e, const Graph& graph) {
+// Keeps the fastest fitting plan, else the least memory any plan needed; returns whether it took this one.
+bool keep_better(FitPlan& best, const std::string& label, const StepEstimate& e, const Graph& graph) {
   best.capacity = e.memory_capacity;
   const bool better = e.fits ? !best.fits || e.step_time_s < best.step_time_s
                              : !best.fits && (best.label.empty() || e.peak_memory < best.peak_memory);
-  if (!better) return;
+  if (!better) return false;
   best.fits = e.fits, best.label = label, best.step_time_s = e.step_time_s, best.peak_memory = e.peak_memory;
   best.samples_per_s = e.samples_per_s, best.mfu = e.mfu, best.tokens_per_sample = bound_sequence_length(graph);
+  return true;
 }
 
 // Doubling from `start` while `fits`, then bisection; values are multiples of `step`.
@@ -82,6 +84,9 @@ FitPlan fit_micro_batch(const FitQuery& q, const hardware::Cluster& cluster, int
   const int per_node = cluster.levels.empty() ? 1 : cluster.levels.front().size;
   std::map<double, std::unique_ptr<Graph>> graphs;  // by global batch
   int layers = -1;
+  // The best plan, named at the end by q.label (its degrees) beside its knobs.
+  std::optional<Plan> best_plan;
+  Graph* best_graph = nullptr;
   for (int tp : divisors(per_node)) {
     for (int pp : divisors(devices / tp)) {
       const int dp = devices / (tp * pp);
@@ -105,7 +110,7 @@ FitPlan fit_micro_batch(const FitQuery& q, const hardware::Cluster& cluster, int
                 const Plan plan = layouts.make(cluster, k, q.options);
                 const StepEstimate e = estimate_step(analyze_plan(*g, cluster, plan), plan, cluster);
                 if (evaluations) ++*evaluations;
-                keep_better(best, "megatron " + to_string(k), e, *g);
+                if (keep_better(best, "megatron " + to_string(k), e, *g)) best_plan = plan, best_graph = g.get();
               } catch (const std::exception&) {
                 // a layout this model does not allow (heads not divisible ...): not a candidate
               }
@@ -116,6 +121,7 @@ FitPlan fit_micro_batch(const FitQuery& q, const hardware::Cluster& cluster, int
     }
   }
   if (best.label.empty()) best.label = fmt::format("no Megatron layout of micro-batch {} is valid", b);
+  else if (q.label && best_plan) best.label = q.label(*best_graph, *best_plan, cluster) + " (--megatron " + best.label.substr(9) + ")";
   return best;
 }
 

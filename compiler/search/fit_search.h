@@ -25,7 +25,7 @@ namespace symtensor::compiler {
 
 struct FitPlan {
   bool fits = false;
-  std::string label;          // the plan's knobs
+  std::string label;          // the plan's name (FitQuery::label)
   double step_time_s = 0;
   double samples_per_s = 0;
   double tokens_per_sample = 0;  // the bound sequence length; 0 where the model has none
@@ -57,7 +57,8 @@ struct FitQuery {
   std::function<void(const std::string&)> progress;
   // The name of a plan the strategy made (the driver's: report/plan_label, which sits above
   // the searches); unset: the strategy's name. The Megatron micro-batch query names its
-  // layouts by their --megatron knobs.
+  // layouts by their --megatron knobs ("megatron tp=8,pp=1,mb=4,..."), or with a label by it
+  // and the knobs after it ("megatron tp=8 dp=1 pp=1 cp=1 ep=1, ... (--megatron tp=8,...)").
   std::function<std::string(Graph&, const Plan&, const hardware::Cluster&)> label;
 };
 

@@ -111,6 +111,7 @@ class MegatronSearch {
             base.tp = tp, base.pp = pp, base.cp = cp, base.sp = sp == 1, base.dp = dp;
             base.ep = ep, base.etp = etp;
             base.first = given.first, base.last = given.last;
+            if (c_ && c_->has("replicate")) base.replicate = given.replicate;
             // A given token dispatcher for every layout that exchanges tokens (Megatron's
             // all-to-all otherwise: DeepEP and HybridEP are installed apart).
             if (ep > 1) base.dispatcher = given.dispatcher;
@@ -125,7 +126,11 @@ class MegatronSearch {
             }
             Plan plan;
             try {
-              plan = layouts.make(cluster_, base, options_);
+              // Built sharded when replicas are given (the layout is the same; the memory options set the sharding).
+              MegatronKnobs build = base;
+              if (base.replicate > 1) build.fsdp = 3;
+              plan = layouts.make(cluster_, build, options_);
+              replicas_ = replica_candidates(base);
             } catch (const std::exception& e) {
               last_error_ = e.what();
               ++build_errors_[last_error_];
@@ -288,9 +293,12 @@ class MegatronSearch {
     struct Sharding {
       bool distopt;
       int fsdp;
+      int replicas = 1;  // HSDP: replicas_ entry's size
+      const std::vector<int>* replicate_axes = nullptr;
     };
     std::vector<Sharding> shardings;
     const bool seed = space_ == MegatronSpace::seed;
+    const bool replicas_given = c_ && c_->has("replicate");
     if (c_ && (c_->has("distopt") || c_->has("fsdp"))) {
       // The given sharding, or those the given knob leaves (fsdp implies the distributed optimizer).
       const bool distopt = c_->knobs.distopt;
@@ -313,6 +321,21 @@ class MegatronSearch {
     } else {
       shardings.push_back({false, 0});
     }
+    // HSDP: FSDP inside each replica, where the bound's target runs it (torchtitan) or the
+    // knobs give the replicas (then every sharding given or searched runs inside them).
+    if (replicas_given) {
+      std::vector<Sharding> inside;
+      for (const Sharding& sh : shardings)
+        if (sh.distopt && !replicas_.empty()) inside.push_back({true, sh.fsdp, replicas_[0].first, &replicas_[0].second});
+      shardings = std::move(inside);
+      if (shardings.empty()) {
+        last_error_ = "replicate=" + std::to_string(c_->knobs.replicate) + " (HSDP) needs sharded model states (fsdp or distopt)";
+        return kInfinity;
+      }
+    } else if (train_ && options_.bound == ExportTarget::torchtitan && !(c_ && c_->has("fsdp") && c_->knobs.fsdp != 3) &&
+               !(c_ && c_->has("distopt") && !c_->knobs.distopt)) {
+      for (const auto& [replicas, axes] : replicas_) shardings.push_back({true, 3, replicas, &axes});
+    }
     // (recompute rank, sharding index) that fit. More recomputation only costs time, so a
     // fitting option dominates its sharding's higher ones; less sharding dominates more
     // up to the distributed optimizer (which only adds the weights' all-gather), but not
@@ -325,7 +348,7 @@ class MegatronSearch {
         const Sharding sharding = shardings[d];
         MegatronKnobs knobs = base;
         knobs.mb = mb, knobs.vp = vp, knobs.recompute = policies[r];
-        knobs.distopt = sharding.distopt, knobs.fsdp = sharding.fsdp;
+        knobs.distopt = sharding.distopt, knobs.fsdp = sharding.fsdp, knobs.replicate = sharding.replicas;
         // Outside the bound's target: neither priced nor counted as fitting (so it prunes nothing).
         if (options_.bound) {
           if (std::string beyond = beyond_bound(knobs); !beyond.empty()) {
@@ -348,6 +371,7 @@ class MegatronSearch {
         plan.recompute = policies[r];
         plan.distributed_optimizer = sharding.distopt;
         plan.zero_stage = sharding.fsdp;
+        plan.replicate_axes = sharding.replicate_axes ? *sharding.replicate_axes : std::vector<int>{};
         const Evaluation e = evaluate_plan(analyzer_, plan);
         ++best_.evaluations;
         if (!e.valid) {
@@ -372,7 +396,31 @@ class MegatronSearch {
         }
       }
     plan.zero_stage = 0;
+    plan.replicate_axes.clear();
     return best;
+  }
+
+  // HSDP's replicas on the layout of `base`: the given count's axes, or else each run of the
+  // outermost data-parallel axes the experts do not take that leaves a shard group of more than
+  // one rank (replicas across nodes, sharding inside them), with its size.
+  std::vector<std::pair<int, std::vector<int>>> replica_candidates(const MegatronKnobs& base) const {
+    std::vector<std::pair<int, std::vector<int>>> out;
+    const MegatronMesh mesh = megatron_mesh(cluster_, base);
+    if (base.replicate > 1) {
+      out.emplace_back(base.replicate, mesh.replicate_axes);
+      return out;
+    }
+    std::vector<int> sizes;
+    for (const auto& level : mesh.factors) sizes.insert(sizes.end(), level.begin(), level.end());
+    const int dp = std::max(base.dp, 1);
+    std::vector<int> axes;
+    int replicas = 1;
+    for (std::size_t i = 0; i < mesh.edp_axes.size(); ++i) {
+      axes.push_back(mesh.edp_axes[i]);
+      replicas *= sizes[mesh.edp_axes[i]];
+      if (replicas > 1 && replicas < dp) out.emplace_back(replicas, axes);
+    }
+    return out;
   }
 
   PlanAnalyzer& analyzer_;
@@ -389,6 +437,7 @@ class MegatronSearch {
   std::string last_error_;  // the last plan that failed to build or price
   std::string last_skip_;   // the last combination of knobs skipped before building
   std::map<std::string, int> build_errors_;  // why plans failed to build, and how often
+  std::vector<std::pair<int, std::vector<int>>> replicas_;  // HSDP candidates of the layout built last
 };
 
 }  // namespace

@@ -513,6 +513,10 @@ class Search {
     } catch (const std::exception&) {
       return;  // nothing inside the target
     }
+    if (options_.target_plan_out) {
+      *options_.target_plan_out = r.plan;
+      (*options_.target_plan_out)->strategy = name;  // as the bounded search names its plan
+    }
     evaluations_ += target == ExportTarget::jax ? r.evaluations : 0;  // search_in_recipes counts its own
     Evaluation e;
     e.valid = true;

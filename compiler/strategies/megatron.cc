@@ -381,6 +381,12 @@ Plan MegatronLayouts::make(const hardware::Cluster& cluster, const MegatronKnobs
   plan.moe_dispatcher = knobs.dispatcher;
   plan.distributed_optimizer = knobs.distopt || knobs.fsdp > 0;
   plan.zero_stage = knobs.fsdp;
+  if (knobs.replicate > 1) {
+    if (!plan.distributed_optimizer)
+      throw std::runtime_error("megatron: replicate=" + std::to_string(knobs.replicate) +
+                               " (HSDP) replicates sharded model states: give fsdp=2|3 or distopt=1");
+    plan.replicate_axes = megatron_mesh(cluster, knobs).replicate_axes;
+  }
   plan.sequence_parallel = knobs.sp && knobs.tp > 1;
   MegatronBuilder(graph, cluster, knobs, plan, *facts_->spaces, facts_->structure, facts_->order, facts_->propagation,
                   facts_->loops)

@@ -40,6 +40,11 @@ struct MegatronKnobs {
   // Megatron-FSDP (--use-megatron-fsdp): 0 off, 2 optim_grads, 3 optim_grads_params
   // (the ZeRO stage it is; it implies the distributed optimizer).
   int fsdp = 0;
+  // HSDP (torchtitan's data_parallel_replicate_degree): the data-parallel ranks form
+  // `replicate` replicas (the outermost data-parallel ranks) over which the model states are
+  // replicated; the sharding (fsdp, distopt) runs inside each replica (Plan::replicate_axes).
+  // 1: sharded over every data-parallel rank. Needs fsdp or distopt.
+  int replicate = 1;
   // Layers on the first and last pipeline stages (--decoder-first/last-pipeline-num-layers);
   // 0: even stages, or, where the layers do not divide, the embedding and the loss counted as
   // a layer each (--account-for-embedding/loss-in-pipeline-split).
@@ -63,7 +68,7 @@ struct MegatronKnobs {
 // naming the knobs when they do not split the `layers`.
 std::vector<int> megatron_stage_layers(const MegatronKnobs& knobs, int layers);
 
-// "tp=8,pp=8,cp=2,mb=1,vp=3,sp=1,recompute=selective,distopt=1,ep=8,etp=1,fsdp=3,vocab_div=128,
+// "tp=8,pp=8,cp=2,mb=1,vp=3,sp=1,recompute=selective,distopt=1,ep=8,etp=1,fsdp=3,replicate=4,vocab_div=128,
 // dispatcher=hybridep" (any
 // subset, any order; empty text gives the defaults). Throws "--megatron: ..." naming the bad item.
 MegatronKnobs parse_megatron_knobs(const std::string& text);
@@ -105,6 +110,9 @@ struct MegatronMesh {
   // then tp when etp = 1) and those left for their batch, major to minor. With ep = 1: no
   // ep axes and edp_axes = dp_axes.
   std::vector<int> ep_axes, edp_axes;
+  // HSDP: the outermost data-parallel axes, of size knobs.replicate (a level split where it
+  // takes part of one); empty when replicate = 1.
+  std::vector<int> replicate_axes;
 };
 // Throws when tp exceeds or does not divide the GPUs per node, cp or pp fits no level, or ep and
 // etp do not fold over the tp x dp ranks (etp must be 1 or tp; ep x etp must divide tp x dp;

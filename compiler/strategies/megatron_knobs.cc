@@ -64,6 +64,7 @@ MegatronConstraints parse_megatron_constraints(const std::string& text) {
     else if (key == "last") k.last = parse_positive(key, value);
     else if (key == "vocab_div") k.vocab_div = parse_positive(key, value);
     else if (key == "offload") k.offload = parse_positive(key, value);
+    else if (key == "replicate") k.replicate = parse_positive(key, value);
     else if (key == "fsdp") {
       if (value != "0" && value != "2" && value != "3")
         throw std::runtime_error("--megatron fsdp=" + value + ": expected 0, 2 (optim_grads) or 3 (optim_grads_params)");
@@ -82,7 +83,7 @@ MegatronConstraints parse_megatron_constraints(const std::string& text) {
         throw std::runtime_error("--megatron recompute=" + value + ": " + e.what());
       }
     } else {
-      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp, fsdp, first, last, vocab_div, offload, dispatcher)");
+      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp, fsdp, replicate, first, last, vocab_div, offload, dispatcher)");
     }
     c.given.insert(key);
     c.items.push_back(item);
@@ -98,6 +99,7 @@ std::string to_string(const MegatronKnobs& k) {
        ",recompute=" + std::string(to_string(k.recompute)) + ",distopt=" + std::to_string(k.distopt ? 1 : 0);
   if (k.ep > 1 || k.etp > 0) s += ",ep=" + std::to_string(k.ep) + ",etp=" + std::to_string(expert_tp(k));
   if (k.fsdp > 0) s += ",fsdp=" + std::to_string(k.fsdp);
+  if (k.replicate > 1) s += ",replicate=" + std::to_string(k.replicate);
   if (k.first > 0) s += ",first=" + std::to_string(k.first);
   if (k.last > 0) s += ",last=" + std::to_string(k.last);
   if (k.vocab_div != 128) s += ",vocab_div=" + std::to_string(k.vocab_div);
@@ -229,6 +231,23 @@ MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs
   if (left > 1)
     throw std::runtime_error("megatron: ep=" + std::to_string(k.ep) + " does not fold over the data-parallel ranks of '" +
                              cluster.name + "' (" + std::to_string(dp) + " per stage)");
+  // HSDP's replicas: the outermost data-parallel ranks that the experts do not take, from the
+  // outermost level inwards (a level split where the replicas take part of it).
+  std::vector<int> replicate_part(levels, 1);
+  if (k.replicate > 1) {
+    int rep_left = k.replicate;
+    for (int l = levels - 1; l >= 0 && rep_left > 1; --l) {
+      const int data = (l == pp_level ? rest[l] / k.pp : rest[l]) / ep_part[l];
+      if (data <= 1) continue;
+      if (rep_left % data == 0) replicate_part[l] = data, rep_left /= data;
+      else if (data % rep_left == 0) replicate_part[l] = rep_left, rep_left = 1;
+      else break;
+    }
+    if (rep_left > 1 || dp % k.replicate != 0 || dp == k.replicate)
+      throw std::runtime_error("megatron: replicate=" + std::to_string(k.replicate) +
+                               " does not split the data-parallel ranks of '" + cluster.name + "' (" + std::to_string(dp) +
+                               " per stage) into replicas of outer ranks, each sharding over more than one");
+  }
   MegatronMesh m;
   int axis = 0;
   std::vector<int> ep_dp_axes;
@@ -239,8 +258,14 @@ MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs
       factors.push_back(k.pp);
       m.pipeline_axis = axis++;
     }
-    if (data / ep_part[l] > 1) {
-      factors.push_back(data / ep_part[l]);
+    if (replicate_part[l] > 1) {
+      factors.push_back(replicate_part[l]);
+      m.replicate_axes.push_back(axis);
+      m.dp_axes.push_back(axis);
+      m.edp_axes.push_back(axis++);
+    }
+    if (data / ep_part[l] / replicate_part[l] > 1) {
+      factors.push_back(data / ep_part[l] / replicate_part[l]);
       m.dp_axes.push_back(axis);
       m.edp_axes.push_back(axis++);
     }

@@ -1,6 +1,7 @@
 #pragma once
 // One entry point for every way of making a Plan: the SymTensor search, the ILP check,
 // Megatron-LM (fixed knobs, or its best configuration searched), dp, zero3, a plan file.
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,10 @@ struct StrategyOptions {
   // SymTensor search also prices the fastest plan inside it as one of its candidates, so the
   // plan found is never slower than the bounded one (the bound only removes candidates).
   std::optional<ExportTarget> target_seed;
+  // Set by the caller: where the SymTensor search under target_seed leaves the fastest plan
+  // inside that target it priced (compile --export T --unbounded hands it to export_plan, which
+  // would otherwise search for it again). Shared by the copies of the options.
+  std::shared_ptr<std::optional<Plan>> target_plan_out;
 };
 
 // The strategies make_plan knows, in the order `--help` lists them.

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "compiler/cost/plan_analysis.h"
+#include "compiler/cost/step_estimate.h"
+#include "compiler/export/export.h"
 #include "compiler/strategies/strategy.h"
 #include "hardware/stack.h"
 #include "tests/compiler/search_test_util.h"
@@ -73,6 +75,37 @@ TEST(OpLevelSelective, KeepsEveryOtherMatmulAndTheAttentionOutputs) {
   // Megatron's selective recomputation with fused attention recomputes nothing.
   const SacPriced megatron = sac_price("megatron", RecomputePolicy::selective);
   for (const OpWork& w : megatron.analysis.ops) EXPECT_FALSE(w.recomputed) << megatron.graph.node(w.node).name;
+}
+
+// The op-level policy is one of the searched choices inside torchtitan (issue #30): Llama 3 8B
+// on one DGX H100 at 8 x 16k with one rank per data-parallel replica (tp=1, pp=1, cp=1 given):
+// nothing recomputed does not fit, full recomputation fits and is slower, so the search inside
+// torchtitan takes the op policy, and the TOML writes it as torchtitan's "op" option.
+TEST(OpLevelSelective, SearchedInsideTorchtitanAndWrittenAsOp) {
+  Graph g = symtensor::testing::zoo_graph("llama3-8b", {}, 8, 16384);
+  const hardware::Cluster c = hardware::with_software(symtensor::testing::cluster_of("dgx-h100", 1, 8), {"torchtitan"});
+  StrategyOptions so;
+  so.bound = ExportTarget::torchtitan;
+  so.megatron = "tp=1,pp=1,cp=1";
+  const Plan plan = make_plan("megatron", g, c, so);
+  ASSERT_EQ(plan.recompute, RecomputePolicy::selective);
+  const StepEstimate chosen = estimate_step(analyze_plan(g, c, plan), plan, c);
+  EXPECT_TRUE(chosen.fits);
+  Plan none = plan, full = plan;
+  none.recompute = RecomputePolicy::none, full.recompute = RecomputePolicy::full;
+  EXPECT_FALSE(estimate_step(analyze_plan(g, c, none), none, c).fits);
+  const StepEstimate full_e = estimate_step(analyze_plan(g, c, full), full, c);
+  EXPECT_TRUE(full_e.fits);
+  EXPECT_LT(chosen.step_time_s, full_e.step_time_s);
+  // It recomputes part of each layer: more hardware FLOPs than model FLOPs, fewer than full's.
+  const PlanAnalysis a = analyze_plan(g, c, plan), f = analyze_plan(g, c, full);
+  const StageTotals ta = stage_totals(a, plan), tf = stage_totals(f, full);
+  EXPECT_GT(ta.hardware_flops, ta.model_flops);
+  EXPECT_LT(ta.hardware_flops, tf.hardware_flops);
+  const ExportResult e = export_plan(ExportTarget::torchtitan, g, c, plan);
+  EXPECT_TRUE(e.exact()) << (e.not_expressible.empty() ? "" : e.not_expressible.front());
+  EXPECT_NE(e.config.find("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"op\"\n"), std::string::npos)
+      << e.config;
 }
 
 TEST(OpLevelSelective, StackKeyIsCheckedAndNamed) {

@@ -883,6 +883,33 @@ TEST_F(ExportReadback, TorchtitanGroupedQueryWithPipeline) {
   EXPECT_EQ((hidden + multiple - 1) / multiple * multiple, config_.intermediate);
 }
 
+// HSDP: FSDP inside each node, replicas across the two nodes; both degrees written, their
+// product the batch degree torchtitan divides the global batch by.
+TEST_F(ExportReadback, TorchtitanHsdpWritesBothDegrees) {
+  Graph g = preset("llama2-70b-tiny");
+  const hardware::Cluster c = cluster("dgx-h100", 2, 4);
+  const Plan p = plan(g, c, "tp=1,pp=1,mb=1,fsdp=3,replicate=2,recompute=selective");
+  const ExportResult r = export_plan(ExportTarget::torchtitan, g, c, p);
+  EXPECT_TRUE(r.exact()) << (r.not_expressible.empty() ? "" : r.not_expressible.front());
+  const nlohmann::json job = toml(r.config);
+  if (job.is_null()) GTEST_SKIP() << "no python3 with tomllib";
+  const auto& par = job["parallelism"];
+  EXPECT_EQ(par["data_parallel_replicate_degree"], 2);
+  EXPECT_EQ(par["data_parallel_shard_degree"], 4);
+  EXPECT_EQ(par["fsdp_reshard_after_forward"], "default");
+  EXPECT_EQ(par["tensor_parallel_degree"], 1);
+  const TitanBatch b = titan_batch(job);
+  EXPECT_EQ(b.dp, 8);
+  EXPECT_EQ(b.local, 1);
+  EXPECT_EQ(b.accumulation, 2);  // 16 samples / (1 x 8)
+  EXPECT_EQ(b.microbatch * b.dp * b.accumulation, 16);
+  EXPECT_EQ(job["activation_checkpoint"]["mode"], "selective");
+  // The same plan fully sharded writes one shard group of 8.
+  const nlohmann::json fsdp = toml(export_plan(ExportTarget::torchtitan, g, c, plan(g, c, "tp=1,pp=1,mb=1,fsdp=3")).config);
+  EXPECT_EQ(fsdp["parallelism"]["data_parallel_replicate_degree"], 1);
+  EXPECT_EQ(fsdp["parallelism"]["data_parallel_shard_degree"], 8);
+}
+
 // Megatron's split with the embedding and the loss counted as layers is torchtitan's with
 // one "less layer" on the first and last stage.
 TEST_F(ExportReadback, TorchtitanEmbeddingAndLossAsLayers) {

@@ -15,7 +15,10 @@ cl="--cluster dgx-a100 --nodes 1 --gpus 2"
 # micro-batch
 out="$("$symtensor" fit "$work/g.onnx" $cl --bind batch=8,seq=2048 --only micro-batch 2>/dev/null)"
 mb="$(echo "$out" | awk '$1 == "micro-batch" {print $2}')"
-knobs="$(echo "$out" | sed -n 's/.*\[megatron \([^:]*\):.*/\1/p' | head -1)"
+knobs="$(echo "$out" | sed -n 's/.*(--megatron \([^)]*\)).*/\1/p' | head -1)"
+# named by its degrees, as the other answers (tp, dp, pp, cp), its knobs beside them
+echo "$out" | grep "^micro-batch" | grep -Eq "\[megatron tp=[0-9]+ dp=[0-9]+ pp=[0-9]+ cp=[0-9]+ " \
+  || fail "the micro-batch answer is not named by its degrees: $out"
 next="$(echo "$out" | awk '/does not fit/ {print $1}')"
 [ -n "$mb" ] && [ -n "$knobs" ] || fail "no micro-batch answer: $out"
 # the answer's throughput in tokens (the model binds a sequence) and its MFU

@@ -1,0 +1,448 @@
+#include "compiler/search/fleet_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+#include <utility>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "compiler/cost/numeric_graph.h"
+#include "compiler/lowering/simulate_plan.h"
+#include "compiler/plan/plan_yaml.h"
+#include "compiler/search/megatron_search.h"
+#include "compiler/search/search_common.h"
+#include "compiler/strategies/megatron.h"
+#include "compiler/strategies/transformer_structure.h"
+
+namespace symtensor::compiler {
+namespace {
+
+// The plan simulated on `cluster`; a plan the lowering or the simulator refuses does not fit.
+FleetStep simulated(Graph& graph, Plan plan, const hardware::Cluster& cluster, std::string label, int& simulations) {
+  FleetStep step;
+  step.cluster = cluster.name;
+  step.label = std::move(label);
+  step.found = true;
+  ++simulations;
+  try {
+    const PlanSimulation s = simulate_plan(graph, plan, cluster);
+    step.step_time_s = s.report.step_time_s;
+    step.fits = s.report.fits;
+  } catch (const std::exception&) {
+    step.step_time_s = kInfinity;
+    step.fits = false;
+  }
+  step.plan = std::move(plan);
+  return step;
+}
+
+// Fits first, then the shorter step.
+bool faster(const FleetStep& a, const FleetStep& b) {
+  if (!b.found) return a.found;
+  if (!a.found) return false;
+  if (a.fits != b.fits) return a.fits;
+  return a.step_time_s < b.step_time_s;
+}
+
+std::string knobs_label(const MegatronKnobs& k) {
+  return fmt::format("tp={} pp={} dp={} mb={} recompute={}", k.tp, k.pp, k.dp, k.mb, to_string(k.recompute));
+}
+
+// `total` split in proportion to `weights`, each part at least 1 (largest remainders).
+std::vector<int> proportional(const std::vector<double>& weights, int total) {
+  const int n = static_cast<int>(weights.size());
+  std::vector<int> out(n, 1);
+  int left = total - n;
+  if (left < 0) return {};
+  const double sum = std::accumulate(weights.begin(), weights.end(), 0.0);
+  std::vector<std::pair<double, int>> remainder;
+  int given = 0;
+  for (int i = 0; i < n; ++i) {
+    const double share = left * weights[i] / sum;
+    const int whole = static_cast<int>(std::floor(share));
+    out[i] += whole;
+    given += whole;
+    remainder.emplace_back(share - whole, i);
+  }
+  std::stable_sort(remainder.begin(), remainder.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (int k = 0; k < left - given; ++k) ++out[remainder[k % n].second];
+  return out;
+}
+
+int gcd_of(const std::vector<int>& values) {
+  int g = 0;
+  for (int v : values) g = std::gcd(g, v);
+  return g;
+}
+
+Plan restage(const Graph& graph, const std::vector<NodeId>& order, const TransformerStructure& s, Plan plan,
+             const std::vector<int>& layers) {
+  const int stages = static_cast<int>(layers.size());
+  if (stages != plan.pipeline_stages())
+    throw std::runtime_error(fmt::format("restage: {} layer counts for {} pipeline stages", stages, plan.pipeline_stages()));
+  if (std::accumulate(layers.begin(), layers.end(), 0) != s.layers() ||
+      std::any_of(layers.begin(), layers.end(), [](int n) { return n < 1; }))
+    throw std::runtime_error(fmt::format("restage: the layer counts do not give each stage some of the {} layers", s.layers()));
+  std::vector<int> stage_of_layer;
+  for (int st = 0; st < stages; ++st) stage_of_layer.insert(stage_of_layer.end(), layers[st], st);
+  std::vector<int> stage(graph.nodes().size(), -1);
+  for (NodeId id : order) {
+    int st = -1;
+    for (TensorId t : graph.node(id).inputs)
+      if (t != kNone && graph.tensor(t).producer != kNone) st = std::max(st, stage[graph.tensor(t).producer]);
+    const auto anchor = std::find(s.layer_anchors.begin(), s.layer_anchors.end(), id);
+    if (anchor != s.layer_anchors.end()) st = std::max(st, stage_of_layer.at(anchor - s.layer_anchors.begin()));
+    stage[id] = st;
+  }
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    if (stage[*it] >= 0) continue;
+    int st = stages - 1;
+    bool any = false;
+    for (TensorId t : graph.node(*it).outputs)
+      for (NodeId c : graph.tensor(t).consumers) st = std::min(st, stage[c]), any = true;
+    stage[*it] = any ? std::max(st, 0) : 0;
+  }
+  plan.stage_of_node = stage;
+  return plan;
+}
+
+}  // namespace
+
+const FleetStep& MegatronFleetBest::best() const {
+  if (!subset.fits && !uniform.fits) throw std::runtime_error("megatron: no plan fits the fleet, nor any of its groups alone");
+  return faster(subset, uniform) ? subset : uniform;
+}
+
+std::vector<int> plan_stage_groups(const Plan& plan, const hardware::Cluster& fleet) {
+  const int stages = plan.pipeline_stages();
+  std::vector<int> groups(stages, -2);
+  if (!fleet.mixed()) return std::vector<int>(stages, 0);
+  const hardware::DeviceMesh mesh = plan_mesh(plan, fleet);
+  for (int r = 0; r < mesh.num_devices(); ++r) {
+    int stage = 0;
+    if (plan.pipeline_axis >= 0) {
+      const hardware::MeshAxis& axis = mesh.axes()[plan.pipeline_axis];
+      stage = (r / axis.stride) % axis.size;
+    }
+    const int g = fleet.group_of_rank(r);
+    groups[stage] = groups[stage] == -2 || groups[stage] == g ? g : -1;
+  }
+  return groups;
+}
+
+Plan restage_layers(Graph& graph, Plan plan, const std::vector<int>& layers) {
+  const TransformerStructure s = find_transformer_structure(graph, NumericGraph(graph).spaces());
+  return restage(graph, graph.topological_order(), s, std::move(plan), layers);
+}
+
+MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fleet, const StrategyOptions& options) {
+  if (!fleet.mixed()) throw std::runtime_error(fmt::format("cluster '{}' is not a mixed fleet", fleet.name));
+  MegatronFleetBest best;
+  int simulations = 0;
+  for (int g = 0; g < static_cast<int>(fleet.groups.size()); ++g) {
+    const hardware::Cluster group = group_cluster(fleet, g);
+    try {
+      const MegatronSearchResult r = megatron_search(graph, group, options);
+      FleetStep step = simulated(graph, r.plan, group,
+                                 fmt::format("Megatron-best on {} alone ({})", group.name, knobs_label(r.knobs)), simulations);
+      if (step.fits && faster(step, best.subset)) best.subset = std::move(step), best.subset_group = g;
+    } catch (const std::exception&) {
+      // No Megatron plan fits this group alone: it is not a usable subset.
+    }
+  }
+  try {
+    const MegatronSearchResult r = megatron_search(graph, fleet, options);
+    best.uniform = simulated(graph, r.plan, fleet,
+                             fmt::format("Megatron-best uniform over all {} GPUs at the slowest group's pace ({})",
+                                         fleet.num_devices(), knobs_label(r.knobs)),
+                             simulations);
+  } catch (const std::exception&) {
+  }
+  return best;
+}
+
+FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, const StrategyOptions& options) {
+  if (!fleet.mixed()) throw std::runtime_error(fmt::format("cluster '{}' is not a mixed fleet", fleet.name));
+  FleetSearchResult result;
+  result.megatron = megatron_fleet_best(graph, fleet, options);
+  result.simulations = static_cast<int>(fleet.groups.size()) + 1;
+  if (result.megatron.subset.found) result.plan = result.megatron.subset;
+  if (faster(result.megatron.uniform, result.plan)) result.plan = result.megatron.uniform;
+
+  double fleet_speed = 0;
+  for (const hardware::DeviceGroup& g : fleet.groups) fleet_speed += g.devices * hardware::device_pace(g.device);
+  if (result.megatron.subset_group >= 0) {
+    const hardware::DeviceGroup& f = fleet.groups[result.megatron.subset_group];
+    result.ceiling = fleet_speed / (f.devices * hardware::device_pace(f.device));
+  }
+
+  // Pipelines whose stages each lie in one group: the node axis cut as [pp, nodes per stage].
+  if (options.mode == ExecutionMode::train) {
+    MegatronLayouts layouts(graph);
+    const int layers = layouts.structure().layers();
+    const std::vector<NodeId> order = graph.topological_order();
+    NumericGraph ng(graph);
+    PlanAnalyzer analyzer(graph, fleet, ng);
+    // Each group's device under the fleet's mesh: the analysis prices a stage on it.
+    std::vector<std::unique_ptr<hardware::Cluster>> views;
+    std::vector<std::unique_ptr<PlanAnalyzer>> on_group;
+    for (const hardware::DeviceGroup& g : fleet.groups) {
+      views.push_back(std::make_unique<hardware::Cluster>(fleet));
+      views.back()->device = g.device;
+      on_group.push_back(std::make_unique<PlanAnalyzer>(graph, *views.back(), ng));
+    }
+    // Seconds of each stage's forward and backward of one micro-batch on its own group's
+    // device (kernels and the collectives they expose); empty when the analysis refuses it.
+    auto stage_seconds = [&](const Plan& plan, const std::vector<int>& stage_groups) {
+      std::vector<double> t(stage_groups.size(), 0);
+      for (std::size_t g = 0; g < on_group.size(); ++g) {
+        if (std::find(stage_groups.begin(), stage_groups.end(), static_cast<int>(g)) == stage_groups.end()) continue;
+        try {
+          const StageTotals& tot = on_group[g]->totals(plan);
+          for (std::size_t st = 0; st < t.size(); ++st)
+            if (stage_groups[st] == static_cast<int>(g))
+              t[st] = tot.fwd_compute.at(st) + tot.fwd_comm.at(st) + tot.bwd_compute.at(st) + tot.bwd_comm.at(st);
+        } catch (const std::exception&) {
+          return std::vector<double>{};
+        }
+      }
+      return t;
+    };
+    std::vector<int> nodes;
+    for (const hardware::DeviceGroup& g : fleet.groups) nodes.push_back(g.nodes);
+    const int per_node = fleet.devices_per_node();
+    struct Candidate {
+      Plan plan;
+      MegatronKnobs knobs;
+      std::vector<int> stage_groups;
+      double estimate = 0;   // the analysis on the uniform view (every stage at the slowest pace)
+      double predicted = 0;  // the balanced split's slowest stage x (micro-batches + stages - 1)
+    };
+    std::vector<Candidate> candidates;
+    for (int stage_nodes : divisors(gcd_of(nodes))) {
+      const int pp = fleet.levels.back().size / stage_nodes;
+      if (pp < 2 || pp > layers) continue;
+      for (int tp : {8, 4, 2, 1}) {
+        if (per_node % tp != 0) continue;
+        for (RecomputePolicy recompute : {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full}) {
+          MegatronKnobs k;
+          k.tp = tp, k.pp = pp, k.mb = 1, k.sp = tp > 1, k.distopt = true, k.recompute = recompute;
+          k.dp = stage_nodes * per_node / tp;
+          // Any valid layout to start from (the stages' layers are set below).
+          const int rest = layers - (pp - 2);
+          if (pp > 2) k.first = (rest + 1) / 2, k.last = rest - k.first;
+          if (pp == 2) k.first = layers / 2, k.last = layers - k.first;
+          Candidate c;
+          try {
+            c.plan = layouts.make(fleet, k, options);
+          } catch (const std::exception&) {
+            continue;  // tp does not divide the heads, the batch does not split, ...
+          }
+          c.stage_groups = plan_stage_groups(c.plan, fleet);
+          if (std::any_of(c.stage_groups.begin(), c.stage_groups.end(), [](int g) { return g < 0; })) continue;
+          std::vector<double> pace;
+          for (int g : c.stage_groups) pace.push_back(hardware::device_pace(fleet.groups[g].device));
+          const std::vector<int> counts = proportional(pace, layers);
+          if (counts.empty()) continue;
+          c.plan = restage(graph, order, layouts.structure(), std::move(c.plan), counts);
+          c.knobs = k;
+          const Evaluation e = evaluate_plan(analyzer, c.plan);
+          if (!e.valid || !e.estimate.fits) continue;
+          c.estimate = e.estimate.step_time_s;
+          // Balance by the analysis on each group's device: each stage's time is linear in its
+          // layers (t = extra + n x per-layer), measured at two splits, then layers go one at a
+          // time to the stage that stays the fastest with it (min-max, exact for linear costs).
+          const std::vector<double> t1 = stage_seconds(c.plan, c.stage_groups);
+          std::vector<int> other = counts;
+          const int half = pp / 2;
+          for (int st = 0; st < half; ++st) other[st] += st == 0 && pp % 2 ? 2 : 1;
+          for (int st = half; st < pp; ++st) other[st] -= 1;
+          const bool linear = !t1.empty() && std::all_of(other.begin(), other.end(), [](int n) { return n >= 1; });
+          std::vector<double> t2;
+          if (linear) t2 = stage_seconds(restage(graph, order, layouts.structure(), c.plan, other), c.stage_groups);
+          if (!t2.empty()) {
+            std::vector<double> per_layer(pp), extra(pp);
+            for (int st = 0; st < pp; ++st) {
+              per_layer[st] = std::max(0.0, (t2[st] - t1[st]) / (other[st] - counts[st]));
+              extra[st] = std::max(0.0, t1[st] - counts[st] * per_layer[st]);
+            }
+            std::vector<int> balanced(pp, 1);
+            for (int n = pp; n < layers; ++n) {
+              int to = 0;
+              for (int st = 1; st < pp; ++st)
+                if (extra[st] + (balanced[st] + 1) * per_layer[st] < extra[to] + (balanced[to] + 1) * per_layer[to]) to = st;
+              ++balanced[to];
+            }
+            double slowest = 0;
+            for (int st = 0; st < pp; ++st) slowest = std::max(slowest, extra[st] + balanced[st] * per_layer[st]);
+            Plan plan = restage(graph, order, layouts.structure(), c.plan, balanced);
+            const Evaluation fit = evaluate_plan(analyzer, plan);
+            if (fit.valid && fit.estimate.fits) {
+              c.plan = std::move(plan);
+              c.predicted = slowest * (c.plan.micro_batches + pp - 1);
+            }
+          }
+          if (c.predicted == 0) {
+            double slowest = 0;
+            for (double x : t1) slowest = std::max(slowest, x);
+            c.predicted = t1.empty() ? kInfinity : slowest * (c.plan.micro_batches + pp - 1);
+          }
+          candidates.push_back(std::move(c));
+        }
+      }
+    }
+    // The balanced splits ranked by their prediction; the simulator referees the best three,
+    // then refines the best of those by moving layers while the simulated step drops.
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
+    if (candidates.size() > 3) candidates.resize(3);
+    int refine = 4;  // simulations left for the refinement of the best candidate
+    for (Candidate& c : candidates) {
+      const int stages = static_cast<int>(c.stage_groups.size());
+      std::vector<int> counts(stages, 0);
+      for (NodeId anchor : layouts.structure().layer_anchors) ++counts[c.plan.stage_of_node[anchor]];
+      auto label = [&](const std::vector<int>& layers_per_stage) {
+        std::string split;
+        for (int s = 0; s < stages; ++s)
+          split += fmt::format("{}{}:{}", s ? " " : "", fleet.groups[c.stage_groups[s]].profile, layers_per_stage[s]);
+        return fmt::format("pipeline over the groups, layers by speed ({}; {})", split, knobs_label(c.knobs));
+      };
+      // Simulates a split; keeps it when it beats the best so far.
+      FleetStep best;
+      std::vector<int> best_counts;
+      std::vector<double> best_compute;  // per stage, simulated compute seconds of the best split
+      std::vector<std::vector<int>> tried;
+      int budget = 1;
+      auto attempt = [&](const std::vector<int>& counts) {
+        if (counts.empty() || budget <= 0 || std::find(tried.begin(), tried.end(), counts) != tried.end()) return false;
+        tried.push_back(counts);
+        --budget;
+        ++result.simulations;
+        FleetStep step;
+        std::vector<double> compute;
+        try {
+          step.plan = restage(graph, order, layouts.structure(), c.plan, counts);
+          const PlanSimulation s = simulate_plan(graph, step.plan, fleet);
+          step.found = true, step.fits = s.report.fits, step.step_time_s = s.report.step_time_s;
+          for (const StageReport& r : s.report.stages) compute.push_back(r.compute_s);
+        } catch (const std::exception&) {
+          return false;
+        }
+        if (static_cast<int>(compute.size()) != stages || !faster(step, best)) return false;
+        step.cluster = fleet.name, step.label = label(counts);
+        best = std::move(step), best_counts = counts, best_compute = std::move(compute);
+        return true;
+      };
+      attempt(counts);
+      if (best.found && faster(best, result.plan)) budget = std::exchange(refine, 0);
+      // Then, while the step drops: layers in proportion to each stage's simulated speed
+      // (layers per second of compute), else one layer off the busiest stage onto the idlest
+      // or a neighbour.
+      while (best.found && budget > 0) {
+        std::vector<std::vector<int>> moves;
+        std::vector<double> speed;
+        for (int st = 0; st < stages; ++st) speed.push_back(best_counts[st] / std::max(best_compute[st], 1e-12));
+        moves.push_back(proportional(speed, layers));
+        const int busiest = static_cast<int>(std::max_element(best_compute.begin(), best_compute.end()) - best_compute.begin());
+        const int idlest = static_cast<int>(std::min_element(best_compute.begin(), best_compute.end()) - best_compute.begin());
+        for (int to : {idlest, busiest - 1, busiest + 1}) {
+          if (to < 0 || to >= stages || to == busiest || best_counts[busiest] <= 1) continue;
+          std::vector<int> moved = best_counts;
+          --moved[busiest], ++moved[to];
+          moves.push_back(moved);
+        }
+        bool improved = false;
+        for (const std::vector<int>& m : moves)
+          if ((improved = attempt(m))) break;
+        if (!improved) break;
+      }
+      if (best.found && faster(best, result.plan)) {
+        result.plan = std::move(best);
+        result.heterogeneous = true;
+        result.stage_groups = c.stage_groups;
+        result.stage_layers = best_counts;
+      }
+    }
+  }
+  if (!result.heterogeneous) result.stage_groups.clear();
+  result.plan.plan.strategy = "symtensor";
+  if (result.ceiling > 0 && result.plan.fits && result.plan.step_time_s > 0)
+    result.ceiling_share = result.megatron.subset.step_time_s / result.plan.step_time_s / result.ceiling;
+  return result;
+}
+
+hardware::Cluster cluster_of_plan(const hardware::Cluster& loaded, const Plan& plan) {
+  if (!loaded.mixed() || plan.cluster == loaded.name) return loaded;
+  for (int g = 0; g < static_cast<int>(loaded.groups.size()); ++g) {
+    hardware::Cluster group = group_cluster(loaded, g);
+    if (group.name == plan.cluster) return group;
+  }
+  throw std::runtime_error(fmt::format("the plan is for cluster '{}', neither the fleet '{}' nor one of its groups", plan.cluster,
+                                       loaded.name));
+}
+
+ExportResult export_fleet_plan(ExportTarget target, Graph& graph, const hardware::Cluster& fleet,
+                               const FleetSearchResult& r) {
+  if (!r.heterogeneous) return export_plan(target, graph, cluster_of_plan(fleet, r.plan.plan), r.plan.plan);
+  const FleetStep& nearest = r.megatron.best();
+  const hardware::Cluster on = cluster_of_plan(fleet, nearest.plan);
+  ExportResult out = export_plan(target, graph, on, nearest.plan);
+  std::string split;
+  for (std::size_t s = 0; s < r.stage_groups.size(); ++s)
+    split += fmt::format("{}{} {}", s ? ", " : "", r.stage_layers[s], fleet.groups[r.stage_groups[s]].device.name);
+  const std::string item = fmt::format(
+      "heterogeneous plan: pipeline stages on {} GPU types with their own layer counts ({} layers); {} gives every rank "
+      "the same layers and batch share",
+      fleet.groups.size(), split, to_string(target));
+  out.not_expressible.insert(out.not_expressible.begin(), item);
+  out.nearest = nearest.plan;
+  out.nearest_yaml = plan_to_yaml(nearest.plan, graph, on);
+  out.original_step_s = r.plan.step_time_s;
+  out.original_fits = r.plan.fits;
+  out.nearest_step_s = nearest.step_time_s;
+  out.nearest_fits = nearest.fits;
+  out.nearest_way = ExportResult::NearestWay::searched;
+  out.nearest_how = fmt::format("Megatron-best on the mixed fleet (simulated): {}", nearest.label);
+  if (target != ExportTarget::deepspeed) {  // JSON has no comments
+    out.config = fmt::format(
+        "# NOT SymTensor's plan for {}: {}.\n# Written: the nearest homogeneous plan, {} ({:.3f} s a step, simulated; "
+        "SymTensor's plan: {:.3f} s, in plan.yaml).\n{}",
+        fleet.name, item, nearest.label, nearest.step_time_s, r.plan.step_time_s, out.config);
+  }
+  return out;
+}
+
+std::string describe_fleet_result(const FleetSearchResult& r, const hardware::Cluster& fleet) {
+  std::string s = fmt::format("mixed fleet {}:\n", fleet.name);
+  for (std::size_t g = 0; g < fleet.groups.size(); ++g) {
+    const hardware::DeviceGroup& group = fleet.groups[g];
+    s += fmt::format("  group {}: {} x{} ({} nodes), pace {:.0f} TFLOP/s per GPU", g + 1, group.device.name, group.devices,
+                     group.nodes, hardware::device_pace(group.device) / 1e12);
+    if (r.heterogeneous) {
+      int layers = 0, stages = 0;
+      for (std::size_t st = 0; st < r.stage_groups.size(); ++st)
+        if (r.stage_groups[st] == static_cast<int>(g)) layers += r.stage_layers[st], ++stages;
+      s += fmt::format(": {} stage(s), {} layers", stages, layers);
+    }
+    s += "\n";
+  }
+  auto line = [](const char* what, const FleetStep& step) {
+    if (!step.found) return fmt::format("  {}: none\n", what);
+    return fmt::format("  {}: {:.3f} s{} - {}\n", what, step.step_time_s, step.fits ? "" : " (does not fit)", step.label);
+  };
+  s += line("Megatron-best (a)", r.megatron.subset);
+  s += line("Megatron-best (b)", r.megatron.uniform);
+  s += line("SymTensor", r.plan);
+  const FleetStep* baseline = r.megatron.subset.fits || r.megatron.uniform.fits ? &r.megatron.best() : nullptr;
+  if (baseline && r.plan.fits)
+    s += fmt::format("  speedup over Megatron-best: {:.2f}x\n", baseline->step_time_s / r.plan.step_time_s);
+  if (r.ceiling > 0)
+    s += fmt::format("  ceiling: {:.2f}x the fastest usable group alone (sum of group speeds); reached {:.0f}% of it\n",
+                     r.ceiling, 100 * r.ceiling_share);
+  return s;
+}
+
+}  // namespace symtensor::compiler

@@ -1,0 +1,95 @@
+// Plans on a mixed fleet (#32): Megatron-best as the issue defines it, the search that places
+// layers by speed, and the ceiling, on a two-type fleet whose numbers are checked by hand.
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "compiler/cost/numeric_graph.h"
+#include "compiler/lowering/simulate_plan.h"
+#include "compiler/search/fleet_search.h"
+#include "compiler/strategies/megatron.h"
+#include "compiler/strategies/transformer_structure.h"
+#include "hardware/stack.h"
+#include "tests/compiler/search_test_util.h"
+
+namespace symtensor::compiler {
+namespace {
+
+// LLaMA-2 7B's layer at 16 layers, 2k tokens: about a second a search.
+Graph fleet_llama(double batch) {
+  models::Overrides o;
+  o.layers = 16;
+  o.seq = 2048;
+  return symtensor::testing::zoo_graph("llama2-7b", o, batch, 2048);
+}
+
+// H100 x8 beside A100 x16, with Megatron-LM's stack (its kernel factors: H100 GEMMs at 1.10x the
+// profile's curve, A100 as the profile states).
+hardware::Cluster h100_a100_fleet() {
+  return hardware::with_software(hardware::load_cluster("dgx-h100x1+dgx-a100x2"), hardware::Software{});
+}
+
+TEST(FleetSearch, PlacesLayersBySpeedAndBeatsMegatronBest) {
+  Graph graph = fleet_llama(96);
+  const hardware::Cluster fleet = h100_a100_fleet();
+  const FleetSearchResult r = fleet_search(graph, fleet, {});
+  // The ceiling by hand: 8 H100s at 989.5 x 0.67 x 1.10 TFLOP/s beside 16 A100s at 312 x 0.82,
+  // over the H100s alone (the fastest group a plan fits): 1 + 2 x 255.84 / 729.26 = 1.70.
+  ASSERT_EQ(r.megatron.subset_group, 0);
+  EXPECT_NEAR(r.ceiling, 1 + 2 * 312 * 0.82 / (989.5 * 0.67 * 1.10), 1e-9);
+  const FleetStep& megatron = r.megatron.best();
+  ASSERT_TRUE(r.plan.fits);
+  EXPECT_GT(megatron.step_time_s / r.plan.step_time_s, 1.10) << describe_fleet_result(r, fleet);
+  ASSERT_TRUE(r.heterogeneous) << r.plan.label;
+  // Every stage inside one group; an H100 stage carries more layers than an A100 stage.
+  ASSERT_EQ(r.stage_groups, plan_stage_groups(r.plan.plan, fleet));
+  EXPECT_EQ(std::accumulate(r.stage_layers.begin(), r.stage_layers.end(), 0), 16);
+  int h100 = 0, a100 = 16;
+  for (std::size_t s = 0; s < r.stage_groups.size(); ++s)
+    (r.stage_groups[s] == 0 ? h100 = std::max(h100, r.stage_layers[s]) : a100 = std::min(a100, r.stage_layers[s]));
+  EXPECT_GT(h100, a100);
+  // The share of the ceiling reached: the subset's step over ours, over the ceiling.
+  EXPECT_NEAR(r.ceiling_share, r.megatron.subset.step_time_s / r.plan.step_time_s / r.ceiling, 1e-12);
+  EXPECT_GT(r.ceiling_share, 0.5);
+  EXPECT_LE(r.ceiling_share, 1.0);
+  // The plan simulates to the step the search reported.
+  EXPECT_NEAR(simulate_plan(graph, r.plan.plan, fleet).report.step_time_s, r.plan.step_time_s, 1e-12);
+  EXPECT_NE(describe_fleet_result(r, fleet).find("ceiling: "), std::string::npos);
+}
+
+TEST(FleetSearch, UniformPlanRunsAtTheSlowestGroupsPace) {
+  // Megatron-best (b): a plan giving every rank the same work, simulated on the fleet, takes
+  // exactly the time it takes on the fleet's uniform view (every GPU an A100, every NIC the
+  // slower one): no rank outruns its slowest peer.
+  Graph graph = fleet_llama(48);
+  const hardware::Cluster fleet = h100_a100_fleet();
+  MegatronKnobs k;
+  k.tp = 8, k.pp = 1, k.mb = 1;
+  const Plan plan = make_megatron_plan(graph, fleet, k, {});
+  hardware::Cluster uniform = fleet;
+  uniform.groups.clear();
+  uniform.group_links.clear();
+  const double on_fleet = simulate_plan(graph, plan, fleet).report.step_time_s;
+  const double on_uniform = simulate_plan(graph, plan, uniform).report.step_time_s;
+  EXPECT_NEAR(on_fleet, on_uniform, 1e-9 * on_uniform);
+  // The same plan on A100s alone of the same count, for the record: the NICs match (both 25 GB/s).
+  EXPECT_EQ(uniform.device.name, "A100-SXM4-80GB");
+}
+
+TEST(FleetSearch, RestagedLayersFollowTheCounts) {
+  Graph graph = fleet_llama(48);
+  const hardware::Cluster fleet = h100_a100_fleet();
+  MegatronKnobs k;
+  k.tp = 8, k.pp = 3, k.mb = 1, k.first = 6, k.last = 6;  // 6, 4, 6 to start
+  const Plan plan = restage_layers(graph, make_megatron_plan(graph, fleet, k, {}), {10, 4, 2});
+  EXPECT_EQ(plan_stage_groups(plan, fleet), (std::vector<int>{0, 1, 1}));
+  const TransformerStructure s = find_transformer_structure(graph, NumericGraph(graph).spaces());
+  std::vector<int> per_stage(3, 0);
+  for (NodeId anchor : s.layer_anchors) ++per_stage[plan.stage_of_node[anchor]];
+  EXPECT_EQ(per_stage, (std::vector<int>{10, 4, 2}));
+  EXPECT_THROW(restage_layers(graph, plan, {16, 0, 0}), std::runtime_error);
+  EXPECT_THROW(restage_layers(graph, plan, {8, 8}), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace symtensor::compiler

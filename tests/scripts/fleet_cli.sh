@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Mixed fleets (#32) on the command line: compile and simulate with --cluster a+b, the plan
+# read back, the export of a heterogeneous plan (not expressible; the nearest homogeneous plan
+# written), and one-line errors naming the bad part of a fleet.
+# Usage: bash fleet_cli.sh SYMTENSOR_BINARY SOURCE_ROOT
+set -euo pipefail
+symtensor="$1"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+"$symtensor" models llama2-7b --layers 16 --seq 2048 -o "$work/l.onnx" >/dev/null
+fleet="--cluster dgx-h100x1+dgx-a100x2"
+bind="--bind batch=96,seq=2048"
+
+out="$("$symtensor" compile "$work/l.onnx" $fleet $bind -o "$work/c" --export megatron)"
+for key in "mixed fleet dgx-h100x1+dgx-a100x2" "group 1: H100-SXM5-80GB x8" "group 2: A100-SXM4-80GB x16" \
+           "Megatron-best (a)" "Megatron-best (b)" "speedup over Megatron-best" "ceiling: 1.70x" \
+           "pipeline over the groups, layers by speed" "heterogeneous plan" "nearest step time"; do
+  echo "$out" | grep -qF "$key" || fail "compile on a fleet lacks '$key': $out"
+done
+grep -q '^cluster: dgx-h100x1+dgx-a100x2' "$work/c/plan.yaml" || fail "plan.yaml does not name the fleet"
+grep -q '^# NOT SymTensor' "$work/c/megatron.args" || fail "megatron.args does not say it is the nearest plan"
+[ -s "$work/c/megatron.args.nearest.yaml" ] || fail "no nearest plan written"
+speedup="$(echo "$out" | sed -n 's/.*speedup over Megatron-best: \([0-9.]*\)x/\1/p')"
+awk -v s="$speedup" 'BEGIN { exit !(s >= 1.0) }' || fail "slower than Megatron-best: ${speedup}x"
+
+# The plan simulates on the fleet again, at the step compile reported.
+sim="$("$symtensor" simulate "$work/l.onnx" $fleet $bind --plan "$work/c/plan.yaml")"
+step_compile="$(echo "$out" | sed -n 's/^  SymTensor: \([0-9.]*\) s.*/\1/p')"
+step_sim="$(echo "$sim" | sed -n 's/^step time: \([0-9.]*\) ms/\1/p')"
+[ -n "$step_sim" ] || fail "simulate printed no step time in ms: $sim"
+awk -v a="$step_compile" -v b="$step_sim" 'BEGIN { d = a * 1000 - b; exit !(d < 1 && d > -1) }' ||
+  fail "simulate gives $step_sim ms, compile $step_compile s"
+"$symtensor" simulate "$work/l.onnx" $fleet $bind --strategy megatron | grep -q "step time" || fail "megatron on a fleet"
+
+# Errors: one line naming the part.
+err="$("$symtensor" compile "$work/l.onnx" --cluster dgx-h100x1+dgx-a10x2 $bind -o "$work/e" 2>&1 >/dev/null || true)"
+echo "$err" | grep -q "part 2 'dgx-a10x2'.*did you mean 'dgx-a100x2'" || fail "bad part: $err"
+[ "$(echo "$err" | wc -l)" -eq 1 ] || fail "more than one line: $err"
+err="$("$symtensor" compile "$work/l.onnx" --cluster dgx-h100x1+ $bind -o "$work/e" 2>&1 >/dev/null || true)"
+echo "$err" | grep -q "part 2 is empty" || fail "empty part: $err"
+err="$("$symtensor" compile "$work/l.onnx" $fleet --nodes 2 $bind -o "$work/e" 2>&1 >/dev/null || true)"
+echo "$err" | grep -q "is a mixed fleet" || fail "--nodes on a fleet: $err"
+[ ! -e "$work/e" ] || fail "an error left an output folder"
+echo "fleet_cli: ok"
