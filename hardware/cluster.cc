@@ -166,6 +166,30 @@ Cluster group_cluster(const Cluster& fleet, int g) {
   return c;
 }
 
+Cluster sub_fleet(const Cluster& fleet, const std::vector<int>& groups) {
+  if (groups.empty()) throw std::runtime_error(fmt::format("fleet '{}': a part of it with no group", fleet.name));
+  if (groups.size() == 1) return group_cluster(fleet, groups.front());
+  std::vector<Cluster> parts;
+  std::string name;
+  for (int g : groups) {
+    parts.push_back(group_cluster(fleet, g));
+    name += (name.empty() ? "" : "+") + parts.back().name;
+    parts.back().name = fleet.groups[g].profile;  // the group keeps its profile's name
+  }
+  std::vector<GroupLink> links;
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    for (std::size_t j = i + 1; j < groups.size(); ++j)
+      if (const GroupLink* link = fleet.link_between(groups[i], groups[j]); link && link->stated) {
+        GroupLink kept = *link;
+        kept.a = static_cast<int>(i), kept.b = static_cast<int>(j);
+        links.push_back(kept);
+      }
+  Cluster sub = make_fleet(name, parts, links);
+  sub.source = fleet.source;
+  sub.stack = fleet.stack;
+  return sub;
+}
+
 Cluster make_fleet(const std::string& name, const std::vector<Cluster>& parts, const std::vector<GroupLink>& links) {
   if (parts.size() < 2) throw std::runtime_error(fmt::format("fleet '{}': needs at least two groups", name));
   Cluster fleet;

@@ -166,6 +166,11 @@ double total_peak(const Cluster& cluster, Precision p);
 // stack and headroom kept). Throws when the cluster is not mixed or g is out of range.
 Cluster group_cluster(const Cluster& fleet, int g);
 
+// The groups `groups` (ascending indices, at least one) of a mixed fleet as a cluster of their
+// own: one group's group_cluster, or a fleet of those groups named by their clusters joined by
+// '+' ("dgx-h100x2+dgx-a100x2"), the links the fleet states between them kept.
+Cluster sub_fleet(const Cluster& fleet, const std::vector<int>& groups);
+
 // A mixed fleet of the given clusters (each a profile with its node count, in rank order);
 // `links`: links stated (bandwidth, latency) by pair of group indices, the others derived.
 // Throws a one-line error naming the group when the groups cannot form one fleet (different

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <set>
 #include <utility>
 #include <stdexcept>
 
@@ -179,18 +180,20 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     result.ceiling = fleet_speed / (f.devices * hardware::device_pace(f.device));
   }
 
-  // Pipelines whose stages each lie in one group: the node axis cut as [pp, nodes per stage].
-  if (options.mode == ExecutionMode::train) {
+  // Pipelines whose stages each lie in one group: the node axis cut as [pp, nodes per stage],
+  // on the fleet `on` (the whole fleet or some of its groups; to_fleet: its groups' indices
+  // in the fleet).
+  auto pipelines = [&](const hardware::Cluster& on, const std::vector<int>& to_fleet) {
     MegatronLayouts layouts(graph);
     const int layers = layouts.structure().layers();
     const std::vector<NodeId> order = graph.topological_order();
     NumericGraph ng(graph);
-    PlanAnalyzer analyzer(graph, fleet, ng);
+    PlanAnalyzer analyzer(graph, on, ng);
     // Each group's device under the fleet's mesh: the analysis prices a stage on it.
     std::vector<std::unique_ptr<hardware::Cluster>> views;
     std::vector<std::unique_ptr<PlanAnalyzer>> on_group;
-    for (const hardware::DeviceGroup& g : fleet.groups) {
-      views.push_back(std::make_unique<hardware::Cluster>(fleet));
+    for (const hardware::DeviceGroup& g : on.groups) {
+      views.push_back(std::make_unique<hardware::Cluster>(on));
       views.back()->device = g.device;
       on_group.push_back(std::make_unique<PlanAnalyzer>(graph, *views.back(), ng));
     }
@@ -212,8 +215,8 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       return t;
     };
     std::vector<int> nodes;
-    for (const hardware::DeviceGroup& g : fleet.groups) nodes.push_back(g.nodes);
-    const int per_node = fleet.devices_per_node();
+    for (const hardware::DeviceGroup& g : on.groups) nodes.push_back(g.nodes);
+    const int per_node = on.devices_per_node();
     struct Candidate {
       Plan plan;
       MegatronKnobs knobs;
@@ -223,7 +226,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     };
     std::vector<Candidate> candidates;
     for (int stage_nodes : divisors(gcd_of(nodes))) {
-      const int pp = fleet.levels.back().size / stage_nodes;
+      const int pp = on.levels.back().size / stage_nodes;
       if (pp < 2 || pp > layers) continue;
       for (int tp : {8, 4, 2, 1}) {
         if (per_node % tp != 0) continue;
@@ -237,14 +240,14 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
           if (pp == 2) k.first = layers / 2, k.last = layers - k.first;
           Candidate c;
           try {
-            c.plan = layouts.make(fleet, k, options);
+            c.plan = layouts.make(on, k, options);
           } catch (const std::exception&) {
             continue;  // tp does not divide the heads, the batch does not split, ...
           }
-          c.stage_groups = plan_stage_groups(c.plan, fleet);
+          c.stage_groups = plan_stage_groups(c.plan, on);
           if (std::any_of(c.stage_groups.begin(), c.stage_groups.end(), [](int g) { return g < 0; })) continue;
           std::vector<double> pace;
-          for (int g : c.stage_groups) pace.push_back(hardware::device_pace(fleet.groups[g].device));
+          for (int g : c.stage_groups) pace.push_back(hardware::device_pace(on.groups[g].device));
           const std::vector<int> counts = proportional(pace, layers);
           if (counts.empty()) continue;
           c.plan = restage(graph, order, layouts.structure(), std::move(c.plan), counts);
@@ -307,7 +310,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       auto label = [&](const std::vector<int>& layers_per_stage) {
         std::string split;
         for (int s = 0; s < stages; ++s)
-          split += fmt::format("{}{}:{}", s ? " " : "", fleet.groups[c.stage_groups[s]].profile, layers_per_stage[s]);
+          split += fmt::format("{}{}:{}", s ? " " : "", on.groups[c.stage_groups[s]].profile, layers_per_stage[s]);
         return fmt::format("pipeline over the groups, layers by speed ({}; {})", split, knobs_label(c.knobs));
       };
       // Simulates a split; keeps it when it beats the best so far.
@@ -325,14 +328,14 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         std::vector<double> compute;
         try {
           step.plan = restage(graph, order, layouts.structure(), c.plan, counts);
-          const PlanSimulation s = simulate_plan(graph, step.plan, fleet);
+          const PlanSimulation s = simulate_plan(graph, step.plan, on);
           step.found = true, step.fits = s.report.fits, step.step_time_s = s.report.step_time_s;
           for (const StageReport& r : s.report.stages) compute.push_back(r.compute_s);
         } catch (const std::exception&) {
           return false;
         }
         if (static_cast<int>(compute.size()) != stages || !faster(step, best)) return false;
-        step.cluster = fleet.name, step.label = label(counts);
+        step.cluster = on.name, step.label = label(counts);
         best = std::move(step), best_counts = counts, best_compute = std::move(compute);
         return true;
       };
@@ -362,9 +365,24 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       if (best.found && faster(best, result.plan)) {
         result.plan = std::move(best);
         result.heterogeneous = true;
-        result.stage_groups = c.stage_groups;
+        result.stage_groups.clear();
+        for (int g : c.stage_groups) result.stage_groups.push_back(to_fleet[g]);
         result.stage_layers = best_counts;
       }
+    }
+  };
+  if (options.mode == ExecutionMode::train) {
+    std::vector<int> all(fleet.groups.size());
+    std::iota(all.begin(), all.end(), 0);
+    pipelines(fleet, all);
+    // Some of the groups only (three or more): a slow group behind a slow network may cost a
+    // pipeline more than its layers give.
+    const int n = static_cast<int>(fleet.groups.size());
+    for (int mask = 1; n > 2 && mask < (1 << n) - 1; ++mask) {
+      std::vector<int> some;
+      for (int g = 0; g < n; ++g)
+        if (mask & (1 << g)) some.push_back(g);
+      if (some.size() >= 2) pipelines(hardware::sub_fleet(fleet, some), some);
     }
   }
   if (!result.heterogeneous) result.stage_groups.clear();
@@ -376,9 +394,13 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
 
 hardware::Cluster cluster_of_plan(const hardware::Cluster& loaded, const Plan& plan) {
   if (!loaded.mixed() || plan.cluster == loaded.name) return loaded;
-  for (int g = 0; g < static_cast<int>(loaded.groups.size()); ++g) {
-    hardware::Cluster group = group_cluster(loaded, g);
-    if (group.name == plan.cluster) return group;
+  const int n = static_cast<int>(loaded.groups.size());
+  for (int mask = 1; mask < (1 << n) - 1; ++mask) {
+    std::vector<int> some;
+    for (int g = 0; g < n; ++g)
+      if (mask & (1 << g)) some.push_back(g);
+    hardware::Cluster part = hardware::sub_fleet(loaded, some);
+    if (part.name == plan.cluster) return part;
   }
   throw std::runtime_error(fmt::format("the plan is for cluster '{}', neither the fleet '{}' nor one of its groups", plan.cluster,
                                        loaded.name));
@@ -396,7 +418,7 @@ ExportResult export_fleet_plan(ExportTarget target, Graph& graph, const hardware
   const std::string item = fmt::format(
       "heterogeneous plan: pipeline stages on {} GPU types with their own layer counts ({} layers); {} gives every rank "
       "the same layers and batch share",
-      fleet.groups.size(), split, to_string(target));
+      std::set<int>(r.stage_groups.begin(), r.stage_groups.end()).size(), split, to_string(target));
   out.not_expressible.insert(out.not_expressible.begin(), item);
   out.nearest = nearest.plan;
   out.nearest_yaml = plan_to_yaml(nearest.plan, graph, on);
@@ -425,7 +447,7 @@ std::string describe_fleet_result(const FleetSearchResult& r, const hardware::Cl
       int layers = 0, stages = 0;
       for (std::size_t st = 0; st < r.stage_groups.size(); ++st)
         if (r.stage_groups[st] == static_cast<int>(g)) layers += r.stage_layers[st], ++stages;
-      s += fmt::format(": {} stage(s), {} layers", stages, layers);
+      s += stages ? fmt::format(": {} stage(s), {} layers", stages, layers) : std::string(": not used");
     }
     s += "\n";
   }

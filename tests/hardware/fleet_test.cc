@@ -63,6 +63,20 @@ TEST(Fleet, TwoProfilesJoinedByPlus) {
   EXPECT_FALSE(h100.mixed());
 }
 
+TEST(Fleet, SomeOfItsGroupsMakeAFleetOfTheirOwn) {
+  const Cluster f = load_cluster("dgx-h100x2+dgx-a100x2+pcie-l4x1");
+  const Cluster sub = sub_fleet(f, {0, 2});
+  EXPECT_EQ(sub.name, "dgx-h100x2+pcie-l4x1");
+  ASSERT_EQ(sub.groups.size(), 2u);
+  EXPECT_EQ(sub.groups[1].profile, "pcie-l4");
+  EXPECT_EQ(sub.groups[1].first_rank, 16);
+  EXPECT_EQ(sub.num_devices(), 24);
+  // L4's 100 GbE shared by 8 GPUs: 12.5 / 8 GB/s per GPU, the slower NIC of the pair.
+  EXPECT_DOUBLE_EQ(sub.link_between(0, 1)->bandwidth, 1.5625e9);
+  EXPECT_EQ(sub_fleet(f, {1}).name, "dgx-a100x2");
+  EXPECT_EQ(load_cluster(sub.name).num_devices(), 24);
+}
+
 TEST(Fleet, StackAndHeadroomReachEveryGroup) {
   Software software;
   software.memory_headroom = 0.1;
