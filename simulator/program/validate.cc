@@ -235,7 +235,7 @@ ProgramIndex validate_program_indexed(const Program& p) {
 
 void validate_against_cluster(const Program& p, const hardware::Cluster& cluster) {
   int levels = static_cast<int>(cluster.levels.size());
-  std::vector<long long> per_level(levels, 1);
+  std::vector<int> per_level(levels, 1);  // validate_mesh bounds the ranks to 16M
   for (const auto& a : p.mesh) {
     if (a.level >= levels)
       throw std::runtime_error(fmt::format("step program: mesh axis '{}' is on level {} but cluster '{}' has {} levels",
@@ -243,8 +243,7 @@ void validate_against_cluster(const Program& p, const hardware::Cluster& cluster
     if (a.inner_part < 1 || a.size % a.inner_part != 0 || (a.inner_part > 1 && a.level == 0))
       throw std::runtime_error(fmt::format("step program: mesh axis '{}' has inner_part {} (size {}, level {})", a.name,
                                            a.inner_part, a.size, a.level));
-    per_level[a.level] *= a.size / a.inner_part;
-    if (a.level > 0) per_level[a.level - 1] *= a.inner_part;
+    a.add_ranks(per_level);
   }
   for (int l = 0; l < levels; ++l)
     if (per_level[l] > cluster.levels[l].size)
