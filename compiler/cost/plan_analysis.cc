@@ -99,17 +99,21 @@ struct PlanAnalyzer::State {
   // parameters' part (one ZeRO stage's), per stage.
   struct OperatorSums {
     std::vector<double> fwd_compute, fwd_comm, bwd_compute, bwd_comm;
+    // Exchanges beside the adjacent micro-batch's compute (CommOp::beside_microbatch):
+    // what a pass exposes of them is what they take beyond its compute (assemble_totals).
+    std::vector<double> fwd_beside, bwd_beside;
     std::vector<double> activations;  // saved for backward, per micro-batch
     std::vector<StageMemory> buffers;  // working_buffers only
     double model_flops = 0, hardware_flops = 0;  // per micro-batch
 
     explicit OperatorSums(int stages)
-        : fwd_compute(stages), fwd_comm(stages), bwd_compute(stages), bwd_comm(stages), activations(stages),
-          buffers(stages) {}
+        : fwd_compute(stages), fwd_comm(stages), bwd_compute(stages), bwd_comm(stages), fwd_beside(stages),
+          bwd_beside(stages), activations(stages), buffers(stages) {}
     void add(const OpWork& w, bool recomputed, bool train) {
       add_working_buffers(buffers[w.stage], w);
       fwd_compute[w.stage] += w.fwd_seconds;
       fwd_comm[w.stage] += exposed_seconds(w.fwd_comm, w.fwd_seconds);
+      fwd_beside[w.stage] += beside_microbatch_seconds(w.fwd_comm);
       if (!train) {
         model_flops += w.fwd_flops * w.ways;
         hardware_flops = model_flops;
@@ -117,6 +121,7 @@ struct PlanAnalyzer::State {
       }
       bwd_compute[w.stage] += w.bwd_seconds + (recomputed ? w.fwd_seconds : 0);
       bwd_comm[w.stage] += exposed_seconds(w.bwd_comm, w.bwd_seconds) + (recomputed ? exposed_seconds(w.fwd_comm, w.fwd_seconds) : 0);
+      bwd_beside[w.stage] += beside_microbatch_seconds(w.bwd_comm) + (recomputed ? beside_microbatch_seconds(w.fwd_comm) : 0);
       model_flops += (w.fwd_flops + w.bwd_flops) * w.ways;
       hardware_flops += (w.fwd_flops * (recomputed ? 2 : 1) + w.bwd_flops) * w.ways;
     }
@@ -255,6 +260,10 @@ StageTotals assemble_totals(const PlanAnalyzer::State::OperatorSums& ops,
   t.fwd_comm = ops.fwd_comm;
   t.bwd_compute = ops.bwd_compute;
   t.bwd_comm = ops.bwd_comm;
+  for (std::size_t s = 0; s < t.fwd_comm.size(); ++s) {
+    t.fwd_comm[s] += std::max(0.0, ops.fwd_beside[s] - ops.fwd_compute[s]);
+    t.bwd_comm[s] += std::max(0.0, ops.bwd_beside[s] - ops.bwd_compute[s]);
+  }
   t.grad_sync = params.grad_sync;
   t.gather = params.gather;
   t.first_gather = params.first_gather;
@@ -490,7 +499,9 @@ class Analyzer {
   static bool same_operator_context(const Plan& a, const Plan& b) {
     return a.mode == b.mode && a.precision == b.precision && a.global_batch == b.global_batch &&
            a.micro_batches == b.micro_batches && a.pipeline_axis == b.pipeline_axis && a.mesh_factors == b.mesh_factors &&
-           a.node_cuts.size() == b.node_cuts.size() && a.stage_of_node.size() == b.stage_of_node.size();
+           a.context_parallel_comm == b.context_parallel_comm && a.moe_dispatcher == b.moe_dispatcher &&
+           a.moe_comm_overlap == b.moe_comm_overlap && a.node_cuts.size() == b.node_cuts.size() &&
+           a.stage_of_node.size() == b.stage_of_node.size();
   }
   static bool same_operator_work(const Plan& a, const Plan& b) {
     return same_operator_context(a, b) && a.stage_of_node == b.stage_of_node && a.node_cuts == b.node_cuts;
@@ -706,6 +717,10 @@ class Analyzer {
   // a deduplicating dispatcher (Plan::moe_dispatcher): the routing node; else kNone.
   NodeId routing_node(NodeId consumer, TensorId t) const {
     if (plan_.moe_dispatcher == MoeDispatcher::alltoall) return kNone;
+    return exchanged_routing_node(consumer, t);
+  }
+  // The routing node of a tensor of routed tokens whatever the dispatcher, else kNone.
+  NodeId exchanged_routing_node(NodeId consumer, TensorId t) const {
     const auto is = [&](NodeId id, const char* op) {
       const Node& n = graph_.node(id);
       return n.op_type == op && n.domain == "ai.symtensor" && n.inputs.size() == 2;
@@ -816,10 +831,16 @@ class Analyzer {
     const bool beside_gemm = cluster_.stack.overlap_tp_comm &&
                              (nn.kind == OpKind::gemm || (producer != kNone && ng_.node(producer).kind == OpKind::gemm));
     const RoutedTokens routed = routed_tokens(w.node, t);
+    // Combined 1F1B (Plan::moe_comm_overlap): the expert exchanges beside the adjacent micro-batch.
+    const bool beside_microbatch = plan_.moe_comm_overlap && exchanged_routing_node(w.node, t) != kNone;
+    const auto place = [&](CommOp& op) {
+      op.overlapped = ring || (beside_gemm && op.kind != hardware::Collective::all_to_all);
+      op.beside_microbatch = beside_microbatch && op.kind == hardware::Collective::all_to_all;
+      deduplicate(op, routed);
+    };
     if (first_delivery(state_.delivered[t], want) && !(*have == want))
       for (auto& op : redistribute(t, have->sharding(), want.sharding())) {
-        op.overlapped = ring || (beside_gemm && op.kind != hardware::Collective::all_to_all);
-        deduplicate(op, routed);
+        place(op);
         w.fwd_comm.push_back(std::move(op));
       }
     // Gradients arriving in the same layout from several consumers are summed locally
@@ -833,8 +854,7 @@ class Analyzer {
           !((keeps_partial || grad.partial_axes() == 0) && grad.same_split(*have)))
         for (auto& op : redistribute(t, grad.sharding(),
                                      keeps_partial ? with_partial(have->sharding(), grad.sharding()) : without_partial(have->sharding()))) {
-          op.overlapped = ring || (beside_gemm && op.kind != hardware::Collective::all_to_all);
-          deduplicate(op, routed);
+          place(op);
           w.bwd_comm.push_back(std::move(op));
         }
     }
@@ -1266,9 +1286,17 @@ std::vector<int> stage_layer_ordinals(const NumericGraph& ng, const Plan& plan, 
   return ordinals;
 }
 
+double beside_microbatch_seconds(const std::vector<CommOp>& ops) {
+  double seconds = 0;
+  for (const CommOp& op : ops)
+    if (op.beside_microbatch) seconds += op.seconds;
+  return seconds;
+}
+
 double exposed_seconds(const std::vector<CommOp>& ops, double kernel_seconds) {
   double blocking = 0, overlapped = 0;
-  for (const CommOp& op : ops) (op.overlapped ? overlapped : blocking) += op.seconds;
+  for (const CommOp& op : ops)
+    if (!op.beside_microbatch) (op.overlapped ? overlapped : blocking) += op.seconds;
   return blocking + std::max(0.0, overlapped - kernel_seconds);
 }
 

@@ -33,11 +33,18 @@ struct CommOp {
   // blocks while it computes on the previous ones): only what exceeds the kernel's time is
   // exposed (exposed_seconds).
   bool overlapped = false;
+  // Runs beside the compute of the adjacent micro-batch (Plan::moe_comm_overlap, Megatron's
+  // combined 1F1B): off the critical path of its operator; a stage's pass exposes only what
+  // such exchanges take beyond the pass's compute.
+  bool beside_microbatch = false;
 };
 
 // Time `ops` add to the critical path of an operator whose kernel takes `kernel_seconds`:
-// the blocking ones whole, the overlapped ones beyond the kernel's time.
+// the blocking ones whole, the overlapped ones beyond the kernel's time, none of those beside
+// the adjacent micro-batch (their stage's totals expose them).
 double exposed_seconds(const std::vector<CommOp>& ops, double kernel_seconds);
+// Seconds of `ops` that run beside the adjacent micro-batch's compute (not in exposed_seconds).
+double beside_microbatch_seconds(const std::vector<CommOp>& ops);
 
 // Per node: the ordinal of its layer (NumericGraph::node_layers) among the layers of its
 // pipeline stage, in order, or -1 outside layers; `counts` gets each stage's layer count.

@@ -165,6 +165,10 @@ void parallel_flags(MegatronArgs& a, const ExportContext& c) {
       a.value("moe-token-dispatcher-type", "flex");
       a.value("moe-flex-dispatcher-backend", to_string(c.plan.moe_dispatcher));
     }
+    if (c.plan.moe_comm_overlap) {
+      a.comment("the expert all-to-alls priced beside the adjacent micro-batch's compute (combined 1F1B)");
+      a.flag("overlap-moe-expert-parallel-comm");
+    }
   }
   pipeline_split_flags(a, r);
   if (r.distopt || r.zero_stage == 1) a.flag("use-distributed-optimizer");

@@ -112,6 +112,8 @@ std::string emit_nemo(const ExportContext& c) {
   else
     s += "    recompute_granularity=None,\n";
   if (r.offload_layers > 0) s += fmt::format("    cpu_offloading=True,\n    cpu_offloading_num_layers={},\n", r.offload_layers);
+  // Megatron's --overlap-moe-expert-parallel-comm is this config field of the same name.
+  if (c.plan.moe_comm_overlap) s += "    overlap_moe_expert_parallel_comm=True,\n";
   s += ")\n";
   s += fmt::format("optimizer_config = OptimizerConfig(optimizer=\"adam\", use_distributed_optimizer={}{})\n",
                    py_bool(r.distopt), megatron_precision(r.precision) == "bf16" ? ", bf16=True" : "");

@@ -84,6 +84,9 @@ class Lowerer {
   Deps emit_chain(sim::RankClass& rc, const std::vector<Segment>& segments, const std::string& prefix, Deps deps) {
     std::vector<std::string> computes;
     Deps beside;  // overlapped collectives running beside the next compute block
+    // Exchanges beside the adjacent micro-batch's compute (CommOp::beside_microbatch): off the
+    // chain, which waits for them only at its end.
+    Deps detached;
     // ZeRO-3 gathers come a unit (a layer, FSDP's wrapping) at a time; computes before the
     // current unit's gathers and before the previous unit's (-1: no unit yet).
     int unit_start = -1, previous_unit_start = -1;
@@ -103,6 +106,11 @@ class Lowerer {
         }
         case Segment::Kind::collective:
           if (trivial(seg.comm)) break;
+          if (seg.comm.beside_microbatch) {
+            rc.tasks.push_back(sim::collective_task(id, "comm_ep", seg.comm.kind, seg.comm.bytes, group_names(seg.comm), deps));
+            detached.push_back(id);
+            break;
+          }
           if (seg.comm.overlapped) {
             rc.tasks.push_back(sim::collective_task(id, "comm_cp", seg.comm.kind, seg.comm.bytes, group_names(seg.comm), deps));
             beside.push_back(id);
@@ -125,6 +133,7 @@ class Lowerer {
       }
     }
     deps.insert(deps.end(), beside.begin(), beside.end());
+    deps.insert(deps.end(), detached.begin(), detached.end());
     return deps;
   }
 

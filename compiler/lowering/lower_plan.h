@@ -9,7 +9,9 @@
 // tensor-parallel / redistribution collectives between them on stream "comm_tp" (on the
 // critical path), send to the next stage; backward: receive the gradient, recompute the
 // forward when the plan recomputes, backward blocks and their collectives, free, send back.
-// ZeRO-3 parameter all-gathers run on "comm_zero" one block ahead of their use. Gradient
+// ZeRO-3 parameter all-gathers run on "comm_zero" one block ahead of their use. Under
+// Plan::moe_comm_overlap the expert all-to-alls run on "comm_ep" beside the compute, and a
+// pass ends when they have. Gradient
 // buckets run on "comm_dp" during the last micro-batch's backward (or after it, without
 // overlap), then the optimizer step (and, under ZeRO-1/2 or a distributed optimizer, the
 // all-gather of the updated parameter shards). Point-to-point traffic uses "p2p_send" and

@@ -93,6 +93,11 @@ struct Plan {
   bool sequence_parallel = false;      // recorded for Megatron plans; the cuts say what it means
   ContextParallelComm context_parallel_comm = ContextParallelComm::ring;  // for attention cut on its queries
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;                // for expert-parallel token exchanges
+  // Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm): the expert dispatch and
+  // combine all-to-alls of one micro-batch run beside the forward or backward compute of the
+  // adjacent one. Priced as exchanges off the compute stream that a chunk's pass waits for at
+  // its end, not at the expert GEMM (CommOp::beside_microbatch).
+  bool moe_comm_overlap = false;
 
   int pipeline_stages() const;  // size of the pipeline axis, or 1
 };

@@ -36,7 +36,8 @@ constexpr const char* kHeader =
     "#   zero_stage: 0..3. replicate_axes (optional, HSDP): mesh axes of the data-parallel group\n"
     "#   over which the model states are replicated; ZeRO shards over the rest of the group.\n"
     "#   moe_dispatcher (optional): alltoall (absent), deepep or hybridep (one copy of a token\n"
-    "#   per remote node, not per expert).\n"
+    "#   per remote node, not per expert). moe_comm_overlap (optional): true runs the expert\n"
+    "#   all-to-alls beside the adjacent micro-batch's compute (Megatron's combined 1F1B).\n"
     "# nodes: every operator by name, in topological order: its pipeline stage and its cut,\n"
     "#   loop name (of its iteration space; name#index when a name repeats) -> mesh axes,\n"
     "#   major to minor. Loops not listed are not cut. padded (optional): loop -> the extent it\n"
@@ -115,6 +116,7 @@ std::string plan_to_yaml(const Plan& plan, Graph& graph, const hardware::Cluster
   out << YAML::Key << "context_parallel_comm" << YAML::Value << std::string(to_string(plan.context_parallel_comm));
   if (plan.moe_dispatcher != MoeDispatcher::alltoall)
     out << YAML::Key << "moe_dispatcher" << YAML::Value << std::string(to_string(plan.moe_dispatcher));
+  if (plan.moe_comm_overlap) out << YAML::Key << "moe_comm_overlap" << YAML::Value << true;
 
   std::vector<IterationSpace> spaces;
   for (NodeId id = 0; id < static_cast<NodeId>(n); ++id) spaces.push_back(iteration_space_of(graph, id));

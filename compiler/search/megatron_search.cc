@@ -114,7 +114,7 @@ class MegatronSearch {
             if (c_ && c_->has("replicate")) base.replicate = given.replicate;
             // A given token dispatcher for every layout that exchanges tokens (Megatron's
             // all-to-all otherwise: DeepEP and HybridEP are installed apart).
-            if (ep > 1) base.dispatcher = given.dispatcher;
+            if (ep > 1) base.dispatcher = given.dispatcher, base.ep_overlap = given.ep_overlap;
             // The SymTensor search's seed stays within that search's space, which pads nothing.
             base.vocab_div = seed ? 0 : given.vocab_div;
             // A layout the bound's target cannot write with the least of every other knob
@@ -225,6 +225,7 @@ class MegatronSearch {
     if (c_->has("mb") && B_ % k.mb != 0) refuse("mb", "mb does not divide the batch of " + std::to_string(B_));
     if (c_->has("ep") && k.ep > 1 && experts == 0) refuse("ep", "the model has no expert layers");
     if (c_->has("dispatcher") && experts == 0) refuse("dispatcher", "the model has no expert layers");
+    if (c_->has("ep_overlap") && k.ep_overlap && experts == 0) refuse("ep_overlap", "the model has no expert layers");
     if (c_->has("ep") && experts > 0 && experts % k.ep != 0)
       refuse("ep", "ep does not divide the " + std::to_string(experts) + " experts");
     if (c_->has("etp") && c_->has("tp") && k.etp != 1 && k.etp != k.tp) refuse("etp", "etp must be 1 or tp");
@@ -349,6 +350,10 @@ class MegatronSearch {
         MegatronKnobs knobs = base;
         knobs.mb = mb, knobs.vp = vp, knobs.recompute = policies[r];
         knobs.distopt = sharding.distopt, knobs.fsdp = sharding.fsdp, knobs.replicate = sharding.replicas;
+        if (knobs.ep_overlap && ((knobs.pp > 1 && vp == 1) || knobs.recompute == RecomputePolicy::full)) {
+          last_skip_ = "ep_overlap=1 needs vp > 1 under pp > 1 and no full recomputation";
+          continue;
+        }
         // Outside the bound's target: neither priced nor counted as fitting (so it prunes nothing).
         if (options_.bound) {
           if (std::string beyond = beyond_bound(knobs); !beyond.empty()) {
@@ -369,6 +374,7 @@ class MegatronSearch {
         plan.virtual_stages = vp;
         plan.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
         plan.recompute = policies[r];
+        plan.moe_comm_overlap = knobs.ep_overlap;
         plan.distributed_optimizer = sharding.distopt;
         plan.zero_stage = sharding.fsdp;
         plan.replicate_axes = sharding.replicate_axes ? *sharding.replicate_axes : std::vector<int>{};

@@ -379,6 +379,13 @@ Plan MegatronLayouts::make(const hardware::Cluster& cluster, const MegatronKnobs
     throw std::runtime_error("megatron: dispatcher=" + std::string(to_string(knobs.dispatcher)) +
                              " needs ep > 1 (it exchanges tokens between expert-parallel ranks)");
   plan.moe_dispatcher = knobs.dispatcher;
+  if (knobs.ep_overlap) {
+    const auto refuse = [](const std::string& why) { throw std::runtime_error("megatron: ep_overlap=1 " + why); };
+    if (knobs.ep == 1) refuse("needs ep > 1 (it overlaps the expert-parallel all-to-alls)");
+    if (knobs.pp > 1 && knobs.vp == 1) refuse("with pp > 1 needs vp > 1 (Megatron-Core pairs virtual stages' passes)");
+    if (knobs.recompute == RecomputePolicy::full) refuse("with recompute=full: Megatron-Core does not combine them");
+    plan.moe_comm_overlap = true;
+  }
   plan.distributed_optimizer = knobs.distopt || knobs.fsdp > 0;
   plan.zero_stage = knobs.fsdp;
   if (knobs.replicate > 1) {

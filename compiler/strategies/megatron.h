@@ -60,6 +60,9 @@ struct MegatronKnobs {
   // --moe-token-dispatcher-type alltoall, or flex with --moe-flex-dispatcher-backend deepep /
   // hybridep (Plan::moe_dispatcher); the latter need ep > 1.
   MoeDispatcher dispatcher = MoeDispatcher::alltoall;
+  // --overlap-moe-expert-parallel-comm (Plan::moe_comm_overlap): needs ep > 1, vp > 1 when
+  // pp > 1, and no full recomputation, as Megatron-Core checks.
+  bool ep_overlap = false;
 
   friend bool operator==(const MegatronKnobs&, const MegatronKnobs&) = default;
 };
@@ -69,10 +72,10 @@ struct MegatronKnobs {
 std::vector<int> megatron_stage_layers(const MegatronKnobs& knobs, int layers);
 
 // "tp=8,pp=8,cp=2,mb=1,vp=3,sp=1,recompute=selective,distopt=1,ep=8,etp=1,fsdp=3,replicate=4,vocab_div=128,
-// dispatcher=hybridep" (any
+// dispatcher=hybridep,ep_overlap=1" (any
 // subset, any order; empty text gives the defaults). Throws "--megatron: ..." naming the bad item.
 MegatronKnobs parse_megatron_knobs(const std::string& text);
-std::string to_string(const MegatronKnobs& knobs);  // ep, etp, fsdp, vocab_div, offload, dispatcher only when set
+std::string to_string(const MegatronKnobs& knobs);  // ep, etp, fsdp, vocab_div, offload, dispatcher, ep_overlap only when set
 
 // Megatron-LM's padded vocabulary (_vocab_size_with_padding): `vocab` rounded up to a multiple
 // of divisible_by x tp.

@@ -58,6 +58,7 @@ MegatronConstraints parse_megatron_constraints(const std::string& text) {
     else if (key == "vp") k.vp = parse_positive(key, value);
     else if (key == "sp") k.sp = parse_flag(key, value);
     else if (key == "distopt") k.distopt = parse_flag(key, value);
+    else if (key == "ep_overlap") k.ep_overlap = parse_flag(key, value);
     else if (key == "ep") k.ep = parse_positive(key, value);
     else if (key == "etp") k.etp = parse_positive(key, value);
     else if (key == "first") k.first = parse_positive(key, value);
@@ -83,7 +84,7 @@ MegatronConstraints parse_megatron_constraints(const std::string& text) {
         throw std::runtime_error("--megatron recompute=" + value + ": " + e.what());
       }
     } else {
-      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp, fsdp, replicate, first, last, vocab_div, offload, dispatcher)");
+      throw std::runtime_error("--megatron: unknown knob '" + key + "' (known: tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp, fsdp, replicate, first, last, vocab_div, offload, dispatcher, ep_overlap)");
     }
     c.given.insert(key);
     c.items.push_back(item);
@@ -105,6 +106,7 @@ std::string to_string(const MegatronKnobs& k) {
   if (k.vocab_div != 128) s += ",vocab_div=" + std::to_string(k.vocab_div);
   if (k.offload > 0) s += ",offload=" + std::to_string(k.offload);
   if (k.dispatcher != MoeDispatcher::alltoall) s += ",dispatcher=" + std::string(to_string(k.dispatcher));
+  if (k.ep_overlap) s += ",ep_overlap=1";
   return s;
 }
 
