@@ -16,5 +16,6 @@ void add_sweep_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_merge_command(CLI::App& app);
 void add_fit_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 }  // namespace symtensor::driver

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   symtensor::driver::add_export_command(app);
   symtensor::driver::add_merge_command(app);
   symtensor::driver::add_fit_command(app);
+  symtensor::driver::add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

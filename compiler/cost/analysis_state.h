@@ -1,0 +1,185 @@
+#pragma once
+// What the analyses of plans of one graph share (PlanAnalyzer::State): the redistributions
+// planned per mesh and priced, per-tensor scratch, the operator work of the last two plans
+// and the per-stage sums a plan's totals are made of.
+#include <array>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "compiler/cost/model_state.h"
+#include "compiler/cost/plan_analysis.h"
+#include "compiler/sharding/cut_sharding.h"
+#include "compiler/sharding/redistribution_memo.h"
+
+namespace symtensor::compiler {
+
+// What plans of one graph share, kept between analyses: redistributions planned per mesh
+// (a search tries many plans on a few meshes) and priced, and per-tensor scratch reused
+// for its capacity.
+struct PlanAnalyzer::State {
+  // StageTotals in the making: the operators' part (one recomputation policy's) and the
+  // parameters' part (one ZeRO stage's), per stage.
+  struct OperatorSums {
+    std::vector<double> fwd_compute, fwd_comm, bwd_compute, bwd_comm;
+    // Exchanges beside the adjacent micro-batch's compute (CommOp::beside_microbatch):
+    // what a pass exposes of them is what they take beyond its compute (assemble_totals).
+    std::vector<double> fwd_beside, bwd_beside;
+    std::vector<double> activations;  // saved for backward, per micro-batch
+    std::vector<StageMemory> buffers;  // working_buffers only
+    double model_flops = 0, hardware_flops = 0;  // per micro-batch
+
+    explicit OperatorSums(int stages)
+        : fwd_compute(stages), fwd_comm(stages), bwd_compute(stages), bwd_comm(stages), fwd_beside(stages),
+          bwd_beside(stages), activations(stages), buffers(stages) {}
+    void add(const OpWork& w, bool recomputed, bool train) {
+      analyzer_internal::add_working_buffers(buffers[w.stage], w);
+      fwd_compute[w.stage] += w.fwd_seconds;
+      fwd_comm[w.stage] += exposed_seconds(w.fwd_comm, w.fwd_seconds);
+      fwd_beside[w.stage] += beside_microbatch_seconds(w.fwd_comm);
+      if (!train) {
+        model_flops += w.fwd_flops * w.ways;
+        hardware_flops = model_flops;
+        return;
+      }
+      bwd_compute[w.stage] += w.bwd_seconds + (recomputed ? w.fwd_seconds : 0);
+      bwd_comm[w.stage] += exposed_seconds(w.bwd_comm, w.bwd_seconds) + (recomputed ? exposed_seconds(w.fwd_comm, w.fwd_seconds) : 0);
+      bwd_beside[w.stage] += beside_microbatch_seconds(w.bwd_comm) + (recomputed ? beside_microbatch_seconds(w.fwd_comm) : 0);
+      model_flops += (w.fwd_flops + w.bwd_flops) * w.ways;
+      hardware_flops += (w.fwd_flops * (recomputed ? 2 : 1) + w.bwd_flops) * w.ways;
+    }
+  };
+
+  struct ParameterSums {
+    std::vector<double> grad_sync, gather, first_gather, regather;
+    std::vector<StageMemory> memory;  // model states and collective buffers only
+    // Per gather unit (ParamWork::gather_unit): its stage (its first parameter's), gather
+    // seconds and 16-bit bytes of the gathered parameters.
+    std::vector<int> unit_stage;
+    std::vector<double> unit_gather, unit_bytes;
+
+    explicit ParameterSums(int stages)
+        : grad_sync(stages), gather(stages), first_gather(stages), regather(stages), memory(stages) {}
+    void add(int stage, int unit, double local_elements, bool gathered, double grad_sync_s, double gather_s,
+             double regather_s) {
+      grad_sync[stage] += grad_sync_s;
+      gather[stage] += gather_s;
+      regather[stage] += regather_s;
+      if (!gathered) return;
+      if (unit >= static_cast<int>(unit_stage.size())) unit_stage.resize(unit + 1, -1), unit_gather.resize(unit + 1), unit_bytes.resize(unit + 1);
+      if (unit_stage[unit] < 0) unit_stage[unit] = stage;
+      unit_gather[unit] += gather_s;
+      unit_bytes[unit] += local_elements * 2;
+    }
+    // The largest unit's gather, per stage (first_gather).
+    void find_first_gathers() {
+      for (std::size_t u = 0; u < unit_stage.size(); ++u)
+        if (unit_stage[u] >= 0) first_gather[unit_stage[u]] = std::max(first_gather[unit_stage[u]], unit_gather[u]);
+    }
+    // The staging buffers: under ZeRO-3 the unit computing and the next one prefetched, from
+    // ZeRO-2 a unit's whole gradients until reduce-scattered.
+    void add_staging_buffers(int zero, std::vector<StageMemory>& stage_memory) const {
+      for (std::size_t u = 0; u < unit_stage.size(); ++u) {
+        if (unit_stage[u] < 0) continue;
+        StageMemory& m = stage_memory[unit_stage[u]];
+        m.collective_buffers = std::max(m.collective_buffers, ((zero >= 3 ? 2 : 0) + (zero >= 2 ? 1 : 0)) * unit_bytes[u]);
+      }
+    }
+    void finish(int zero, std::vector<StageMemory>& stage_memory) {
+      find_first_gathers();
+      add_staging_buffers(zero, stage_memory);
+    }
+  };
+
+  RedistributionMemos redistributions;
+  std::map<const NumericRedistribution*, std::vector<CommOp>> priced;
+  std::vector<std::optional<OperandLayout>> produced;
+  std::vector<double> produced_elements;  // local elements of `produced`, at the plan's micro-batch
+  // Per tensor: layouts already made. Entries point into the plan being analysed, so a
+  // list is cleared before it is read (all of them by a full analysis, those of the
+  // tensors it re-prices by an incremental one).
+  std::vector<std::vector<OperandLayout>> delivered, delivered_gradients;
+  std::vector<long> shape;
+  // The operator work of the last plan analysed and that plan: a plan differing only in
+  // what op_work does not read (ZeRO, recomputation, schedule, interleaving: a search's
+  // memory staircase) reuses it, and `produced` (which points into ops_plan's cuts).
+  std::optional<Plan> ops_plan;
+  PlanAnalysis analysis;  // of the last plan; its ops are ops_plan's operator work
+  // Per parameter, what add_parameters derives from ops_plan's cuts alone (its shard, its
+  // data-parallel group, the prices of the collectives ZeRO may ask for): the memory
+  // staircase only changes which of them it asks for.
+  struct ParamGroup {
+    TensorId tensor = kNone;
+    int stage = 0;
+    double local_elements = 0;
+    std::vector<int> axes;  // the data-parallel group's mesh axes
+    hardware::GroupShape group;
+    // Under HSDP (Plan::replicate_axes) the group splits into the shard group, over which ZeRO
+    // shards the states (`ways` of them), and the replicas; without it shard_axes = axes.
+    std::vector<int> shard_axes, replica_axes;
+    hardware::GroupShape shard_group, replica_group;
+    double ways = 1;  // of the shard group
+    // -1: not priced yet. The reduce-scatter and all-gather run in the shard group, the
+    // replicas' all-reduce on the reduced shard.
+    double all_reduce_s = -1, reduce_scatter_s = -1, all_gather_s = -1, replica_all_reduce_s = -1;
+    int unit = 0;  // ParamWork::gather_unit
+    double extra_weight_bytes = 0;  // per element: a low-precision GEMM's quantized copies
+    double weight_gather_bytes = 0;  // per element of its all-gathers
+  };
+  std::vector<int> param_units;  // per ng_.parameters() entry: its gather unit
+  std::vector<ParamGroup> param_groups;
+  // Per-stage sums of ops_plan's operator work, made when a plan asks for them: per
+  // recomputation policy, per ZeRO stage (as ZeRO-1 when the distributed optimizer is on)
+  // and the pipeline sends.
+  struct Sums {
+    std::array<std::optional<OperatorSums>, 3> operators;
+    std::array<std::optional<ParameterSums>, 4> parameters;
+    // Under Plan::recompute_layers: the counts of the last such plan, and its sums.
+    std::vector<int> layer_recompute;
+    std::optional<OperatorSums> layer_operators;
+    int offload_layers = 0;  // Plan::offload_layers of the operator sums above
+    std::optional<std::vector<double>> p2p_bytes;
+  };
+  Sums sums;
+  StageTotals totals;  // the last totals() answer
+  // Where each input's collectives end in its OpWork's fwd_comm and bwd_comm, at
+  // input_base[topological position] + input: an incremental analysis copies the
+  // collectives of the inputs whose neighbourhood did not change.
+  std::vector<std::pair<int, int>> comm_ends;
+  std::vector<int> input_base;  // per topological position (the graph's, computed once)
+  // The same for the plan analysed before ops_plan: a search that alternates between two
+  // micro-batch sizes (Megatron's seed, interleaving depth after depth) reuses both.
+  struct Kept {
+    std::optional<Plan> ops_plan;
+    std::vector<OpWork> ops;
+    std::vector<std::optional<OperandLayout>> produced;
+    std::vector<double> produced_elements;
+    std::vector<ParamGroup> param_groups;
+    std::vector<std::pair<int, int>> comm_ends;
+    Sums sums;
+  } kept;
+  // Moves make the swap keep every buffer, so the produced layouts still point into
+  // their own plan's cuts.
+  void swap_kept() {
+    std::swap(ops_plan, kept.ops_plan);
+    analysis.ops.swap(kept.ops);
+    produced.swap(kept.produced);
+    produced_elements.swap(kept.produced_elements);
+    param_groups.swap(kept.param_groups);
+    comm_ends.swap(kept.comm_ends);
+    std::swap(sums, kept.sums);
+  }
+};
+
+namespace analyzer_internal {
+
+// A plan's StageTotals from its sums. `memory`: the stages' full StageMemory (model states
+// and activations).
+StageTotals assemble_totals(const PlanAnalyzer::State::OperatorSums& ops,
+                            const PlanAnalyzer::State::ParameterSums& params, const std::vector<double>& p2p_bytes,
+                            const std::vector<StageMemory>& memory, double optimizer_s, const Plan& plan,
+                            double device_memory);
+
+}  // namespace analyzer_internal
+}  // namespace symtensor::compiler
