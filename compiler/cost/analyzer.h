@@ -136,6 +136,7 @@ class Analyzer {
   NodeId exchanged_routing_node(NodeId consumer, TensorId t) const;
   struct RoutedTokens {
     int experts = 0, top_k = 0;  // 0: not a routed-token tensor, or not deduplicated
+    int groups = 1, top_groups = 1;  // group-limited routing (MoeDispatch's expert_groups, top_groups)
   };
 
   // An all-to-all of routed tokens that crosses nodes, as a deduplicating dispatcher sends it:

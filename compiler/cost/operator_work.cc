@@ -60,7 +60,7 @@ void Analyzer::deduplicate(CommOp& op, const RoutedTokens& routed) const {
   int nodes = 1;
   for (std::size_t l = 1; l < op.group.ranks_per_level.size(); ++l) nodes *= op.group.ranks_per_level[l];
   if (nodes <= 1 || routed.experts % nodes != 0) return;
-  op.bytes *= deduplicated_share(routed.experts, routed.top_k, nodes);
+  op.bytes *= deduplicated_share(routed.experts, routed.top_k, nodes, routed.groups, routed.top_groups);
   op.seconds = hardware::collective_time(cluster_, op.kind, op.group, op.bytes).seconds;
 }
 
@@ -75,7 +75,8 @@ Analyzer::RoutedTokens Analyzer::routed_tokens(NodeId consumer, TensorId t) cons
   double top_k = static_cast<double>(r.attr_int("top_k", 0));
   if (top_k <= 0 && seq > 0) top_k = std::round(experts * shape[3].at(batch_) / seq);
   if (top_k < 1 || top_k > experts) return {};
-  return {static_cast<int>(experts), static_cast<int>(top_k)};
+  return {static_cast<int>(experts), static_cast<int>(top_k), static_cast<int>(r.attr_int("expert_groups", 1)),
+          static_cast<int>(r.attr_int("top_groups", 1))};
 }
 
 void Analyzer::record_outputs(NodeId id) {

@@ -67,6 +67,32 @@ std::int64_t top_k_of(const Graph& g, NodeId top_k) {
   return ops::as_int(values.shape[axis]).value_or(0);
 }
 
+// Group-limited routing upstream of the expert TopK `top` (DeepSeek-V3's n_group / topk_group:
+// a TopK over [.., groups] group scores picks the groups its experts may come from): {groups,
+// groups picked}, or {0, 0}.
+std::pair<std::int64_t, std::int64_t> group_limit(const Graph& g, NodeId top, std::int64_t experts) {
+  constexpr std::size_t kMaxVisited = 64;
+  std::deque<TensorId> queue;
+  std::set<TensorId> seen;
+  for (TensorId in : g.node(top).inputs)
+    if (in != kNone && seen.insert(in).second) queue.push_back(in);
+  while (!queue.empty() && seen.size() <= kMaxVisited) {
+    const NodeId p = g.tensor(queue.front()).producer;
+    queue.pop_front();
+    if (p == kNone) continue;
+    const Node& n = g.node(p);
+    if (n.op_type == "TopK" && p != top && !n.inputs.empty() && n.inputs[0] != kNone &&
+        g.tensor(n.inputs[0]).shape_known && g.tensor(n.inputs[0]).shape.size() == 3) {
+      const Tensor& scores = g.tensor(n.inputs[0]);
+      const std::int64_t groups = ops::as_int(scores.shape.back()).value_or(0), picked = top_k_of(g, p);
+      if (groups > 1 && groups < experts && experts % groups == 0 && picked > 0 && picked < groups) return {groups, picked};
+    }
+    for (TensorId in : n.inputs)
+      if (in != kNone && !g.tensor(in).is_parameter && seen.insert(in).second) queue.push_back(in);
+  }
+  return {0, 0};
+}
+
 }  // namespace
 
 PatternResult match_moe(const Graph& g) {
@@ -98,6 +124,8 @@ PatternResult match_moe(const Graph& g) {
       fused.attributes["equation"] = terms->inputs[r] + "," + terms->inputs[1 - r] + "->" + terms->output;
       const std::int64_t k = top_k_of(g, top);
       if (k > 0) fused.attributes["top_k"] = k;
+      const auto [groups, picked] = group_limit(g, top, ops::as_int(g.tensor(routing).shape[2]).value_or(0));
+      if (groups > 0) fused.attributes["expert_groups"] = groups, fused.attributes["top_groups"] = picked;
       if (dispatch) {
         ++dispatches;
         const Shape& shape = g.tensor(routing).shape;

@@ -6,7 +6,8 @@
 //   combine   Einsum("bsec,bech->bsh")  expert outputs back to the tokens, gate-weighted
 // (any letters, the roles matched by position). They become ai.symtensor MoeDispatch /
 // MoeCombine (compiler/ops/routing_ops.cc): the same loops, the routing operand first,
-// attribute `top_k` from the TopK, and the costs of a token dispatcher instead of a
+// attribute `top_k` from the TopK (and, under group-limited routing, `expert_groups` and
+// `top_groups` from the TopK over group scores before it), and the costs of a token dispatcher instead of a
 // dense one-hot contraction. The expert GEMMs between them stay Einsums over [b, E, C, h].
 #include "compiler/fusion/graph_splice.h"
 

@@ -33,6 +33,23 @@ TEST(DeduplicatedShare, ExpectedNodesReachedOverExpertsElsewhereByHand) {
   EXPECT_THROW(deduplicated_share(6, 2, 4), std::runtime_error);  // 4 nodes do not split 6 experts
 }
 
+TEST(DeduplicatedShare, GroupLimitedRoutingReachesFewerNodesByHand) {
+  // DeepSeek-V3 (top-8 of 256 in the best 4 of 8 groups of 32) at EP over 8 nodes, a group per
+  // node: another node is reached only if its group is picked (C(7,3)/C(8,4) = 1/2) and one of
+  // the 8 experts chosen among the 128 open ones is its (1 - C(96,8)/C(128,8)); of 7 expected
+  // remote experts, 3.18 remote nodes, where uniform routing reaches 4.63.
+  const double miss = 132601016340.0 / 1429702652400.0;  // C(96,8) / C(128,8)
+  EXPECT_NEAR(deduplicated_share(256, 8, 8, 8, 4), 7 * 0.5 * (1 - miss) / 7, 1e-12);
+  // Two groups per node (4 nodes): one of them picked with chance 2·C(6,3)/C(8,4) = 40/70, both
+  // 15/70; the node then holds 32 or 64 of the 128 open experts.
+  const double miss_two = 4426165368.0 / 1429702652400.0;  // C(64,8) / C(128,8)
+  EXPECT_NEAR(deduplicated_share(256, 8, 4, 8, 4), 3 * (40.0 / 70 * (1 - miss) + 15.0 / 70 * (1 - miss_two)) / 6, 1e-12);
+  // Groups that do not sit whole on nodes (16 nodes, 8 groups), or no limit: as if uniform.
+  EXPECT_DOUBLE_EQ(deduplicated_share(256, 8, 16, 8, 4), deduplicated_share(256, 8, 16));
+  EXPECT_DOUBLE_EQ(deduplicated_share(256, 8, 8, 8, 8), deduplicated_share(256, 8, 8));
+  EXPECT_LT(deduplicated_share(256, 8, 8, 8, 4), deduplicated_share(256, 8, 8));
+}
+
 TEST(MoeDispatcher, KnobParsesPrintsAndNeedsExpertParallelism) {
   const MegatronKnobs k = parse_megatron_knobs("ep=4,etp=1,dispatcher=hybridep");
   EXPECT_EQ(k.dispatcher, MoeDispatcher::hybridep);
@@ -77,6 +94,24 @@ TEST(MoeDispatcher, HybridEpSendsATokenOncePerRemoteNode) {
   double a_s = 0, b_s = 0;
   EXPECT_DOUBLE_EQ(all_to_all_bytes(analyze_plan(g, one_node, make_megatron_plan(g, one_node, parse_megatron_knobs("ep=4"), {})), &a_s),
                    all_to_all_bytes(analyze_plan(g, one_node, make_megatron_plan(g, one_node, parse_megatron_knobs("ep=4,dispatcher=deepep"), {})), &b_s));
+  // DeepSeek-V3's group-limited routing, read from the graph (the top-2 of 4 experts from the
+  // best 1 of 2 groups): with a group per node, a token reaches the other node half the time,
+  // where uniform routing reaches it 5/6 of the time.
+  Graph ds = zoo_graph("deepseek-v3-tiny", 8, 8);
+  int dispatches = 0;
+  for (const Node& n : ds.nodes())
+    if (n.op_type == "MoeDispatch") {
+      ++dispatches;
+      EXPECT_EQ(n.attr_int("expert_groups", 0), 2) << n.name;
+      EXPECT_EQ(n.attr_int("top_groups", 0), 1) << n.name;
+    }
+  EXPECT_GT(dispatches, 0);
+  double ds_plain_s = 0, ds_flex_s = 0;
+  const double ds_plain = all_to_all_bytes(analyze_plan(ds, two_nodes, make_megatron_plan(ds, two_nodes, parse_megatron_knobs("ep=4"), {})), &ds_plain_s);
+  const double ds_flex = all_to_all_bytes(
+      analyze_plan(ds, two_nodes, make_megatron_plan(ds, two_nodes, parse_megatron_knobs("ep=4,dispatcher=hybridep"), {})), &ds_flex_s);
+  ASSERT_GT(ds_plain, 0);
+  EXPECT_NEAR(ds_flex / ds_plain, 0.5, 1e-9);
   // The plan file keeps it, and the exports launch it.
   const Plan back = plan_from_yaml(plan_to_yaml(flex, g, two_nodes), "plan.yaml", g, two_nodes);
   EXPECT_EQ(back.moe_dispatcher, MoeDispatcher::hybridep);
