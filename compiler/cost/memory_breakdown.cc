@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 
 namespace symtensor::compiler {
 namespace {

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "compiler/report/report_files.h"
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 
 namespace symtensor::compiler {
 namespace {
