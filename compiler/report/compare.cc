@@ -7,6 +7,7 @@
 #include "compiler/lowering/lower_plan.h"
 #include "compiler/onnx_import/import.h"
 #include "compiler/report/evaluate.h"
+#include "compiler/report/plan_versus.h"
 #include "compiler/base/units.h"
 #include "simulator/engine/simulator.h"
 
@@ -102,6 +103,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     if (r.chosen < 0 || s.step_time_s() < r.strategies[r.chosen].step_time_s()) r.chosen = static_cast<int>(i);
   }
   if (r.chosen >= 0) r.timeline = std::move(timelines[r.chosen]);
+  r.why_chosen = why_chosen(r, graph, cluster, numeric.num_layers());
 
   std::vector<std::pair<std::string, const StepFormula*>> formulas;
   for (const auto& s : r.strategies)
