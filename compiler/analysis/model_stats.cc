@@ -3,7 +3,6 @@
 #include <map>
 #include <string>
 
-#include "compiler/fusion/fusion_pass.h"
 #include "compiler/ops/op_semantics.h"
 
 namespace symtensor::compiler {

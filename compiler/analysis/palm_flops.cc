@@ -5,7 +5,7 @@
 #include <set>
 
 #include "compiler/analysis/model_stats.h"
-#include "compiler/strategies/transformer_structure.h"
+#include "compiler/analysis/transformer_structure.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -118,11 +118,11 @@ PalmFlops palm_flops(const Graph& g, const std::vector<IterationSpace>& spaces) 
 
 PalmFlops palm_flops(Graph& graph) { return palm_flops(graph, node_iteration_spaces(graph)); }
 
-std::optional<double> palm_mfu(const PalmFlops& f, const Plan& plan, const hardware::Cluster& cluster,
-                               double samples_per_s) {
+std::optional<double> palm_mfu(const PalmFlops& f, bool train, hardware::Precision precision,
+                               const hardware::Cluster& cluster, double samples_per_s) {
   if (!f.applies()) return std::nullopt;
-  const double passes = plan.mode == ExecutionMode::train ? 1 : 1.0 / 3;
-  const double peak = hardware::total_peak(cluster, plan.precision);
+  const double passes = train ? 1 : 1.0 / 3;
+  const double peak = hardware::total_peak(cluster, precision);
   return passes * f.per_token * f.sequence * samples_per_s / peak;
 }
 

@@ -15,7 +15,6 @@
 
 #include "compiler/ir/graph.h"
 #include "compiler/ops/op_semantics.h"
-#include "compiler/plan/plan.h"
 #include "hardware/cluster.h"
 
 namespace symtensor::compiler {
@@ -40,9 +39,9 @@ PalmFlops palm_flops(Graph& graph);
 
 // A plan's MFU at `samples_per_s`: per-token FLOPs x tokens/s (samples/s x s) over the
 // cluster's devices x the dense peak of the plan's precision; nullopt where the convention
-// does not apply. Inference counts the forward's third (2N + 4Lhs).
-std::optional<double> palm_mfu(const PalmFlops& flops, const Plan& plan, const hardware::Cluster& cluster,
-                               double samples_per_s);
+// does not apply. Inference (`train` false) counts the forward's third (2N + 4Lhs).
+std::optional<double> palm_mfu(const PalmFlops& flops, bool train, hardware::Precision precision,
+                               const hardware::Cluster& cluster, double samples_per_s);
 
 // "MFU (6N+12Lhs, PaLM/torchtitan)", saying so when N holds every expert.
 std::string palm_mfu_label(const PalmFlops& flops);

@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "compiler/report/units.h"
+#include "compiler/analysis/layer_parts.h"
+#include "compiler/analysis/model_stats.h"
+#include "compiler/base/units.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -18,8 +20,10 @@ std::string zero_text(int zero, int from_stage, bool hsdp) {
 
 }  // namespace
 
-std::vector<StageMemoryBreakdown> memory_breakdown(const Graph& graph, const Plan& plan, const PlanAnalysis& analysis) {
+std::vector<StageMemoryBreakdown> memory_breakdown(Graph& graph, const Plan& plan, const PlanAnalysis& analysis) {
   std::vector<StageMemoryBreakdown> out;
+  const std::vector<LayerPart> parts = layer_parts(graph, find_transformer_structure(graph, node_iteration_spaces(graph)));
+  const auto part_of = [&](NodeId n) { return parts.empty() ? graph.node(n).op_type : std::string(to_string(parts[n])); };
   const bool train = plan.mode == ExecutionMode::train;
   const hardware::StackMemory& bytes = analysis.state_bytes;
   const auto dtype = [](double b) { return b == 4 ? std::string("fp32") : b == 2 ? std::string("16-bit") : fmt::format("{:g} B", b); };
@@ -47,7 +51,7 @@ std::vector<StageMemoryBreakdown> memory_breakdown(const Graph& graph, const Pla
                                : "inference: none";
     std::map<std::string, double> by_class;
     for (const OpWork& w : analysis.ops)
-      if (w.stage == b.stage && w.saved_bytes > 0) by_class[graph.node(w.node).op_type] += w.saved_bytes;
+      if (w.stage == b.stage && w.saved_bytes > 0) by_class[part_of(w.node)] += w.saved_bytes;
     b.activations_by_class.assign(by_class.begin(), by_class.end());
     std::stable_sort(b.activations_by_class.begin(), b.activations_by_class.end(),
                      [](const auto& x, const auto& y) { return x.second > y.second; });

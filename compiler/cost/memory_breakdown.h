@@ -1,8 +1,10 @@
 #pragma once
 // Where a stage's peak memory goes, part by part, from a PlanAnalysis: the model states
 // (16-bit weights and gradients, fp32 master weights and Adam moments, each sharded as
-// the ZeRO stage says), and the activations saved for backward by operator class (op
-// type) times the micro-batches in flight at the peak, the transient buffers beside them
+// the ZeRO stage says), and the activations saved for backward by the layer's part that
+// keeps them (attention, MLP / experts, norms, embedding, head and loss, other:
+// compiler/analysis/layer_parts.h; by op type in a graph without transformer layers) times the
+// micro-batches in flight at the peak, the transient buffers beside them
 // (the largest operator's inputs and outputs, as the logits on the last stage; ZeRO's
 // gather and reduce-scatter staging) and the reserve the cluster profile states for the
 // CUDA context, NCCL and the allocator. The parts sum to StageMemory::peak().
@@ -22,7 +24,8 @@ struct StageMemoryBreakdown {
   int stage = 0;
   double parameters = 0, gradients = 0, optimizer = 0;  // bytes per device
   std::string parameters_detail, gradients_detail, optimizer_detail;  // dtype and ZeRO sharding
-  // Per micro-batch, by op type of the operator that keeps them, largest first.
+  // Per micro-batch, by the layer's part of the operator that keeps them (its op type in a
+  // graph without transformer layers), largest first.
   std::vector<std::pair<std::string, double>> activations_by_class;
   double activations_per_micro_batch = 0;
   double micro_batches_in_flight = 1;
@@ -36,7 +39,7 @@ struct StageMemoryBreakdown {
   double peak = 0;          // parameters + gradients + optimizer + activations + transient + reserve
 };
 
-std::vector<StageMemoryBreakdown> memory_breakdown(const Graph& graph, const Plan& plan, const PlanAnalysis& analysis);
+std::vector<StageMemoryBreakdown> memory_breakdown(Graph& graph, const Plan& plan, const PlanAnalysis& analysis);
 
 // `memory_breakdown` of results.json and `simulate --json` (keys in compiler/lowering/README.md).
 nlohmann::json memory_breakdown_json(const std::vector<StageMemoryBreakdown>& stages);

@@ -12,7 +12,7 @@
 #include "compiler/driver/commands.h"
 #include "compiler/report/compare.h"
 #include "compiler/report/report_files.h"
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 #include "simulator/stats/atomic_write.h"
 
 namespace symtensor::driver {

@@ -29,7 +29,7 @@
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/rewrite/sharded_onnx.h"
 #include "compiler/report/plan_label.h"
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 #include "compiler/search/fleet_search.h"
 #include "compiler/strategies/strategy.h"
 #include "simulator/stats/atomic_write.h"

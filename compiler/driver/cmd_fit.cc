@@ -13,7 +13,7 @@
 #include "compiler/driver/commands.h"
 #include "compiler/onnx_import/import.h"
 #include "compiler/report/plan_label.h"
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 #include "compiler/search/fit_search.h"
 
 namespace symtensor::driver {

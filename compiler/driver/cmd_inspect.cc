@@ -10,7 +10,7 @@
 #include "compiler/driver/command_setup.h"
 #include "compiler/driver/commands.h"
 #include "compiler/ops/op_semantics.h"
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 
 namespace symtensor::driver {
 namespace {

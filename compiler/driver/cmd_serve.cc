@@ -2,6 +2,8 @@
 //   --input-len I --output-len O [--precision bf16|fp8|...] [--kv-precision P] [--stack trtllm|vllm|sglang|FILE]
 //   [--offline | --rate R | --concurrency K | --trace FILE] [--requests N] [--seed S]
 //   [--slo-ttft S] [--slo-tpot S] [--json]
+// Without --tp, with --rate and an SLO: the layout search (compiler/serve/serve_search.h) on each
+// cluster of --cluster A,B,...
 // Serving a model (issue #33): KV-cache memory and the batch it allows, prefill and decode
 // step times (compiler/serve/serving_cost.h), and a discrete-event simulation of requests
 // under continuous batching (simulator/serving/serving.h): TTFT, TPOT, ITL, end-to-end
@@ -9,6 +11,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <sstream>
 #include <memory>
 
 #include <fmt/format.h>
@@ -16,6 +19,7 @@
 #include "compiler/driver/command_setup.h"
 #include "compiler/driver/commands.h"
 #include "compiler/serve/serve_report.h"
+#include "compiler/serve/serve_search.h"
 #include "compiler/serve/serving_cost.h"
 #include "compiler/serve/serving_model.h"
 #include "hardware/serving_engine.h"
@@ -35,6 +39,7 @@ struct ServeOptions {
   int requests = 1000;
   unsigned long long seed = 1;
   double slo_ttft = 0, slo_tpot = 0;
+  const CLI::Option* tp_option = nullptr;
 };
 
 hardware::Precision precision_of(const std::string& text, const std::string& flag) {
@@ -75,13 +80,30 @@ void run_serve(const ServeOptions& o) {
                      ? (hardware::is_low_precision(precision.weights) ? hardware::Precision::fp8 : precision.weights)
                      : precision_of(o.kv_precision, "--kv-precision");
   hardware::ServingEngine engine = hardware::load_serving_engine(o.stack);
-  hardware::Cluster cluster = hardware::scale_cluster(hardware::load_cluster(o.profile), o.nodes, o.gpus);
 
+  const bool search = o.tp_option->count() == 0 && o.rate && (o.slo_ttft > 0 || o.slo_tpot > 0);
   ModelChoice input = o.input;
   if (input.bind.empty())
     input.bind = fmt::format("batch=1,seq={}", std::max<long long>(1, o.trace.empty() ? o.input_len : 128));
   compiler::Graph graph = import_model(input, !o.json);
   std::string name = o.input.path.substr(o.input.path.find_last_of('/') + 1);
+  if (search) {
+    if (!o.trace.empty()) throw std::runtime_error("serve: the search takes --rate with --input-len and --output-len, not --trace");
+    const compiler::ServingModel model = compiler::read_serving_model(graph, name);
+    compiler::ServeSearchOptions so;
+    so.rate = *o.rate;
+    so.input_tokens = o.input_len;
+    so.output_tokens = o.output_len;
+    so.slo = sim::ServingSlo{o.slo_ttft, o.slo_tpot};
+    so.seed = o.seed;
+    std::stringstream profiles(o.profile);
+    for (std::string profile; std::getline(profiles, profile, ',');) {
+      const hardware::Cluster c = hardware::scale_cluster(hardware::load_cluster(profile), o.nodes, o.gpus);
+      std::cout << compiler::serve_search_text(compiler::search_serving(model, precision, c, engine, so), c, so) << "\n";
+    }
+    return;
+  }
+  hardware::Cluster cluster = hardware::scale_cluster(hardware::load_cluster(o.profile), o.nodes, o.gpus);
   const compiler::ServingCost cost(compiler::read_serving_model(graph, name), o.layout, precision, std::move(cluster),
                                    std::move(engine));
 
@@ -107,7 +129,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--bind", o->input.bind, "bind dim symbols (default batch=1,seq=INPUT_LEN; the weights do not depend on them)");
   add_attention_option(cmd, o->input.attention);
   add_dim_options(cmd, o->input.batch_dim, o->input.sequence_dim);
-  cmd->add_option("--tp", o->layout.tp, "tensor-parallel GPUs per replica")->capture_default_str();
+  o->tp_option = cmd->add_option("--tp", o->layout.tp,
+                                 "tensor-parallel GPUs per replica (without it, --rate and an SLO search the layouts)")
+                     ->capture_default_str();
   cmd->add_option("--pp", o->layout.pp, "pipeline stages per replica")->capture_default_str();
   cmd->add_option("--ep", o->layout.ep, "expert-parallel ways inside the tensor-parallel group (MoE)")->capture_default_str();
   cmd->add_option("--replicas", o->layout.replicas, "data-parallel model replicas sharing the requests")->capture_default_str();

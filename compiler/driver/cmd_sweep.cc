@@ -14,7 +14,7 @@
 #include "compiler/report/process_pool.h"
 #include "compiler/report/report_files.h"
 #include "compiler/report/sweep.h"
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 #include "hardware/cluster.h"
 #include "simulator/stats/atomic_write.h"
 

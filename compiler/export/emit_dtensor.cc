@@ -10,7 +10,7 @@
 #include "compiler/export/emitters.h"
 #include "compiler/export/module_names.h"
 #include "compiler/strategies/propagation.h"
-#include "compiler/strategies/transformer_structure.h"
+#include "compiler/analysis/transformer_structure.h"
 
 namespace symtensor::compiler {
 namespace {

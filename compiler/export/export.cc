@@ -14,7 +14,7 @@
 #include "compiler/export/target_limits.h"
 #include "compiler/export/titan_flavor.h"
 #include "compiler/plan/plan_yaml.h"
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 #include "compiler/search/search_common.h"
 #include "compiler/strategies/strategy.h"
 #include "simulator/stats/atomic_write.h"

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/export/export_target.h"
+#include "compiler/strategies/export_target.h"
 #include "compiler/export/recipe.h"
 #include "compiler/ir/graph.h"
 #include "compiler/plan/plan.h"

@@ -13,7 +13,7 @@
 #include "compiler/fusion/attention_pattern.h"
 #include "compiler/strategies/megatron.h"
 #include "compiler/strategies/propagation.h"
-#include "compiler/strategies/transformer_structure.h"
+#include "compiler/analysis/transformer_structure.h"
 
 namespace symtensor::compiler {
 namespace {

@@ -77,6 +77,7 @@ ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, co
   r.distopt = plan.distributed_optimizer;
   r.recompute = plan.recompute;
   r.recompute_layers = plan.recompute_layers;
+  r.selective = cluster.stack.selective_recompute;
   r.offload_layers = plan.offload_layers;
   r.schedule = plan.schedule;
   r.precision = plan.precision;

@@ -34,6 +34,11 @@ struct ParallelRecipe {
   // the shard group. 1: sharded over every data-parallel rank.
   int dp_replicate = 1;
   RecomputePolicy recompute = RecomputePolicy::none;
+  // What selective recomputation keeps as the plan was priced (the cluster's
+  // Stack::selective_recompute): Megatron-LM's --recompute-granularity selective recomputes
+  // the attention core, torchtitan's op-level mode all but every other matmul; a target whose
+  // selective mode is the other one does not write the plan priced (apply_target_limits).
+  hardware::SelectiveRecompute selective = hardware::SelectiveRecompute::attention_core;
   // With full recomputation: per pipeline stage, how many of its layers (Plan::
   // recompute_layers); empty: every layer. recompute_num_layers() is Megatron's count.
   std::vector<int> recompute_layers;

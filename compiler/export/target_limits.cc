@@ -74,6 +74,22 @@ void no_hsdp(ParallelRecipe& r, std::vector<std::string>& items, std::string_vie
   r.dp_replicate = 1;
 }
 
+// Selective recomputation priced with another policy than the target's selective mode runs
+// (hardware::SelectiveRecompute): the target would recompute other tensors than the plan
+// priced, so the plan is not written exactly; nearest: full recomputation, which every
+// policy prices alike.
+void own_selective_policy(ParallelRecipe& r, std::vector<std::string>& items, hardware::SelectiveRecompute runs) {
+  if (r.recompute != RecomputePolicy::selective || r.selective == runs) return;
+  const bool op_level = r.selective == hardware::SelectiveRecompute::every_other_matmul;
+  items.push_back(op_level ? "selective recomputation priced as torchtitan's op-level policy (the stack's recompute.selective "
+                             "every_other_matmul): Megatron-Core's --recompute-granularity selective recomputes the attention "
+                             "core only; nearest: full"
+                           : "selective recomputation priced as Megatron-LM's (the attention core recomputed): torchtitan's "
+                             "selective mode (option op) recomputes all but every other matmul of a layer; nearest: full "
+                             "(--stack torchtitan prices its own policy)");
+  r.recompute = RecomputePolicy::full;
+}
+
 }  // namespace
 
 std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode mode, ParallelRecipe& r) {
@@ -89,6 +105,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
     case ExportTarget::megatron:
       if (r.zero_stage >= 1 && !r.distopt && r.zero_stage == 1) r.distopt = true;  // ZeRO-1 is the distributed optimizer
       no_hsdp(r, items, "the distributed optimizer and Megatron-FSDP shard over the whole data-parallel group as written");
+      own_selective_policy(r, items, hardware::SelectiveRecompute::attention_core);
       one_recompute_count(r, items);
       break;
     case ExportTarget::nemo:
@@ -99,6 +116,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
       if (r.zero_stage == 1) r.zero_stage = 0, r.distopt = true;
       no_hsdp(r, items, "MegatronStrategy's distributed optimizer shards over the whole data-parallel group");
       even_stages(r, items, "MegatronStrategy splits the layers evenly");
+      own_selective_policy(r, items, hardware::SelectiveRecompute::attention_core);
       one_recompute_count(r, items);
       break;
     case ExportTarget::torchtitan:
@@ -113,6 +131,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
         r.zero_stage = 3, r.distopt = false;
       }
       if (!r.embedding_and_loss_as_layers()) even_stages(r, items, "written as even layers per stage");
+      own_selective_policy(r, items, hardware::SelectiveRecompute::every_other_matmul);
       every_layer_recomputed(r, items, "activation_checkpoint mode full wraps every block");
       if (r.ep > 1 && r.etp != 1) {
         // [parallelism] states expert_parallel_degree only: experts are not tensor-parallel.
@@ -192,7 +211,7 @@ std::vector<std::string> recipe_beyond_target(ExportTarget target, const Paralle
   return apply_target_limits(target, ExecutionMode::train, adjusted);
 }
 
-ParallelRecipe megatron_layout_recipe(const MegatronKnobs& k, int layers) {
+ParallelRecipe megatron_layout_recipe(const MegatronKnobs& k, int layers, hardware::SelectiveRecompute selective) {
   ParallelRecipe r;
   r.tp = k.tp, r.pp = k.pp, r.vp = std::max(k.vp, 1), r.cp = k.cp, r.dp = std::max(k.dp, 1);
   r.ep = k.ep, r.etp = expert_tp(k);
@@ -202,6 +221,7 @@ ParallelRecipe megatron_layout_recipe(const MegatronKnobs& k, int layers) {
   r.zero_stage = k.fsdp;
   r.dp_replicate = k.replicate;
   r.recompute = k.recompute;
+  r.selective = selective;
   r.schedule = r.vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
   r.vocab_div = k.vocab_div;
   r.layers = layers;

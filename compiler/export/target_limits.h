@@ -7,13 +7,15 @@
 // candidate is searched only when the target writes it as it is (recipe_within_target), so
 // the export of the plan found says "expressed exactly". Per target (FRAMEWORKS.md):
 // - megatron: every Megatron-Core knob the layouts have (tp, pp, vp, cp, dp, sp, ep, etp,
-//   the distributed optimizer, Megatron-FSDP, selective or full recomputation, uneven first
+//   the distributed optimizer, Megatron-FSDP, selective (priced as Megatron's attention-core
+//   policy, not torchtitan's op-level one) or full recomputation, uneven first
 //   and last stages); full recomputation of some layers only with one count in every stage;
 // - nemo: MegatronStrategy's: no Megatron-FSDP (ZeRO-2/3), even stages;
 // - torchtitan: DDP, FSDP2 or HSDP (ZeRO-0 or 3, not 1/2; FSDP inside replicas), TP always with sequence-sharded norms,
 //   async TP (the stack's overlap), PP with 1F1B or interleaved schedules, even stages (or
 //   the embedding and loss counted as layers), CP, EP with etp=1, activation checkpointing
-//   none, selective or full (every layer);
+//   none, selective (priced as its op-level policy: the stack's recompute.selective
+//   every_other_matmul, e.g. --stack torchtitan) or full (every layer);
 // - deepspeed: ZeRO-0..3 (0/1 under a pipeline), PipelineModule 1F1B on even stages, AutoTP
 //   without a pipeline or sequence parallelism, no CP or EP, full checkpointing of every layer;
 // - dtensor: TP/SP and fully_shard, no pipeline, CP or EP, full checkpointing of every layer;
@@ -38,8 +40,9 @@ inline bool recipe_within_target(ExportTarget target, const ParallelRecipe& reci
 }
 
 // The recipe of the Megatron layout (make_megatron_plan) of a model of `layers` transformer
-// layers with `knobs` (dp given), with the plan's ZeRO stage being knobs.fsdp: what a search
-// asks recipe_within_target about before building or pricing the plan.
-ParallelRecipe megatron_layout_recipe(const MegatronKnobs& knobs, int layers);
+// layers with `knobs` (dp given), with the plan's ZeRO stage being knobs.fsdp, its selective
+// recomputation priced as `selective` (the cluster's Stack::selective_recompute): what a
+// search asks recipe_within_target about before building or pricing the plan.
+ParallelRecipe megatron_layout_recipe(const MegatronKnobs& knobs, int layers, hardware::SelectiveRecompute selective);
 
 }  // namespace symtensor::compiler

@@ -34,6 +34,6 @@ struct FusionSummary {
 // words it: "32" or "32 layers") for `inspect`.
 FusionSummary run_fusion_pass(Graph& graph, const FusionOptions& options);
 
-inline constexpr const char* kFusedMetadataPrefix = "symtensor.fused.";
+// kFusedMetadataPrefix: compiler/ir/graph.h (the analysis floor reads it too).
 
 }  // namespace symtensor::compiler

@@ -4,7 +4,8 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "compiler/strategies/propagation.h"
+#include "compiler/analysis/model_stats.h"
+#include "compiler/ops/op_semantics.h"
 
 namespace symtensor::compiler {
 namespace {

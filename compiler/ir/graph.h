@@ -22,6 +22,8 @@ using NodeId = int;
 inline constexpr int kNone = -1;
 // The sequence dim of a model imported without --seq-dim.
 inline constexpr const char* kDefaultSequenceDim = "seq";
+// Graph::metadata keys of the fusion pass's summary: kFusedMetadataPrefix + pattern (run_fusion_pass).
+inline constexpr const char* kFusedMetadataPrefix = "symtensor.fused.";
 
 using Shape = std::vector<GiNaC::ex>;
 

@@ -17,6 +17,10 @@ struct LoweringOptions {
   bool overlap_grad_sync = true;  // false: Megatron's "local DDP", gradients reduced after backward
   const Graph* graph = nullptr;   // optional: node names split compute at layer boundaries and map
                                   // parameters to the operators that use them
+  // Optional, per pipeline stage: an analysis of the same plan on the device that stage runs
+  // on (a mixed fleet's group; nullptr: the lowered analysis), from which its compute blocks
+  // and optimizer step take their durations.
+  std::vector<const PlanAnalysis*> stage_timing;
 };
 
 struct Segment {

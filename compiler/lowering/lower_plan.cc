@@ -17,7 +17,17 @@ const std::string kCompute(sim::kComputeStream);
 class Lowerer {
  public:
   Lowerer(const PlanAnalysis& a, const Plan& plan, const hardware::DeviceMesh& mesh, const LoweringOptions& options)
-      : a_(a), plan_(plan), mesh_(mesh), options_(options), layout_(build_stage_layout(a, plan, options)) {}
+      : a_(a), plan_(plan), mesh_(mesh), options_(options), layout_(build_stage_layout(a, plan, options)) {
+    // The stages timed by an analysis on their own device: that analysis's layout, one per analysis.
+    for (std::size_t s = 0; s < options.stage_timing.size(); ++s) {
+      const PlanAnalysis* timing = options.stage_timing[s];
+      if (!timing || timing == &a) continue;
+      auto it = timed_layouts_.find(timing);
+      if (it == timed_layouts_.end()) it = timed_layouts_.emplace(timing, build_stage_layout(*timing, plan, options)).first;
+      if (it->second.stages != layout_.stages || it->second.chunks != layout_.chunks)
+        throw std::logic_error("lowering: a stage's timing analysis differs in its stages");
+    }
+  }
 
   sim::Program run() {
     sim::Program prog;
@@ -80,8 +90,24 @@ class Lowerer {
     return op.axes.empty() || size <= 1 || op.bytes <= 0;
   }
 
-  // Emits a chain of segments; returns the ids the next task must wait for.
-  Deps emit_chain(sim::RankClass& rc, const std::vector<Segment>& segments, const std::string& prefix, Deps deps) {
+  // The analysis timing stage s (LoweringOptions::stage_timing), nullptr when it is the lowered one.
+  const PlanAnalysis* timing_of(int s) const {
+    if (s >= static_cast<int>(options_.stage_timing.size())) return nullptr;
+    const PlanAnalysis* timing = options_.stage_timing[s];
+    return timing == &a_ ? nullptr : timing;
+  }
+  // Stage s's chunk work as its timing analysis prices it (nullptr: as the lowered one).
+  const ChunkWork* timed_work(int s, int chunk) const {
+    const PlanAnalysis* timing = timing_of(s);
+    return timing ? &timed_layouts_.at(timing).work[s][chunk] : nullptr;
+  }
+
+  // Emits a chain of segments; returns the ids the next task must wait for. `timed`: the same
+  // segments priced on the stage's own device, whose compute durations the tasks take.
+  Deps emit_chain(sim::RankClass& rc, const std::vector<Segment>& segments, const std::string& prefix, Deps deps,
+                  const std::vector<Segment>* timed = nullptr) {
+    if (timed && timed->size() != segments.size())
+      throw std::logic_error("lowering: a stage's timing analysis differs in its work");
     std::vector<std::string> computes;
     Deps beside;  // overlapped collectives running beside the next compute block
     // Exchanges beside the adjacent micro-batch's compute (CommOp::beside_microbatch): off the
@@ -96,7 +122,9 @@ class Lowerer {
       switch (seg.kind) {
         case Segment::Kind::compute: {
           sim::Task t = sim::compute_task(id, seg.flops, seg.bytes, plan_.precision, deps);
-          if (seg.seconds > 0) t.duration_s = seg.seconds;
+          const Segment& timing = timed ? (*timed)[i] : seg;
+          if (timing.kind != Segment::Kind::compute) throw std::logic_error("lowering: a stage's timing analysis differs in its work");
+          if (timing.seconds > 0) t.duration_s = timing.seconds;
           rc.tasks.push_back(std::move(t));
           computes.push_back(id);
           deps = {id};
@@ -195,7 +223,8 @@ class Lowerer {
           deps.push_back(rc.tasks.back().id);
         }
         if (v > 0) deps.push_back(unit_id('R', u.micro_batch, u.chunk));
-        deps = emit_chain(rc, w.forward, unit_id('f', u.micro_batch, u.chunk), deps);
+        const ChunkWork* tw = timed_work(s, u.chunk);
+        deps = emit_chain(rc, w.forward, unit_id('f', u.micro_batch, u.chunk), deps, tw ? &tw->forward : nullptr);
         if (v < last_virtual) {
           const int to = (v + 1) % P, to_chunk = (v + 1) / P;
           send(rc, s, to, unit_id('S', u.micro_batch, u.chunk), unit_id('R', u.micro_batch, to_chunk), p2p_bytes(v), deps);
@@ -205,9 +234,10 @@ class Lowerer {
       }
       Deps deps = forward_end[{u.micro_batch, u.chunk}];
       if (v < last_virtual) deps.push_back(unit_id('G', u.micro_batch, u.chunk));
-      deps = emit_chain(rc, w.recompute, unit_id('r', u.micro_batch, u.chunk), deps);
+      const ChunkWork* tw = timed_work(s, u.chunk);
+      deps = emit_chain(rc, w.recompute, unit_id('r', u.micro_batch, u.chunk), deps, tw ? &tw->recompute : nullptr);
       const std::string bwd_prefix = unit_id('b', u.micro_batch, u.chunk);
-      deps = emit_chain(rc, w.backward, bwd_prefix, deps);
+      deps = emit_chain(rc, w.backward, bwd_prefix, deps, tw ? &tw->backward : nullptr);
       if (w.saved_bytes > 0)
         rc.tasks.push_back(sim::free_task(unit_id('d', u.micro_batch, u.chunk), kCompute, w.saved_bytes, tag, deps));
       if (v > 0) {
@@ -234,7 +264,8 @@ class Lowerer {
     double state_bytes = rc.static_memory.model_states();
     sim::Task opt = sim::compute_task("optimizer", 0, state_bytes, plan_.precision, after);
     opt.kind = sim::TaskKind::optimizer;
-    if (a_.optimizer_seconds_per_stage > 0) opt.duration_s = a_.optimizer_seconds_per_stage;
+    const PlanAnalysis& timing = timing_of(s) ? *timing_of(s) : a_;
+    if (timing.optimizer_seconds_per_stage > 0) opt.duration_s = timing.optimizer_seconds_per_stage;
     rc.tasks.push_back(std::move(opt));
     for (int c = 0; c < V; ++c) {
       const auto& syncs = layout_.work[s][c].param_syncs;
@@ -278,6 +309,7 @@ class Lowerer {
   const hardware::DeviceMesh& mesh_;
   const LoweringOptions& options_;
   StageLayout layout_;
+  std::map<const PlanAnalysis*, StageLayout> timed_layouts_;  // per LoweringOptions::stage_timing analysis
   std::vector<sim::RankClass> classes_;
   std::map<std::pair<int, int>, Channel> channels_;
 };

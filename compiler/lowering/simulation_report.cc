@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -50,7 +50,7 @@ SimulationReport make_report(const PlanAnalysis& a, const Plan& plan, const hard
     r.tokens_per_s = r.samples_per_s * tokens_per_sample;
   }
   r.palm = palm;
-  r.mfu_6n = palm_mfu(palm, plan, cluster, r.samples_per_s);
+  r.mfu_6n = palm_mfu(palm, plan.mode == ExecutionMode::train, plan.precision, cluster, r.samples_per_s);
   const sim::ClassResult* critical = nullptr;
   for (const auto& c : result.classes) {
     StageReport s;

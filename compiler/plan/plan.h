@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler/plan/plan_inputs.h"
+#include "compiler/sharding/node_cut.h"
 #include "hardware/cluster.h"
 #include "hardware/device_mesh.h"
 
@@ -39,17 +40,7 @@ ContextParallelComm parse_context_parallel_comm(std::string_view text);  // "rin
 std::string_view to_string(MoeDispatcher d);
 MoeDispatcher parse_moe_dispatcher(std::string_view text);  // "alltoall", "deepep" or "hybridep"
 
-// How one operator's iteration space is cut: for each loop dim (in the order of the
-// node's IterationSpace::loops), the mesh axes splitting it, major to minor.
-struct NodeCut {
-  std::vector<std::vector<int>> loop_axes;
-  // Loops run over more than their extent, loop -> padded extent: Megatron-LM's padded
-  // vocabulary (a multiple of --make-vocab-size-divisible-by x tp). The extra rows are real
-  // memory and FLOPs: the cost model prices every operand dim over such a loop at the padded
-  // extent, split as cut. Empty for every other node.
-  std::map<int, long long> padded_extents;
-  friend bool operator==(const NodeCut&, const NodeCut&) = default;
-};
+// NodeCut, how one operator's iteration space is cut: compiler/sharding/node_cut.h.
 
 struct Plan {
   std::string strategy;  // "symtensor", "megatron", "dp", "zero3", "ilp", "file"

@@ -3,7 +3,7 @@
 
 #include "compiler/report/charts.h"
 #include "compiler/report/svg.h"
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 
 namespace symtensor::compiler {
 

@@ -7,7 +7,8 @@
 #include "compiler/lowering/lower_plan.h"
 #include "compiler/onnx_import/import.h"
 #include "compiler/report/evaluate.h"
-#include "compiler/report/units.h"
+#include "compiler/report/plan_versus.h"
+#include "compiler/base/units.h"
 #include "simulator/engine/simulator.h"
 
 namespace symtensor::compiler {
@@ -64,7 +65,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     s.label = e->label;
     s.search_time_s = e->search_time_s;
     s.estimate = e->estimate;
-    s.estimate.mfu_6n = palm_mfu(r.palm, e->plan, cluster, s.estimate.samples_per_s);
+    s.estimate.mfu_6n = palm_mfu(r.palm, e->plan.mode == ExecutionMode::train, e->plan.precision, cluster, s.estimate.samples_per_s);
     s.plan = e->plan;
     s.memory = memory_breakdown(graph, e->plan, e->analysis);
     try {
@@ -102,6 +103,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     if (r.chosen < 0 || s.step_time_s() < r.strategies[r.chosen].step_time_s()) r.chosen = static_cast<int>(i);
   }
   if (r.chosen >= 0) r.timeline = std::move(timelines[r.chosen]);
+  r.why_chosen = why_chosen(r, graph, cluster, numeric.num_layers());
 
   std::vector<std::pair<std::string, const StepFormula*>> formulas;
   for (const auto& s : r.strategies)

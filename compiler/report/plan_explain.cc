@@ -4,7 +4,7 @@
 #include <cctype>
 #include <map>
 
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 
 namespace symtensor::compiler {
 namespace {

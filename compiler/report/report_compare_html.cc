@@ -4,7 +4,7 @@
 #include "compiler/report/charts.h"
 #include "compiler/report/html_page.h"
 #include "compiler/report/report_files.h"
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -138,7 +138,9 @@ std::string compare_html(const CompareResults& r) {
     else
       body += gantt_chart(r.timeline) +
               (r.timeline.truncated ? "<p class=\"note\">Only the first bars are drawn.</p>\n" : "");
-    body += "<h2>The chosen plan explained</h2>\n" + explanation_html(c);
+    body += "<h2>The chosen plan explained</h2>\n";
+    for (const std::string& line : r.why_chosen) body += "<p class=\"why\">" + html::esc(line) + "</p>\n";
+    body += explanation_html(c);
   }
   body += "<h2>Step time as a formula of the batch</h2>\n" + formulas_html(r);
   body += "<h2>Other plans</h2>\n";

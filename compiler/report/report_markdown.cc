@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "compiler/report/report_files.h"
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -73,7 +73,9 @@ std::string compare_markdown(const CompareResults& r) {
            md(b.faster_above) + " above it" + (b.within_validity ? "" : " (outside a formula's valid range)") + "\n";
   if (r.chosen >= 0) {
     const auto& e = r.strategies[r.chosen].explanation;
-    out += "\n## The chosen plan\n\n" + e.summary + "\n\n| operator | op | count | cut | communication |\n|---|---|---|---|---|\n";
+    out += "\n## The chosen plan\n\n";
+    for (const std::string& line : r.why_chosen) out += line + "\n\n";
+    out += e.summary + "\n\n| operator | op | count | cut | communication |\n|---|---|---|---|---|\n";
     for (const auto& o : e.ops)
       out += "| " + md(o.pattern) + " | " + o.op_type + " | " + std::to_string(o.count) + " | " + md(o.cut) + " | " +
              md(o.comm.empty() ? "none" : o.comm) + " |\n";

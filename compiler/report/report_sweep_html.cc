@@ -4,7 +4,7 @@
 #include "compiler/report/charts.h"
 #include "compiler/report/html_page.h"
 #include "compiler/report/report_files.h"
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 
 namespace symtensor::compiler {
 namespace {

@@ -54,6 +54,9 @@ struct CompareResults {
   PalmFlops palm;                // the terms of every row's mfu_6n
   std::vector<StrategyResult> strategies;
   int chosen = -1;  // index of the fastest plan that fits, -1 when none
+  // Why the chosen plan beats the next one that fits, in lines of text (why_chosen, plan_versus.h);
+  // empty when none was chosen or the results were read back from files.
+  std::vector<std::string> why_chosen;
   // step_time_lower_bound (compiler/cost/step_bound.h): no plan steps faster; 0 when the
   // graph has no bound batch.
   double step_lower_bound_s = 0;

@@ -12,7 +12,7 @@
 #include "compiler/onnx_import/import.h"
 #include "compiler/report/evaluate.h"
 #include "compiler/report/process_pool.h"
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 #include "hardware/names.h"
 
 namespace symtensor::compiler {
@@ -92,7 +92,7 @@ SweepPoint sweep_point(Graph& graph, const SweepOptions& options, const std::str
         p.rejected.push_back(ex.what());
       }
     }
-    if (best) p.mfu_6n = palm_mfu(palm, best->plan, cluster, best->estimate.samples_per_s);
+    if (best) p.mfu_6n = palm_mfu(palm, best->plan.mode == ExecutionMode::train, best->plan.precision, cluster, best->estimate.samples_per_s);
   } catch (const std::exception& ex) {
     p.error = ex.what();
   }

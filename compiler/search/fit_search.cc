@@ -104,7 +104,9 @@ FitPlan fit_micro_batch(const FitQuery& q, const hardware::Cluster& cluster, int
             MegatronKnobs layout = k;
             layout.dp = dp;
             // Inside the bound of `fit --stack T` only the layouts T runs as written.
-            const bool inside = !q.options.bound || recipe_within_target(*q.options.bound, megatron_layout_recipe(layout, layers));
+            const bool inside =
+                !q.options.bound ||
+                recipe_within_target(*q.options.bound, megatron_layout_recipe(layout, layers, cluster.stack.selective_recompute));
             if ((!distopt || dp > 1) && inside) {
               try {
                 const Plan plan = layouts.make(cluster, k, q.options);

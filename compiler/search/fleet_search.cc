@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "compiler/cost/numeric_graph.h"
+#include "compiler/cost/step_bound.h"
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/search/megatron_search.h"
@@ -143,13 +144,32 @@ MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fle
   if (!fleet.mixed()) throw std::runtime_error(fmt::format("cluster '{}' is not a mixed fleet", fleet.name));
   MegatronFleetBest best;
   int simulations = 0;
-  for (int g = 0; g < static_cast<int>(fleet.groups.size()); ++g) {
+  // The groups by their step time lower bound (step_time_lower_bound: no plan on the group
+  // runs a step faster), the most promising first: a group whose bound is no shorter than the
+  // fastest group's simulated step so far cannot be faster, and is not searched.
+  const int n = static_cast<int>(fleet.groups.size());
+  std::vector<std::pair<double, int>> order;
+  for (int g = 0; g < n; ++g) {
+    double bound = 0;
+    try {
+      bound = step_time_lower_bound(graph, group_cluster(fleet, g), options);
+    } catch (const std::exception&) {
+      bound = 0;  // no bound: searched
+    }
+    order.emplace_back(bound, g);
+  }
+  std::stable_sort(order.begin(), order.end());
+  for (const auto& [bound, g] : order) {
+    if (best.subset.fits && (bound > best.subset.step_time_s || (bound == best.subset.step_time_s && g > best.subset_group)))
+      continue;
     const hardware::Cluster group = group_cluster(fleet, g);
     try {
       const MegatronSearchResult r = megatron_search(graph, group, options);
       FleetStep step = simulated(graph, r.plan, group,
                                  fmt::format("Megatron-best on {} alone ({})", group.name, knobs_label(r.knobs)), simulations);
-      if (step.fits && faster(step, best.subset)) best.subset = std::move(step), best.subset_group = g;
+      // Ties go to the group given first, as when the groups are searched in their order.
+      const bool tie = best.subset.found && step.step_time_s == best.subset.step_time_s && g < best.subset_group;
+      if (step.fits && (faster(step, best.subset) || tie)) best.subset = std::move(step), best.subset_group = g;
     } catch (const std::exception&) {
       // No Megatron plan fits this group alone: it is not a usable subset.
     }
@@ -162,6 +182,7 @@ MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fle
                              simulations);
   } catch (const std::exception&) {
   }
+  best.simulations = simulations;
   return best;
 }
 
@@ -169,7 +190,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
   if (!fleet.mixed()) throw std::runtime_error(fmt::format("cluster '{}' is not a mixed fleet", fleet.name));
   FleetSearchResult result;
   result.megatron = megatron_fleet_best(graph, fleet, options);
-  result.simulations = static_cast<int>(fleet.groups.size()) + 1;
+  result.simulations = result.megatron.simulations;
   if (result.megatron.subset.found) result.plan = result.megatron.subset;
   if (faster(result.megatron.uniform, result.plan)) result.plan = result.megatron.uniform;
 
@@ -213,6 +234,24 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         }
       }
       return t;
+    };
+    // A lower bound on the simulated step: each rank runs its compute blocks one after another
+    // on its compute stream, the plan's micro-batches of its stage's forward and backward
+    // (with recomputation) on its group's device, so no step is shorter than the busiest
+    // stage's compute. 0 (no bound) when the analysis refuses the plan.
+    auto compute_bound = [&](const Plan& plan, const std::vector<int>& stage_groups) {
+      double busiest = 0;
+      for (std::size_t g = 0; g < on_group.size(); ++g) {
+        if (std::find(stage_groups.begin(), stage_groups.end(), static_cast<int>(g)) == stage_groups.end()) continue;
+        try {
+          const StageTotals& tot = on_group[g]->totals(plan);
+          for (std::size_t st = 0; st < stage_groups.size(); ++st)
+            if (stage_groups[st] == static_cast<int>(g)) busiest = std::max(busiest, tot.fwd_compute.at(st) + tot.bwd_compute.at(st));
+        } catch (const std::exception&) {
+          return 0.0;
+        }
+      }
+      return busiest * plan.micro_batches;
     };
     std::vector<int> nodes;
     for (const hardware::DeviceGroup& g : on.groups) nodes.push_back(g.nodes);
@@ -304,6 +343,9 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     if (candidates.size() > 3) candidates.resize(3);
     int refine = 4;  // simulations left for the refinement of the best candidate
     for (Candidate& c : candidates) {
+      // A candidate that cannot beat the plan so far is neither simulated nor refined (only
+      // one that beats it is refined): its busiest stage's compute alone takes as long.
+      if (result.plan.fits && compute_bound(c.plan, c.stage_groups) >= result.plan.step_time_s) continue;
       const int stages = static_cast<int>(c.stage_groups.size());
       std::vector<int> counts(stages, 0);
       for (NodeId anchor : layouts.structure().layer_anchors) ++counts[c.plan.stage_of_node[anchor]];
@@ -323,11 +365,13 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         if (counts.empty() || budget <= 0 || std::find(tried.begin(), tried.end(), counts) != tried.end()) return false;
         tried.push_back(counts);
         --budget;
-        ++result.simulations;
         FleetStep step;
         std::vector<double> compute;
         try {
           step.plan = restage(graph, order, layouts.structure(), c.plan, counts);
+          // A split that cannot beat the best so far is not simulated (the attempt is spent).
+          if (best.found && best.fits && compute_bound(step.plan, c.stage_groups) >= best.step_time_s) return false;
+          ++result.simulations;
           const PlanSimulation s = simulate_plan(graph, step.plan, on);
           step.found = true, step.fits = s.report.fits, step.step_time_s = s.report.step_time_s;
           for (const StageReport& r : s.report.stages) compute.push_back(r.compute_s);

@@ -9,6 +9,14 @@
 // (b) its best plan over every GPU of the fleet priced on the fleet's uniform view (the
 // slowest device, the least memory, the slowest links).
 //
+// Exact prunings keep both fast without changing what they find: the groups are searched for
+// (a) in the order of their step time lower bound (step_time_lower_bound), and a group whose
+// bound is no shorter than the best group's simulated step is not searched; a pipeline
+// candidate (or a refinement's split) whose busiest stage's compute over the micro-batches is
+// no shorter than the step to beat is not simulated; and the simulation of a plan on a fleet
+// lowers it once, each stage timed by the analysis on its own group's device
+// (LoweringOptions::stage_timing).
+//
 // fleet_search places work by speed: a pipeline whose stages each lie inside one group (the
 // nodes of the pipeline axis are cut so that no stage straddles two groups), with uneven layer
 // counts: first in proportion to the pace of the stage's device (hardware::device_pace), then
@@ -45,6 +53,8 @@ struct MegatronFleetBest {
   FleetStep subset;      // (a) the fastest usable group alone
   int subset_group = -1; // its index in the fleet's groups; -1 when no group alone fits
   FleetStep uniform;     // (b) every GPU at the slowest group's pace
+  int simulations = 0;   // plans simulated: (b) and the groups searched (a group whose step time
+                         // lower bound is no shorter than a faster group's step is not searched)
   // The faster of the two that fit (throws when neither does).
   const FleetStep& best() const;
 };

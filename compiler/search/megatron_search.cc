@@ -242,7 +242,8 @@ class MegatronSearch {
   // else why not ("torchtitan cannot run tp=2,pp=1,... as written: <the target's first item>").
   std::string beyond_bound(const MegatronKnobs& knobs) const {
     if (!options_.bound) return {};
-    const std::vector<std::string> items = recipe_beyond_target(*options_.bound, megatron_layout_recipe(knobs, layers_));
+    const std::vector<std::string> items =
+        recipe_beyond_target(*options_.bound, megatron_layout_recipe(knobs, layers_, cluster_.stack.selective_recompute));
     if (items.empty()) return {};
     return std::string(to_string(*options_.bound)) + " cannot run " + to_string(knobs) + " as written: " + items.front();
   }

@@ -7,8 +7,9 @@
 #include <vector>
 
 #include "compiler/ops/op_semantics.h"
-#include "compiler/plan/plan.h"
+#include "compiler/sharding/node_cut.h"
 #include "compiler/sharding/tensor_sharding.h"
+#include "hardware/device_mesh.h"
 
 namespace symtensor::compiler {
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "compiler/strategies/propagation.h"
-#include "compiler/strategies/transformer_structure.h"
+#include "compiler/analysis/transformer_structure.h"
 
 namespace symtensor::compiler {
 

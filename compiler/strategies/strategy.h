@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/export/export_target.h"
+#include "compiler/strategies/export_target.h"
 #include "compiler/ir/graph.h"
 #include "compiler/plan/plan.h"
 #include "hardware/cluster.h"
@@ -43,6 +43,7 @@ Plan plan_skeleton(const std::string& strategy, const Graph& graph, const hardwa
 // "symtensor", "ilp", "megatron" (options.megatron's knobs, or Megatron's best when empty),
 // "dp", "zero3", "file" (options.plan_file). Throws one line for an unknown strategy
 // (listing the known ones) and for a plan that cannot be built (naming the knob or node).
+// Defined in compiler/search/make_plan.cc, above the searches it dispatches to.
 Plan make_plan(const std::string& strategy, Graph& graph, const hardware::Cluster& cluster,
                const StrategyOptions& options);
 

@@ -12,7 +12,7 @@
 #include <regex>
 #include <sstream>
 
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 #include "tests/compiler/report_test_util.h"
 
 namespace symtensor::compiler {

@@ -1,7 +1,9 @@
 // Memory broken down per stage: the parts sum to the estimate's peak, and on the
 // Korthikanti 22B layer (h 6144, 64 heads, s 2048, t 8; materialized attention, no dropout
 // as the zoo's GPT writes it) one layer's activations are sbh(8 + 24/t + 2as/(ht)) bytes.
+#include <map>
 #include <numeric>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -111,6 +113,35 @@ TEST(MemoryBreakdown, Korthikanti22BLayerWithoutDropout) {
     const double layer = activations_of_layers(2, t) - activations_of_layers(1, t);
     EXPECT_DOUBLE_EQ(layer, s * b * h * (8 + 24.0 / t + 2 * a * s / (h * t))) << "t=" << t;
   }
+}
+
+// Activations by the layer's parts, never op types: in a LLaMA-like model the attention, the MLP
+// and the norms each hold some. A decomposed RMSNorm holds its input (b x s x h 16-bit values)
+// and at most two per-token scalars (the mean of squares and its reciprocal root, [b, s, 1]);
+// there are 2L + 1 of them (two a layer and the final one; one device, one micro-batch). The
+// parts still sum to the activations.
+TEST(MemoryBreakdown, ActivationsByTheLayersParts) {
+  models::Overrides o;
+  o.layers = 3;
+  Graph g = symtensor::testing::zoo_graph("llama2-70b-tiny", o, 4, 32);
+  const hardware::Cluster c = symtensor::testing::cluster_of("dgx-a100", 1, 1);
+  const Plan plan = make_plan("dp", g, c, StrategyOptions{});
+  const StageMemoryBreakdown b = memory_breakdown(g, plan, analyze_plan(g, c, plan)).at(0);
+  const std::set<std::string> known = {"embedding", "attention", "MLP / experts", "norms", "head and loss", "other"};
+  std::map<std::string, double> parts;
+  for (const auto& [part, bytes] : b.activations_by_class) {
+    EXPECT_TRUE(known.count(part)) << part;
+    parts[part] += bytes;
+  }
+  EXPECT_GT(parts["attention"], 0);
+  EXPECT_GT(parts["MLP / experts"], 0);
+  const double hidden = 64;  // every -tiny preset's
+  const double norms = 2 * 3 + 1, tokens = 4 * 32;
+  EXPECT_GE(parts["norms"], norms * tokens * hidden * 2);
+  EXPECT_LE(parts["norms"], norms * tokens * (hidden + 2) * 2);
+  double sum = 0;
+  for (const auto& [part, bytes] : parts) sum += bytes;
+  EXPECT_NEAR(sum, b.activations_per_micro_batch, 1e-9 * sum);
 }
 
 }  // namespace

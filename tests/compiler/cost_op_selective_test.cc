@@ -3,6 +3,7 @@
 // every other matmul (the 1st, 3rd, ... in order) and of the attention kernel, and recomputes
 // the rest in the backward. Megatron's selective recomputation recomputes only the attention
 // core (with a fused kernel: nothing).
+#include <iostream>
 #include <map>
 #include <vector>
 
@@ -106,6 +107,62 @@ TEST(OpLevelSelective, SearchedInsideTorchtitanAndWrittenAsOp) {
   EXPECT_TRUE(e.exact()) << (e.not_expressible.empty() ? "" : e.not_expressible.front());
   EXPECT_NE(e.config.find("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"op\"\n"), std::string::npos)
       << e.config;
+}
+
+// A plan priced with Megatron-LM's selective recomputation (the default stack's attention-core
+// policy) is not what torchtitan's selective mode runs (the op-level policy recomputes all but
+// every other matmul): its torchtitan export lists the item and writes a nearest plan, both
+// predicted, instead of "expressed exactly" with the op option. The search inside torchtitan on
+// that stack leaves selective out, so its plan exports exactly. The other way round, a plan
+// priced with the op-level policy is not Megatron-LM's or NeMo's selective recomputation.
+TEST(OpLevelSelective, AnotherStacksSelectiveIsNotWrittenAsTorchtitans) {
+  Graph g = symtensor::testing::zoo_graph("llama3-8b", {}, 8, 16384);
+  const hardware::Cluster mc = symtensor::testing::cluster_of("dgx-h100", 1, 8);
+  ASSERT_EQ(mc.stack.selective_recompute, hardware::SelectiveRecompute::attention_core);
+  StrategyOptions so;
+  so.megatron = "tp=1,pp=1,cp=1,recompute=selective";
+  const Plan plan = make_plan("megatron", g, mc, so);
+  ASSERT_EQ(plan.recompute, RecomputePolicy::selective);
+  const ExportResult e = export_plan(ExportTarget::torchtitan, g, mc, plan);
+  EXPECT_FALSE(e.exact());
+  bool named = false;
+  for (const auto& item : e.not_expressible) named |= item.find("torchtitan's selective mode (option op)") != std::string::npos;
+  EXPECT_TRUE(named) << ::testing::PrintToString(e.not_expressible);
+  ASSERT_TRUE(e.nearest.has_value());
+  EXPECT_NE(e.nearest->recompute, RecomputePolicy::selective);
+  EXPECT_EQ(e.config.find("selective_ac_option"), std::string::npos) << e.config;
+  EXPECT_EQ(e.config.find("the plan is expressed exactly"), std::string::npos);
+  EXPECT_NE(e.config.find("predicted step time of the nearest expressible plan"), std::string::npos);
+  EXPECT_DOUBLE_EQ(e.original_step_s, estimate_step(analyze_plan(g, mc, plan), plan, mc).step_time_s);
+  // The plan adjusted item by item (full recomputation) is one of the two candidates: the
+  // nearest plan is at most as slow when that one fits.
+  Plan full = plan;
+  full.recompute = RecomputePolicy::full;
+  const StepEstimate full_e = estimate_step(analyze_plan(g, mc, full), full, mc);
+  if (full_e.fits) EXPECT_LE(e.nearest_step_s, full_e.step_time_s * (1 + 1e-9));
+  std::cout << "Megatron-selective plan " << e.original_step_s << " s; torchtitan's nearest " << e.nearest_step_s << " s ("
+            << to_string(e.nearest->recompute) << "; " << e.nearest_how << ")\n";
+  const std::string summary = export_summary(e, "torchtitan.toml");
+  EXPECT_NE(summary.find("nearest step time"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("plan step time"), std::string::npos) << summary;
+
+  // Inside torchtitan on the Megatron stack: no selective, and the export is exact.
+  StrategyOptions inside;
+  inside.bound = ExportTarget::torchtitan;
+  inside.megatron = "tp=1,pp=1,cp=1";
+  const Plan bounded = make_plan("megatron", g, mc, inside);
+  EXPECT_NE(bounded.recompute, RecomputePolicy::selective);
+  EXPECT_TRUE(target_items(ExportTarget::torchtitan, g, mc, bounded).empty());
+
+  // Priced as torchtitan's op-level policy: not Megatron-LM's or NeMo's selective mode.
+  const hardware::Cluster tc = hardware::with_software(mc, {"torchtitan"});
+  for (ExportTarget t : {ExportTarget::megatron, ExportTarget::nemo}) {
+    const std::vector<std::string> items = target_items(t, g, tc, plan);
+    bool op_named = false;
+    for (const auto& item : items) op_named |= item.find("recomputes the attention core only; nearest: full") != std::string::npos;
+    EXPECT_TRUE(op_named) << to_string(t) << ": " << ::testing::PrintToString(items);
+  }
+  EXPECT_TRUE(target_items(ExportTarget::torchtitan, g, tc, plan).empty());
 }
 
 TEST(OpLevelSelective, StackKeyIsCheckedAndNamed) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "hardware/stack.h"
 #include "tests/compiler/export_readback_fixture.h"
 
 namespace symtensor::compiler {
@@ -96,7 +97,8 @@ TEST_F(ExportReadback, TorchtitanGroupedQueryWithPipeline) {
 // product the batch degree torchtitan divides the global batch by.
 TEST_F(ExportReadback, TorchtitanHsdpWritesBothDegrees) {
   Graph g = preset("llama2-70b-tiny");
-  const hardware::Cluster c = cluster("dgx-h100", 2, 4);
+  // Priced with torchtitan's stack: its selective recomputation is the op-level policy written.
+  const hardware::Cluster c = hardware::with_software(cluster("dgx-h100", 2, 4), {"torchtitan"});
   const Plan p = plan(g, c, "tp=1,pp=1,mb=1,fsdp=3,replicate=2,recompute=selective");
   const ExportResult r = export_plan(ExportTarget::torchtitan, g, c, p);
   EXPECT_TRUE(r.exact()) << (r.not_expressible.empty() ? "" : r.not_expressible.front());

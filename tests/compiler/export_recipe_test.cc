@@ -12,7 +12,7 @@
 #include "compiler/export/recipe.h"
 #include "compiler/strategies/megatron.h"
 #include "compiler/strategies/propagation.h"
-#include "compiler/strategies/transformer_structure.h"
+#include "compiler/analysis/transformer_structure.h"
 #include "tests/compiler/search_test_util.h"
 
 namespace symtensor::compiler {

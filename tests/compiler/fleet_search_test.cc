@@ -5,10 +5,11 @@
 #include <gtest/gtest.h>
 
 #include "compiler/cost/numeric_graph.h"
+#include "compiler/lowering/lower_plan.h"
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/search/fleet_search.h"
 #include "compiler/strategies/megatron.h"
-#include "compiler/strategies/transformer_structure.h"
+#include "compiler/analysis/transformer_structure.h"
 #include "hardware/stack.h"
 #include "tests/compiler/search_test_util.h"
 
@@ -89,6 +90,48 @@ TEST(FleetSearch, RestagedLayersFollowTheCounts) {
   EXPECT_EQ(per_stage, (std::vector<int>{10, 4, 2}));
   EXPECT_THROW(restage_layers(graph, plan, {16, 0, 0}), std::runtime_error);
   EXPECT_THROW(restage_layers(graph, plan, {8, 8}), std::runtime_error);
+}
+
+// A plan on a fleet is lowered once, each stage's compute and optimizer durations taken from
+// the analysis on its own group's device (LoweringOptions::stage_timing): the same durations as
+// lowering the whole plan on that device, everything else as the fleet's own lowering.
+TEST(FleetLowering, EachStageTimedByItsGroupsDevice) {
+  Graph graph = fleet_llama(48);
+  const hardware::Cluster fleet = h100_a100_fleet();
+  MegatronKnobs k;
+  k.tp = 8, k.pp = 3, k.mb = 1, k.first = 6, k.last = 6;
+  const Plan plan = restage_layers(graph, make_megatron_plan(graph, fleet, k, {}), {10, 4, 2});
+  ASSERT_EQ(plan_stage_groups(plan, fleet), (std::vector<int>{0, 1, 1}));
+  hardware::Cluster on_h100 = fleet;
+  on_h100.device = fleet.groups[0].device;
+  const PlanAnalysis fleet_analysis = analyze_plan(graph, fleet, plan), h100_analysis = analyze_plan(graph, on_h100, plan);
+  LoweringOptions plain;
+  plain.graph = &graph;
+  LoweringOptions timed = plain;
+  timed.stage_timing = {&h100_analysis, nullptr, nullptr};
+  const sim::Program base = lower_plan(fleet_analysis, plan, fleet, plan_mesh(plan, fleet), plain);
+  const sim::Program on_device = lower_plan(h100_analysis, plan, on_h100, plan_mesh(plan, on_h100), plain);
+  const sim::Program lowered = lower_plan(fleet_analysis, plan, fleet, plan_mesh(plan, fleet), timed);
+  ASSERT_EQ(lowered.rank_classes.size(), 3u);
+  int faster_on_h100 = 0;
+  for (std::size_t c = 0; c < 3; ++c) {
+    const auto& tasks = lowered.rank_classes[c].tasks;
+    ASSERT_EQ(tasks.size(), base.rank_classes[c].tasks.size());
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      const bool timed_kind = tasks[i].kind == sim::TaskKind::compute || tasks[i].kind == sim::TaskKind::optimizer;
+      const sim::Task& expected = c == 0 && timed_kind ? on_device.rank_classes[c].tasks[i] : base.rank_classes[c].tasks[i];
+      EXPECT_EQ(tasks[i].id, base.rank_classes[c].tasks[i].id);
+      EXPECT_EQ(tasks[i].duration_s, expected.duration_s) << "class " << c << " task " << tasks[i].id;
+      faster_on_h100 += c == 0 && timed_kind && tasks[i].duration_s < base.rank_classes[c].tasks[i].duration_s;
+    }
+  }
+  EXPECT_GT(faster_on_h100, 0);  // the H100 stage's kernels are shorter than the A100 view's
+  // simulate_plan lowers with these timings (each stage lies in one group: both A100 stages on
+  // the A100's analysis, which is the fleet view's own device).
+  const sim::Program simulated = simulate_plan(graph, plan, fleet).program;
+  for (std::size_t c = 0; c < 3; ++c)
+    for (std::size_t i = 0; i < lowered.rank_classes[c].tasks.size(); ++i)
+      EXPECT_EQ(simulated.rank_classes[c].tasks.at(i).duration_s, lowered.rank_classes[c].tasks[i].duration_s) << c << " " << i;
 }
 
 }  // namespace

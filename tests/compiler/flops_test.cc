@@ -201,7 +201,7 @@ TEST(PalmMfu, NotApplicableWithoutASequenceDim) {
   EXPECT_NE(f.not_applicable.find("sequence"), std::string::npos) << f.not_applicable;
   const hardware::Cluster cluster = symtensor::testing::cluster_of("dgx-a100", 1, 8);
   Plan plan;
-  EXPECT_FALSE(palm_mfu(f, plan, cluster, 100.0));
+  EXPECT_FALSE(palm_mfu(f, plan.mode == ExecutionMode::train, plan.precision, cluster, 100.0));
   EXPECT_EQ(describe_palm_flops(f), "not applicable (" + f.not_applicable + ")");
 }
 

@@ -11,7 +11,7 @@
 #include "compiler/analysis/model_stats.h"
 #include "compiler/onnx_import/import.h"
 #include "compiler/strategies/propagation.h"
-#include "compiler/strategies/transformer_structure.h"
+#include "compiler/analysis/transformer_structure.h"
 
 namespace symtensor::compiler {
 namespace {

@@ -22,7 +22,7 @@
 #include "onnx_models/hf_config.h"  // protobuf before GiNaC (CLN's Mutable macro)
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
-#include "compiler/strategies/transformer_structure.h"
+#include "compiler/analysis/transformer_structure.h"
 #include "compiler/strategies/megatron.h"
 #include "hardware/collectives.h"
 #include "tests/compiler/strategies_test_util.h"

@@ -166,19 +166,20 @@ TEST(Hsdp, PlanYamlKeepsTheReplicaAxesAndTheLabelNamesThem) {
 
 // torchtitan runs HSDP; the others shard over every data-parallel rank as written.
 TEST(Hsdp, OnlyTorchtitanWritesIt) {
+  constexpr hardware::SelectiveRecompute kMegatronSelective = hardware::SelectiveRecompute::attention_core;
   MegatronKnobs k = parse_megatron_knobs("tp=1,fsdp=3,replicate=2");
   k.dp = 8;
-  EXPECT_TRUE(recipe_within_target(ExportTarget::torchtitan, megatron_layout_recipe(k, 4)));
+  EXPECT_TRUE(recipe_within_target(ExportTarget::torchtitan, megatron_layout_recipe(k, 4, kMegatronSelective)));
   for (ExportTarget t : {ExportTarget::megatron, ExportTarget::nemo, ExportTarget::deepspeed, ExportTarget::dtensor,
                          ExportTarget::jax}) {
-    const std::vector<std::string> items = recipe_beyond_target(t, megatron_layout_recipe(k, 4));
+    const std::vector<std::string> items = recipe_beyond_target(t, megatron_layout_recipe(k, 4, kMegatronSelective));
     bool named = false;
     for (const auto& item : items) named |= item.find("HSDP (2 replicas of 4-way sharded states)") != std::string::npos;
     EXPECT_TRUE(named) << to_string(t);
   }
   // ZeRO-2 with replicas: torchtitan writes FSDP (ZeRO-3) only.
   k.fsdp = 2;
-  EXPECT_FALSE(recipe_within_target(ExportTarget::torchtitan, megatron_layout_recipe(k, 4)));
+  EXPECT_FALSE(recipe_within_target(ExportTarget::torchtitan, megatron_layout_recipe(k, 4, kMegatronSelective)));
   HsdpWorkload w;
   const Plan hsdp = w.plan("tp=1,pp=1,mb=1,fsdp=3,replicate=2");
   EXPECT_EQ(recover_recipe(w.graph, w.cluster, hsdp).dp_replicate, 2);

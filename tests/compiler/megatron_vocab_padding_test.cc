@@ -16,7 +16,7 @@
 #include "compiler/export/export.h"
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/strategies/megatron.h"
-#include "compiler/strategies/transformer_structure.h"
+#include "compiler/analysis/transformer_structure.h"
 #include "tests/compiler/search_test_util.h"
 #include "tests/compiler/strategies_test_util.h"
 

@@ -15,7 +15,7 @@
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
 #include "compiler/strategies/megatron.h"
-#include "compiler/strategies/transformer_structure.h"
+#include "compiler/analysis/transformer_structure.h"
 #include "hardware/collectives.h"
 #include "tests/compiler/strategies_test_util.h"
 #include "tests/temp_path.h"

@@ -8,7 +8,7 @@
 
 #include "compiler/report/compare.h"
 #include "compiler/report/report_files.h"
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 #include "hardware/cluster.h"
 #include "tests/compiler/report_test_util.h"
 

@@ -10,7 +10,7 @@
 #include "compiler/report/charts.h"
 #include "compiler/report/compare.h"
 #include "compiler/report/report_files.h"
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 #include "hardware/cluster.h"
 #include "tests/compiler/report_test_util.h"
 

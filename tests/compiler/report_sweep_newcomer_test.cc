@@ -10,7 +10,7 @@
 #include "compiler/report/report_files.h"
 #include "compiler/report/sweep.h"
 #include "compiler/report/sweep_merge.h"
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 #include "tests/compiler/report_test_util.h"
 
 namespace symtensor::compiler {

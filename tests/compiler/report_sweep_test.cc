@@ -95,7 +95,7 @@ TEST(Sweep, APointIsTheFastestStrategyAsEvaluatedAlone) {
     EXPECT_DOUBLE_EQ(fullest_stage(p.memory)->peak, p.peak_memory_bytes);
     for (std::size_t k = 0; k < expected.size(); ++k) EXPECT_DOUBLE_EQ(p.memory[k].peak, expected[k].peak);
     EXPECT_DOUBLE_EQ(p.tokens_per_s, best.estimate.samples_per_s * 32);
-    EXPECT_EQ(p.mfu_6n, palm_mfu(palm, best.plan, cluster, best.estimate.samples_per_s));
+    EXPECT_EQ(p.mfu_6n, palm_mfu(palm, best.plan.mode == ExecutionMode::train, best.plan.precision, cluster, best.estimate.samples_per_s));
     EXPECT_DOUBLE_EQ(p.time_to_train_s, 1e12 / p.tokens_per_s);
     EXPECT_DOUBLE_EQ(p.cost_usd, p.gpus * p.time_to_train_s / 3600 * p.price_per_gpu_hour);
   }

@@ -2,7 +2,7 @@
 // has no trailing space.
 #include <gtest/gtest.h>
 
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 
 namespace symtensor::compiler {
 namespace {

@@ -24,10 +24,12 @@
 namespace symtensor::compiler {
 namespace {
 
-bool within(ExportTarget t, const std::string& knobs, int layers = 4) {
+// `selective`: the policy the recipe's selective recomputation is priced with (the stack's).
+bool within(ExportTarget t, const std::string& knobs, int layers = 4,
+            hardware::SelectiveRecompute selective = hardware::SelectiveRecompute::attention_core) {
   MegatronKnobs k = parse_megatron_knobs(knobs);
   if (k.dp == 0) k.dp = 1;
-  return recipe_within_target(t, megatron_layout_recipe(k, layers));
+  return recipe_within_target(t, megatron_layout_recipe(k, layers, selective));
 }
 
 TEST(TargetLimitsAsConstraints, EachTargetAdmitsWhatItWrites) {
@@ -56,6 +58,15 @@ TEST(TargetLimitsAsConstraints, EachTargetAdmitsWhatItWrites) {
   EXPECT_FALSE(within(ExportTarget::deepspeed, "tp=2,sp=1"));
   EXPECT_FALSE(within(ExportTarget::deepspeed, "tp=1,cp=2"));
   EXPECT_FALSE(within(ExportTarget::deepspeed, "tp=1,recompute=selective"));
+  // Selective recomputation is written as it is priced: Megatron-LM's and NeMo's selective
+  // mode recomputes the attention core, torchtitan's (option op) all but every other matmul.
+  constexpr auto kOpLevel = hardware::SelectiveRecompute::every_other_matmul;
+  EXPECT_FALSE(within(ExportTarget::torchtitan, "tp=2,sp=1,recompute=selective"));
+  EXPECT_TRUE(within(ExportTarget::torchtitan, "tp=2,sp=1,recompute=selective", 4, kOpLevel));
+  EXPECT_TRUE(within(ExportTarget::torchtitan, "tp=2,sp=1,recompute=full"));
+  EXPECT_FALSE(within(ExportTarget::megatron, "tp=2,recompute=selective", 4, kOpLevel));
+  EXPECT_FALSE(within(ExportTarget::nemo, "tp=2,recompute=selective", 4, kOpLevel));
+  EXPECT_TRUE(within(ExportTarget::megatron, "tp=2,recompute=full", 4, kOpLevel));
   // JAX: no pipeline, ZeRO-0 or 3.
   EXPECT_TRUE(within(ExportTarget::jax, "tp=2,sp=1,fsdp=3"));
   EXPECT_FALSE(within(ExportTarget::jax, "tp=2,pp=2"));

@@ -7,7 +7,7 @@
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/strategies/data_parallel.h"
 #include "compiler/strategies/megatron.h"
-#include "compiler/strategies/transformer_structure.h"
+#include "compiler/analysis/transformer_structure.h"
 #include "hardware/device_mesh.h"
 #include "tests/compiler/search_test_util.h"
 #include "tests/compiler/strategies_test_util.h"
