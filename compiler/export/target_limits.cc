@@ -199,6 +199,13 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
         items.push_back("ZeRO-1/2 or the distributed optimizer: parameters are either replicated or sharded over the batch axes; nearest: sharded (ZeRO-3)");
         r.zero_stage = 3, r.distopt = false;
       }
+      // No stack prices jax.checkpoint's dots_with_no_batch_dims_saveable: it keeps the weight
+      // matmuls' outputs but recomputes the layer's elementwise ops as well as attention's dots.
+      if (r.recompute == RecomputePolicy::selective) {
+        items.push_back("selective recomputation: jax.checkpoint's dots_with_no_batch_dims_saveable also recomputes the "
+                        "layer's norms and activations, which no stack's selective policy prices; nearest: full");
+        r.recompute = RecomputePolicy::full;
+      }
       every_layer_recomputed(r, items, "one jax.checkpoint policy for every layer");
       break;
   }

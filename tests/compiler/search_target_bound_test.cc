@@ -67,7 +67,11 @@ TEST(TargetLimitsAsConstraints, EachTargetAdmitsWhatItWrites) {
   EXPECT_FALSE(within(ExportTarget::megatron, "tp=2,recompute=selective", 4, kOpLevel));
   EXPECT_FALSE(within(ExportTarget::nemo, "tp=2,recompute=selective", 4, kOpLevel));
   EXPECT_TRUE(within(ExportTarget::megatron, "tp=2,recompute=full", 4, kOpLevel));
-  // JAX: no pipeline, ZeRO-0 or 3.
+  // JAX: no pipeline, ZeRO-0 or 3; its selective policy (dots_with_no_batch_dims_saveable) is
+  // neither stack's.
+  EXPECT_FALSE(within(ExportTarget::jax, "tp=2,sp=1,recompute=selective"));
+  EXPECT_FALSE(within(ExportTarget::jax, "tp=2,sp=1,recompute=selective", 4, kOpLevel));
+  EXPECT_TRUE(within(ExportTarget::jax, "tp=2,sp=1,recompute=full"));
   EXPECT_TRUE(within(ExportTarget::jax, "tp=2,sp=1,fsdp=3"));
   EXPECT_FALSE(within(ExportTarget::jax, "tp=2,pp=2"));
   EXPECT_FALSE(within(ExportTarget::jax, "tp=1,dp=8,distopt=1"));
