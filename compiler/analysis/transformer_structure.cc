@@ -1,4 +1,4 @@
-#include "compiler/strategies/transformer_structure.h"
+#include "compiler/analysis/transformer_structure.h"
 
 #include <algorithm>
 #include <deque>

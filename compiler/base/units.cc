@@ -1,4 +1,4 @@
-#include "compiler/report/units.h"
+#include "compiler/base/units.h"
 
 #include <cmath>
 #include <cstdio>

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/analysis/model_stats.h"
+#include "compiler/cost/estimate_order.h"
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
 #include "compiler/cost/step_prediction.h"
@@ -15,7 +16,6 @@
 #include "compiler/export/titan_flavor.h"
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/base/units.h"
-#include "compiler/search/search_common.h"
 #include "compiler/strategies/strategy.h"
 #include "simulator/stats/atomic_write.h"
 
@@ -154,13 +154,8 @@ struct NearestCandidate {
   Plan plan;
   StepEstimate estimate;
   ParallelRecipe recipe;  // as the target writes it
-  // Fits first, then step time; neither fits: the one needing less memory (Evaluation::better_than).
-  bool better_than(const NearestCandidate& other) const {
-    Evaluation a, b;
-    a.valid = b.valid = true;
-    a.estimate = estimate, b.estimate = other.estimate;
-    return a.better_than(b);
-  }
+  // Fits first, then step time; neither fits: the one needing less memory (better_estimate).
+  bool better_than(const NearestCandidate& other) const { return better_estimate(estimate, other.estimate); }
 };
 
 std::string prediction_text(const StepEstimate& e) {

@@ -4,6 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "compiler/cost/estimate_order.h"
 #include "compiler/cost/plan_analysis.h"
 
 namespace symtensor::compiler {
@@ -51,9 +52,7 @@ std::vector<std::vector<int>> search_mesh_factors(const hardware::Cluster& clust
 bool Evaluation::better_than(const Evaluation& other) const {
   if (valid != other.valid) return valid;
   if (!valid) return false;
-  if (estimate.fits != other.estimate.fits) return estimate.fits;
-  if (!estimate.fits) return estimate.peak_memory < other.estimate.peak_memory;
-  return estimate.step_time_s < other.estimate.step_time_s;
+  return better_estimate(estimate, other.estimate);
 }
 
 UpwardWalk::UpwardWalk(int patience) : patience_(patience), best_(std::numeric_limits<double>::infinity()) {}

@@ -106,29 +106,35 @@ double ServingCost::all_reduce_seconds(double bytes) const {
 ServingCost::StepParts ServingCost::step_parts(const sim::ServingBatch& b) const {
   StepParts p;
   const ServingLayout& l = layout_;
-  const double pp = l.pp, gpus = l.tp * l.pp;
+  const double pp = l.pp;
   const double tokens = static_cast<double>(b.tokens());
-  const double micro = tokens / pp;  // tokens of each of the PP micro-batches in flight
-  // Weights read once per micro-batch; of the routed experts, those the micro-batch's tokens reach.
+  // The batch runs as m micro-batches, one per stage in flight (fewer when it holds fewer
+  // requests): a step is one micro-batch's trip through the PP stages, L/PP layers each, while
+  // the others fill the other stages. pp = 1: m = 1, the whole batch through the whole model.
+  const double m = std::max(1.0, std::min<double>(pp, b.decode_requests + b.prefill_requests));
+  const double micro = tokens / m;
+  const double per_gpu = l.tp * m;  // GPUs a token's work spreads over in one step
+  // Weights: each stage reads its own once per micro-batch; of the routed experts, those the
+  // micro-batch's tokens reach.
   double read = model_.parameters;
   if (const double experts = model_.routed_expert_parameters(); experts > 0) {
     const double reached = 1 - std::pow(1 - static_cast<double>(model_.top_k) / model_.experts, std::max(micro, 1.0));
     read = model_.parameters - experts + experts * reached;
   }
   const double bw = hbm_ * kernels_.hbm;
-  p.weights_s = pp * read * serving_bytes(precision_.weights) / gpus / bw;
+  p.weights_s = read * serving_bytes(precision_.weights) / l.tp / bw;
   const double kv_tokens = static_cast<double>(b.decode_context + b.prefill_context) + tokens;
-  p.kv_s = kv_tokens * memory_.kv_bytes_per_token / bw;
+  p.kv_s = kv_tokens * memory_.kv_bytes_per_token * pp / m / bw;  // kv_bytes_per_token is one stage's layers
   p.gemm_compute_s = 2.0 * model_.gemm_parameters() *
-                     (b.prefill_tokens / kernels_.prefill + b.decode_requests / kernels_.decode_compute) / (gpus * peak_);
+                     (b.prefill_tokens / kernels_.prefill + b.decode_requests / kernels_.decode_compute) / (per_gpu * peak_);
   p.attention_compute_s = 4.0 * model_.layers * model_.heads * model_.head_dim * b.prefill_attention_pairs /
-                          (gpus * peak_ * kernels_.prefill);
+                          (per_gpu * peak_ * kernels_.prefill);
   // Two all-reduces of the micro-batch's activations per layer (Megatron's TP), in 16 bits.
   p.tp_comm_s = 2.0 * model_.layers * all_reduce_seconds(micro * model_.hidden * 2);
   if (l.pp > 1) {
     const int level = l.tp * l.pp <= cluster_.devices_per_node() ? 0 : static_cast<int>(cluster_.levels.size()) - 1;
     const hardware::TopologyLevel& link = cluster_.levels[level];
-    p.pp_comm_s = pp * (link.latency_s + micro * model_.hidden * 2 / link.peer_bandwidth());
+    p.pp_comm_s = (pp - 1) * (link.latency_s + micro * model_.hidden * 2 / link.peer_bandwidth());
   }
   p.overhead_s = engine_.step_overhead_s + model_.layers * engine_.layer_overhead_s;
   p.total_s = std::max(p.weights_s, p.gemm_compute_s) + std::max(p.kv_s, p.attention_compute_s) + p.tp_comm_s + p.pp_comm_s +

@@ -149,6 +149,30 @@ TEST(ServeCost, ConcurrencyOneTpotApproachesTheBatchOneDecodeStep) {
   EXPECT_EQ(r.run.peak_batch, 1);
 }
 
+TEST(ServeCost, PipelineStagesOverlapRequestsNotALoneOne) {
+  // H200, fp8: one replica of one GPU, or two pipeline stages of 40 layers.
+  const ServingCost one = serve_cost_on("hgx-h200", 2, {}, Precision::fp8, Precision::fp8);
+  const ServingCost two = serve_cost_on("hgx-h200", 2, ServingLayout{1, 2, 1, 1}, Precision::fp8, Precision::fp8);
+  EXPECT_DOUBLE_EQ(two.memory().weights, one.memory().weights / 2);
+  EXPECT_DOUBLE_EQ(two.memory().kv_bytes_per_token, one.memory().kv_bytes_per_token / 2);
+  sim::ServingBatch lone;  // a lone prompt goes through both stages in turn: no faster
+  lone.prefill_tokens = 2048;
+  lone.prefill_requests = 1;
+  lone.prefill_attention_pairs = 2048.0 * 2049 / 2;
+  EXPECT_DOUBLE_EQ(two.step_parts(lone).gemm_compute_s, one.step_parts(lone).gemm_compute_s);
+  EXPECT_GT(two.step_parts(lone).pp_comm_s, 0);
+  sim::ServingBatch pair = lone;  // two prompts of 1024: one per stage at a time, half the time
+  pair.prefill_requests = 2;
+  pair.prefill_attention_pairs = 2 * 1024.0 * 1025 / 2;
+  EXPECT_DOUBLE_EQ(two.step_parts(pair).gemm_compute_s, one.step_parts(pair).gemm_compute_s / 2);
+  // Decode: each stage reads its half of the weights once per micro-batch, so a step reads them all.
+  sim::ServingBatch decodes;
+  decodes.decode_requests = 2;
+  decodes.decode_context = 2 * 1000;
+  EXPECT_DOUBLE_EQ(two.step_parts(decodes).weights_s, one.step_parts(decodes).weights_s);
+  EXPECT_NEAR(two.step_parts(decodes).kv_s, one.step_parts(decodes).kv_s / 2, 1e-15);
+}
+
 TEST(ServeCost, LayoutsTheModelCannotTakeAreRefused) {
   EXPECT_THROW(serve_cost_on("dgx-h100", 8, ServingLayout{3, 1, 1, 1}, Precision::fp8, Precision::fp8), std::runtime_error);
   EXPECT_THROW(serve_cost_on("dgx-a100", 8, ServingLayout{8, 1, 1, 1}, Precision::fp8, Precision::fp8), std::runtime_error);
