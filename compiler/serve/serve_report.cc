@@ -63,6 +63,11 @@ std::string serve_text(const ServingCost& cost, const ServeResult& r) {
   out += fmt::format("decode     batch 1 at 1k context: {} a step (weights {}, KV {}, TP all-reduces {}, overhead {})\n",
                      ms(one.total_s), ms(one.weights_s), ms(one.kv_s), ms(one.tp_comm_s), ms(one.overhead_s));
   out += fmt::format("workload   {}\n", r.workload);
+  return out + serve_metrics_text(r, l.gpus());
+}
+
+std::string serve_metrics_text(const ServeResult& r, int gpu_count) {
+  std::string out;
   out += fmt::format("simulated  {} steps, peak batch {}, {} preemptions, {:.2f} s\n\n", r.run.steps, r.run.peak_batch,
                      r.run.preemptions, r.metrics.duration_s);
   out += fmt::format("  {:<22}{:>12}{:>12}{:>12}{:>12}\n", "latency", "mean", "p50", "p90", "p99");
@@ -70,7 +75,7 @@ std::string serve_text(const ServingCost& cost, const ServeResult& r) {
   out += row("TPOT (e2e-TTFT)/(n-1)", r.metrics.tpot);
   out += row("inter-token", r.metrics.itl);
   out += row("end-to-end", r.metrics.e2e);
-  const double gpus = l.gpus();
+  const double gpus = gpu_count;
   out += fmt::format("\nthroughput {:.1f} output tokens/s ({:.1f} per GPU), {:.1f} total tokens/s ({:.1f} per GPU), {:.2f} requests/s\n",
                      r.metrics.output_tokens_per_s, r.metrics.output_tokens_per_s / gpus, r.metrics.total_tokens_per_s,
                      r.metrics.total_tokens_per_s / gpus, r.metrics.requests_per_s);
@@ -83,6 +88,21 @@ std::string serve_text(const ServingCost& cost, const ServeResult& r) {
 }
 
 nlohmann::json serve_json(const ServingCost& cost, const ServeResult& r) {
+  nlohmann::json j = serve_metrics_json(r, cost.layout().gpus());
+  const ServingMemory& mem = cost.memory();
+  j["memory"] = {{"capacity_bytes", mem.capacity}, {"weights_bytes", mem.weights}, {"activations_bytes", mem.activations},
+                 {"other_bytes", mem.other}, {"kv_cache_bytes", mem.kv_cache}, {"kv_bytes_per_token_per_gpu", mem.kv_bytes_per_token},
+                 {"kv_blocks", mem.kv_blocks}, {"kv_tokens", mem.kv_tokens}};
+  const ServingLayout& l = cost.layout();
+  j["layout"] = {{"tp", l.tp}, {"pp", l.pp}, {"ep", l.ep}, {"replicas", l.replicas}, {"gpus", l.gpus()}};
+  const ServingModel& m = cost.model();
+  j["model"] = {{"name", m.name}, {"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads}, {"kv_heads", m.kv_heads},
+                {"head_dim", m.head_dim}, {"parameters", m.parameters}};
+  j["engine"] = cost.engine().name;
+  return j;
+}
+
+nlohmann::json serve_metrics_json(const ServeResult& r, int gpu_count) {
   nlohmann::json j;
   auto put = [&](const std::string& key, const sim::Distribution& d) {
     j[key] = d.mean;
@@ -94,7 +114,7 @@ nlohmann::json serve_json(const ServingCost& cost, const ServeResult& r) {
   put("tpot_s", r.metrics.tpot);
   put("itl_s", r.metrics.itl);
   put("e2e_s", r.metrics.e2e);
-  const double gpus = cost.layout().gpus();
+  const double gpus = gpu_count;
   j["output_tokens_per_s"] = r.metrics.output_tokens_per_s;
   j["output_tokens_per_s_per_gpu"] = r.metrics.output_tokens_per_s / gpus;
   j["total_tokens_per_s"] = r.metrics.total_tokens_per_s;
@@ -110,16 +130,6 @@ nlohmann::json serve_json(const ServingCost& cost, const ServeResult& r) {
     j["goodput_output_tokens_per_s"] = r.metrics.goodput_output_tokens_per_s;
     j["slo_attainment"] = r.metrics.slo_attainment;
   }
-  const ServingMemory& mem = cost.memory();
-  j["memory"] = {{"capacity_bytes", mem.capacity}, {"weights_bytes", mem.weights}, {"activations_bytes", mem.activations},
-                 {"other_bytes", mem.other}, {"kv_cache_bytes", mem.kv_cache}, {"kv_bytes_per_token_per_gpu", mem.kv_bytes_per_token},
-                 {"kv_blocks", mem.kv_blocks}, {"kv_tokens", mem.kv_tokens}};
-  const ServingLayout& l = cost.layout();
-  j["layout"] = {{"tp", l.tp}, {"pp", l.pp}, {"ep", l.ep}, {"replicas", l.replicas}, {"gpus", l.gpus()}};
-  const ServingModel& m = cost.model();
-  j["model"] = {{"name", m.name}, {"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads}, {"kv_heads", m.kv_heads},
-                {"head_dim", m.head_dim}, {"parameters", m.parameters}};
-  j["engine"] = cost.engine().name;
   j["workload"] = r.workload;
   return j;
 }

@@ -28,5 +28,8 @@ std::string serve_text(const ServingCost& cost, const ServeResult& r);
 // latency, total_tokens_per_s, output_tokens_per_s_per_gpu, requests_per_s, goodput_*, and
 // "memory", "layout", "model", "engine" objects.
 nlohmann::json serve_json(const ServingCost& cost, const ServeResult& r);
+// The simulated run's part of both (latencies, throughput and goodput per GPU of `gpus`).
+std::string serve_metrics_text(const ServeResult& r, int gpus);
+nlohmann::json serve_metrics_json(const ServeResult& r, int gpus);
 
 }  // namespace symtensor::compiler

@@ -56,6 +56,7 @@ class ServingCost {
 
   const ServingModel& model() const { return model_; }
   const ServingLayout& layout() const { return layout_; }
+  const ServingPrecision& precision() const { return precision_; }
   const hardware::ServingEngine& engine() const { return engine_; }
   const hardware::Cluster& cluster() const { return cluster_; }
   const ServingMemory& memory() const { return memory_; }

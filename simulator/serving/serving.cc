@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "simulator/serving/disaggregated.h"
 #include "simulator/serving/serving.h"
 
 namespace symtensor::sim {
@@ -27,8 +28,9 @@ std::int64_t pages(std::int64_t tokens, int block) { return (tokens + block - 1)
 // leave through `done` (the closed loop sends the next one then).
 class Replica {
  public:
-  Replica(const ServingScheduler& s, const ServingStepTime& step, ServingRun& run, int id)
-      : s_(s), step_(step), run_(run), id_(id), free_(s.kv_blocks) {}
+  // kv_ready: requests arrive with their prompt's KV cache (a decode pool's, sent by prefill).
+  Replica(const ServingScheduler& s, const ServingStepTime& step, ServingRun& run, int id, bool kv_ready = false)
+      : s_(s), step_(step), run_(run), id_(id), kv_ready_(kv_ready), free_(s.kv_blocks) {}
 
   void arrive(std::size_t record) { pending_.push_back(record); }
   bool idle() const { return pending_.empty() && waiting_.empty() && running_.empty(); }
@@ -55,6 +57,7 @@ class Replica {
       Live l;
       l.record = pending_.front();
       l.target = r.input_tokens;
+      if (kv_ready_) l.computed = r.input_tokens;
       waiting_.push_back(l);
       pending_.pop_front();
     }
@@ -76,7 +79,23 @@ class Replica {
   const ServingScheduler& s_;
   const ServingStepTime& step_;
   ServingRun& run_;
+  // Requests whose prompt's KV cache came with them join the running batch when its pages and
+  // a batch place are free (in order), to decode in this step.
+  void admit_transferred() {
+    while (!waiting_.empty() && waiting_.front().prefilled() && static_cast<int>(running_.size()) < s_.max_batch) {
+      Live& l = waiting_.front();
+      const RequestRecord& r = run_.requests[l.record];
+      const std::int64_t need = pages(s_.reserve_whole_request ? r.input_tokens + r.output_tokens : l.computed, s_.block_size);
+      if (need > free_) break;
+      free_ -= need;
+      l.blocks = need;
+      running_.push_back(l);
+      waiting_.pop_front();
+    }
+  }
+
   int id_;
+  bool kv_ready_;
   std::int64_t free_;
   double now_ = 0;
   std::deque<std::size_t> pending_;  // not arrived yet
@@ -91,6 +110,7 @@ void Replica::advance(Finished finished) {
     now_ = std::max(now_, run_.requests[pending_.front()].arrival_s);
   }
   admit_arrivals();
+  if (kv_ready_) admit_transferred();
   ServingBatch batch;
   std::int64_t budget = s_.max_num_tokens;
   std::vector<std::int64_t> chunk(running_.size(), 0);  // tokens each running request computes now
@@ -185,8 +205,10 @@ void Replica::advance(Finished finished) {
 
 }  // namespace
 
-ServingRun simulate_serving(const ServingWorkload& w, const ServingScheduler& s, const ServingStepTime& step, int replicas,
-                            const ServingProgress& progress) {
+namespace {
+
+ServingRun simulate_pool(const ServingWorkload& w, const ServingScheduler& s, const ServingStepTime& step, int replicas,
+                         const ServingProgress& progress, bool kv_ready) {
   if (replicas < 1) throw std::runtime_error("serve: --replicas must be at least 1");
   if (s.max_batch < 1 || s.max_num_tokens < 1 || s.block_size < 1)
     throw std::runtime_error("serve: the batch limit, token budget and page size must be positive");
@@ -210,7 +232,7 @@ ServingRun simulate_serving(const ServingWorkload& w, const ServingScheduler& s,
     if (r.input_tokens < 1 || r.output_tokens < 1) throw std::runtime_error("serve: requests need at least one input and one output token");
   std::vector<Replica> reps;
   reps.reserve(replicas);
-  for (int i = 0; i < replicas; ++i) reps.emplace_back(s, step, run, i);
+  for (int i = 0; i < replicas; ++i) reps.emplace_back(s, step, run, i, kv_ready);
   run.requests.reserve(total);
   auto issue = [&](const ServingRequest& r, int replica) {
     RequestRecord rec;
@@ -241,6 +263,21 @@ ServingRun simulate_serving(const ServingWorkload& w, const ServingScheduler& s,
     next->advance(finished);
   }
   return run;
+}
+
+}  // namespace
+
+ServingRun simulate_serving(const ServingWorkload& w, const ServingScheduler& s, const ServingStepTime& step, int replicas,
+                            const ServingProgress& progress) {
+  return simulate_pool(w, s, step, replicas, progress, false);
+}
+
+ServingRun simulate_decode_pool(const std::vector<ServingRequest>& transferred, const ServingScheduler& s,
+                                const ServingStepTime& step, int replicas) {
+  ServingWorkload w;
+  w.mode = ArrivalMode::trace;
+  w.trace = transferred;
+  return simulate_pool(w, s, step, replicas, {}, true);
 }
 
 }  // namespace symtensor::sim

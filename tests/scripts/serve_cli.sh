@@ -43,4 +43,22 @@ grep -q "does not divide the model's 32 attention heads" "$work/err" || fail "tp
 # the search: a layout meets loose SLOs on one node
 out="$("$symtensor" serve "$work/m.onnx" --cluster dgx-h100 --nodes 1 --rate 5 --input-len 512 --output-len 64 --slo-ttft 1 --slo-tpot 0.1)"
 echo "$out" | grep -q "fewest GPUs" || fail "the search found no layout: $out"
+# --export: the launch script (and TRT-LLM's options file) written; a layout the engine cannot say
+# is refused in one line and leaves no file
+"$symtensor" serve "$work/m.onnx" --cluster dgx-h100 --nodes 1 --tp 2 --replicas 2 --input-len 64 --output-len 8 --requests 4 \
+  --export vllm -o "$work/vllm.sh" >/dev/null 2>&1 || fail "--export vllm failed"
+grep -q -- "--tensor-parallel-size 2" "$work/vllm.sh" && grep -q -- "--data-parallel-size 2" "$work/vllm.sh" || fail "vllm: $(cat "$work/vllm.sh")"
+bash -n "$work/vllm.sh" || fail "vllm.sh is not bash"
+"$symtensor" serve "$work/m.onnx" --cluster dgx-h100 --nodes 1 --tp 2 --input-len 64 --output-len 8 --requests 4 \
+  --export trtllm -o "$work/trt.sh" >/dev/null 2>&1 || fail "--export trtllm failed"
+grep -q "moe_tensor_parallel_size: 2" "$work/trt.sh.llm_api_options.yaml" || fail "trtllm options: $(cat "$work/trt.sh.llm_api_options.yaml")"
+if "$symtensor" serve "$work/m.onnx" --cluster dgx-h100 --nodes 1 --tp 2 --replicas 2 --input-len 64 --output-len 8 \
+  --export trtllm -o "$work/no.sh" 2>"$work/err" >/dev/null; then fail "trtllm took replicas"; fi
+[ "$(wc -l < "$work/err")" = 1 ] && grep -q "no data-parallel flag" "$work/err" || fail "trtllm replicas: $(cat "$work/err")"
+[ ! -e "$work/no.sh" ] && [ ! -e "$work/no.sh.llm_api_options.yaml" ] || fail "a refused export left a file"
+
+# --disaggregate: both pools, the KV transfer priced, the metrics keys
+json="$("$symtensor" serve "$work/m.onnx" --cluster dgx-h100 --nodes 1 --disaggregate --prefill-tp 2 --decode-tp 2 \
+  --decode-replicas 2 --input-len 512 --output-len 64 --rate 5 --requests 50 --json)"
+for key in ttft_s tpot_s kv_transfer prefill decode; do echo "$json" | grep -q "\"$key\":" || fail "disaggregated --json lacks $key"; done
 echo "serve_cli: ok"
