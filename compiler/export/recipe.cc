@@ -58,6 +58,7 @@ MegatronKnobs ParallelRecipe::knobs() const {
   k.sp = sp, k.recompute = recompute, k.distopt = distopt;
   k.offload = offload_layers;
   k.ep = ep, k.etp = ep > 1 ? etp : 0;
+  if (ep > 1) k.dispatcher = dispatcher, k.ep_overlap = moe_comm_overlap;
   k.fsdp = zero_stage >= 2 ? zero_stage : 0;
   k.replicate = dp_replicate;
   k.vocab_div = vocab_div;
@@ -78,6 +79,8 @@ ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, co
   r.recompute = plan.recompute;
   r.recompute_layers = plan.recompute_layers;
   r.selective = cluster.stack.selective_recompute;
+  r.dispatcher = plan.moe_dispatcher;
+  r.moe_comm_overlap = plan.moe_comm_overlap;
   r.offload_layers = plan.offload_layers;
   r.schedule = plan.schedule;
   r.precision = plan.precision;

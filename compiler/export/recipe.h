@@ -39,6 +39,9 @@ struct ParallelRecipe {
   // the attention core, torchtitan's op-level mode all but every other matmul; a target whose
   // selective mode is the other one does not write the plan priced (apply_target_limits).
   hardware::SelectiveRecompute selective = hardware::SelectiveRecompute::attention_core;
+  // Megatron-Core's MoE token exchange as priced (Plan::moe_dispatcher, Plan::moe_comm_overlap).
+  MoeDispatcher dispatcher = MoeDispatcher::alltoall;
+  bool moe_comm_overlap = false;
   // With full recomputation: per pipeline stage, how many of its layers (Plan::
   // recompute_layers); empty: every layer. recompute_num_layers() is Megatron's count.
   std::vector<int> recompute_layers;

@@ -28,6 +28,22 @@ void no_expert_parallelism(ParallelRecipe& r, std::vector<std::string>& items, s
   if (r.ep <= 1) return;
   items.push_back(fmt::format("expert parallelism ep={}: {}; experts replicated over data parallelism", r.ep, why));
   r.ep = 1, r.etp = r.tp;
+  r.dispatcher = MoeDispatcher::alltoall, r.moe_comm_overlap = false;
+}
+
+// Megatron-Core's flex dispatcher and combined 1F1B, priced as such: a target that exchanges
+// tokens with its own all-to-all, one micro-batch at a time, runs another exchange.
+void megatron_moe_exchange(ParallelRecipe& r, std::vector<std::string>& items, std::string_view target) {
+  if (r.dispatcher != MoeDispatcher::alltoall) {
+    items.push_back(fmt::format("the {} token dispatcher (one copy of a token per remote node): {} sends one per expert with "
+                                "its all-to-all; nearest: the all-to-all", to_string(r.dispatcher), target));
+    r.dispatcher = MoeDispatcher::alltoall;
+  }
+  if (r.moe_comm_overlap) {
+    items.push_back(fmt::format("the expert all-to-alls beside the adjacent micro-batch (Megatron-Core's combined 1F1B): "
+                                "{} runs them in line; nearest: in line", target));
+    r.moe_comm_overlap = false;
+  }
 }
 
 // A target without pipelines: the stages fold into data parallelism.
@@ -133,6 +149,7 @@ std::vector<std::string> apply_target_limits(ExportTarget target, ExecutionMode 
       if (!r.embedding_and_loss_as_layers()) even_stages(r, items, "written as even layers per stage");
       own_selective_policy(r, items, hardware::SelectiveRecompute::every_other_matmul);
       every_layer_recomputed(r, items, "activation_checkpoint mode full wraps every block");
+      megatron_moe_exchange(r, items, "torchtitan");
       if (r.ep > 1 && r.etp != 1) {
         // [parallelism] states expert_parallel_degree only: experts are not tensor-parallel.
         items.push_back(fmt::format("expert tensor parallelism etp={}: torchtitan's [parallelism] states expert_parallel_degree "
@@ -222,6 +239,7 @@ ParallelRecipe megatron_layout_recipe(const MegatronKnobs& k, int layers, hardwa
   ParallelRecipe r;
   r.tp = k.tp, r.pp = k.pp, r.vp = std::max(k.vp, 1), r.cp = k.cp, r.dp = std::max(k.dp, 1);
   r.ep = k.ep, r.etp = expert_tp(k);
+  r.dispatcher = k.dispatcher, r.moe_comm_overlap = k.ep_overlap;
   r.micro_batch_size = k.mb;
   r.sp = k.sp && k.tp > 1;
   r.distopt = k.distopt || k.fsdp > 0;

@@ -104,6 +104,18 @@ TEST(MoeCommOverlap, PlanFileAndExportsCarryIt) {
   EXPECT_EQ(export_plan(ExportTarget::megatron, g, c, plain).config.find("overlap-moe"), std::string::npos);
   const std::string nemo = export_plan(ExportTarget::nemo, g, c, overlap).config;
   EXPECT_NE(nemo.find("overlap_moe_expert_parallel_comm=True"), std::string::npos) << nemo;
+  EXPECT_TRUE(export_plan(ExportTarget::megatron, g, c, overlap).exact());
+  // torchtitan exchanges tokens with its own all-to-all, in line: the plan is not what it runs.
+  const ExportResult titan = export_plan(ExportTarget::torchtitan, g, c, overlap);
+  ASSERT_FALSE(titan.exact());
+  EXPECT_NE(titan.not_expressible.front().find("combined 1F1B"), std::string::npos) << titan.not_expressible.front();
+  ASSERT_TRUE(titan.nearest.has_value());
+  EXPECT_FALSE(titan.nearest->moe_comm_overlap);
+  const Plan flex = make_megatron_plan(g, c, parse_megatron_knobs("ep=4,dispatcher=hybridep"), {});
+  const ExportResult titan_flex = export_plan(ExportTarget::torchtitan, g, c, flex);
+  ASSERT_FALSE(titan_flex.exact());
+  EXPECT_NE(titan_flex.not_expressible.front().find("hybridep token dispatcher"), std::string::npos)
+      << titan_flex.not_expressible.front();
 }
 
 }  // namespace
