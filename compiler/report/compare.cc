@@ -52,6 +52,9 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
   std::vector<hardware::Cluster> row_clusters;  // what each row's plan runs on (a fleet's group, or the cluster)
   std::optional<FleetSearchResult> fleet;       // the fleet search, on a mixed fleet, once for every row
   double fleet_search_s = 0;
+  // On a mixed fleet every row is simulated: the analytic estimate runs every rank at the slowest
+  // group's pace, which would price a plan placing work by speed as if it did not.
+  const bool simulate = options.simulate || cluster.mixed();
   for (const std::string& name : options.strategies) {
     StrategyResult s;
     s.strategy = s.label = name;
@@ -92,7 +95,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     s.explanation = explain_plan(numeric, e->analysis, e->plan, cluster);
     say(options, "compare: " + s.label + ": estimate " + format_seconds(s.estimate.step_time_s) + " per step");
     Timeline timeline;
-    if (options.simulate) {
+    if (simulate) {
       try {
         sim::SimOptions sim_options;
         sim_options.record_trace = true;
