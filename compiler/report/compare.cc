@@ -5,7 +5,9 @@
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/step_bound.h"
 #include "compiler/lowering/lower_plan.h"
+#include "compiler/lowering/simulate_plan.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/report/compare_fleet.h"
 #include "compiler/report/evaluate.h"
 #include "compiler/report/plan_versus.h"
 #include "compiler/base/units.h"
@@ -38,13 +40,21 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
   r.tokens_per_sample = bound_sequence_length(graph);
   r.palm = palm_flops(graph, numeric.spaces());
 
+  // On a mixed fleet the bound of its uniform view (every rank at the slowest pace) bounds no
+  // plan that places work by speed: the table goes without it.
   try {
-    r.step_lower_bound_s = step_time_lower_bound(graph, cluster, StrategyOptions{});
+    if (!cluster.mixed()) r.step_lower_bound_s = step_time_lower_bound(graph, cluster, StrategyOptions{});
   } catch (const std::exception&) {
     r.step_lower_bound_s = 0;  // no batch to spread: the table goes without the bound
   }
 
   std::vector<Timeline> timelines;
+  std::vector<hardware::Cluster> row_clusters;  // what each row's plan runs on (a fleet's group, or the cluster)
+  std::optional<FleetSearchResult> fleet;       // the fleet search, on a mixed fleet, once for every row
+  double fleet_search_s = 0;
+  // On a mixed fleet every row is simulated: the analytic estimate runs every rank at the slowest
+  // group's pace, which would price a plan placing work by speed as if it did not.
+  const bool simulate = options.simulate || cluster.mixed();
   for (const std::string& name : options.strategies) {
     StrategyResult s;
     s.strategy = s.label = name;
@@ -52,15 +62,24 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     StrategyOptions so = options.strategy;
     so.megatron = options.megatron;
     std::optional<EvaluatedPlan> e;
+    hardware::Cluster rc = cluster;
     try {
-      e = evaluate_strategy(name, graph, cluster, so);
+      if (cluster.mixed()) {
+        FleetEvaluatedPlan f = evaluate_on_fleet(name, graph, cluster, so, fleet, fleet_search_s);
+        e = std::move(f.plan);
+        rc = std::move(f.cluster);
+      } else {
+        e = evaluate_strategy(name, graph, cluster, so);
+      }
     } catch (const std::exception& ex) {
       s.error = ex.what();
       say(options, "compare: " + name + ": no plan: " + s.error);
       r.strategies.push_back(std::move(s));
       timelines.emplace_back();
+      row_clusters.push_back(cluster);
       continue;
     }
+    const hardware::Cluster& cluster = rc;  // the row's own from here on
     s.ok = true;
     s.label = e->label;
     s.search_time_s = e->search_time_s;
@@ -76,17 +95,23 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     s.explanation = explain_plan(numeric, e->analysis, e->plan, cluster);
     say(options, "compare: " + s.label + ": estimate " + format_seconds(s.estimate.step_time_s) + " per step");
     Timeline timeline;
-    if (options.simulate) {
+    if (simulate) {
       try {
-        LoweringOptions lo;
-        lo.graph = &graph;
-        const sim::Program program = lower_plan(e->analysis, e->plan, cluster, plan_mesh(e->plan, cluster), lo);
         sim::SimOptions sim_options;
         sim_options.record_trace = true;
-        const sim::SimResult result = sim::simulate(program, cluster, sim_options);
-        s.simulation = make_report(e->analysis, e->plan, cluster, result, r.tokens_per_sample, r.palm);
+        if (cluster.mixed()) {  // each stage timed on its own group's device (simulate_plan)
+          const PlanSimulation p = simulate_plan(graph, e->plan, cluster, {}, sim_options);
+          s.simulation = make_report(e->analysis, e->plan, cluster, p.result, r.tokens_per_sample, r.palm);
+          timeline = build_timeline(p.program, p.result);
+        } else {
+          LoweringOptions lo;
+          lo.graph = &graph;
+          const sim::Program program = lower_plan(e->analysis, e->plan, cluster, plan_mesh(e->plan, cluster), lo);
+          const sim::SimResult result = sim::simulate(program, cluster, sim_options);
+          s.simulation = make_report(e->analysis, e->plan, cluster, result, r.tokens_per_sample, r.palm);
+          timeline = build_timeline(program, result);
+        }
         s.simulated = true;
-        timeline = build_timeline(program, result);
         say(options, "compare: " + s.label + ": simulated " + format_seconds(s.simulation.step_time_s) + " per step");
       } catch (const std::exception& ex) {
         s.simulation_error = ex.what();
@@ -95,7 +120,9 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     }
     timelines.push_back(std::move(timeline));
     r.strategies.push_back(std::move(s));
+    row_clusters.push_back(cluster);
   }
+  if (fleet) r.fleet = describe_fleet_result(*fleet, cluster);
 
   for (std::size_t i = 0; i < r.strategies.size(); ++i) {
     const StrategyResult& s = r.strategies[i];
@@ -103,7 +130,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     if (r.chosen < 0 || s.step_time_s() < r.strategies[r.chosen].step_time_s()) r.chosen = static_cast<int>(i);
   }
   if (r.chosen >= 0) r.timeline = std::move(timelines[r.chosen]);
-  r.why_chosen = why_chosen(r, graph, cluster, numeric.num_layers());
+  if (r.chosen >= 0) r.why_chosen = why_chosen(r, graph, row_clusters[r.chosen], numeric.num_layers());
 
   std::vector<std::pair<std::string, const StepFormula*>> formulas;
   for (const auto& s : r.strategies)

@@ -24,7 +24,7 @@ struct CompareOptions {
   // The strategies' options beside the knobs: StrategyOptions::bound (or target_seed) of
   // `compare --stack T` (--unbounded).
   StrategyOptions strategy;
-  bool simulate = true;
+  bool simulate = true;    // false: analytic only (a mixed fleet is simulated all the same)
   std::function<void(const std::string&)> progress;  // one line per step, may be empty
 };
 

@@ -117,6 +117,7 @@ std::string compare_html(const CompareResults& r) {
   }
   if (r.step_lower_bound_s > 0) body += "<p class=\"note\">Bound: " + html::esc(describe_step_lower_bound(r)) + ".</p>\n";
   body += "<h2>Strategies</h2>\n" + strategy_table(r);
+  if (!r.fleet.empty()) body += "<h2>Mixed fleet: the plan by group</h2>\n<pre>" + html::esc(r.fleet) + "</pre>\n";
 
   std::vector<StackedBar> bars;
   std::vector<MemoryGroup> memory;

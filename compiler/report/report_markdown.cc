@@ -24,6 +24,8 @@ std::string compare_markdown(const CompareResults& r) {
   if (r.chosen >= 0) out += "**Chosen: " + md(r.strategies[r.chosen].label) + "**\n\n";
   else out += "**No strategy gave a plan that fits.**\n\n";
   if (r.step_lower_bound_s > 0) out += "Bound: " + describe_step_lower_bound(r) + ".\n\n";
+  if (!r.fleet.empty())  // the fleet search: each group's stages and layers, Megatron-best (a) and (b), the ceiling
+    out += "## Mixed fleet: the plan by group\n\n```\n" + r.fleet + "```\n\n";
   out += "| strategy | step time | samples/s | tokens/s | " + std::string(kExactMfuLabel) + " | " +
          md(palm_mfu_label(r.palm)) + " | peak memory / device | fits | search time | evaluator |\n"
          "|---|---|---|---|---|---|---|---|---|---|\n";

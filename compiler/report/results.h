@@ -62,6 +62,9 @@ struct CompareResults {
   double step_lower_bound_s = 0;
   std::vector<BreakEven> break_evens;
   Timeline timeline;  // the chosen plan's simulated step (empty when not simulated)
+  // On a mixed fleet: the fleet search's result in lines (describe_fleet_result: each group
+  // with its stages and layers, Megatron-best (a) and (b), the speedup, the ceiling); else empty.
+  std::string fleet;
 
   double tokens_per_s(const StrategyResult& r) const { return r.samples_per_s() * tokens_per_sample; }
 };

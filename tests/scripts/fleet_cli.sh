@@ -33,6 +33,14 @@ awk -v a="$step_compile" -v b="$step_sim" 'BEGIN { d = a * 1000 - b; exit !(d < 
   fail "simulate gives $step_sim ms, compile $step_compile s"
 "$symtensor" simulate "$work/l.onnx" $fleet $bind --strategy megatron | grep -q "step time" || fail "megatron on a fleet"
 
+# compare on the fleet: the symtensor row is the fleet plan, the megatron row Megatron-best, the
+# report shows the groups and their stages; --no-simulate still simulates a fleet (the analytic
+# estimate runs every rank at the slowest pace).
+cmp="$("$symtensor" compare "$work/l.onnx" $fleet $bind -o "$work/cmp" --no-simulate 2>/dev/null || true)"
+echo "$cmp" | grep -q "^chosen: symtensor pipeline over the groups" || fail "compare on a fleet: $cmp"
+echo "$cmp" | grep -q "^Megatron-best" || fail "compare on a fleet lacks the Megatron-best row: $cmp"
+grep -qF "group 1: H100-SXM5-80GB x8" "$work/cmp/report.md" || fail "report.md lacks the fleet's groups"
+
 # Errors: one line naming the part.
 err="$("$symtensor" compile "$work/l.onnx" --cluster dgx-h100x1+dgx-a10x2 $bind -o "$work/e" 2>&1 >/dev/null || true)"
 echo "$err" | grep -q "part 2 'dgx-a10x2'.*did you mean 'dgx-a100x2'" || fail "bad part: $err"
