@@ -19,6 +19,7 @@
 #include "compiler/serve/serve_report.h"
 #include "compiler/serve/serving_cost.h"
 #include "compiler/serve/serving_model.h"
+#include "tests/compiler/serve_test_util.h"
 #include "hardware/cluster.h"
 #include "hardware/serving_engine.h"
 #include "onnx_models/presets.h"
@@ -81,24 +82,13 @@ const ServeRow kServeRows[] = {
 // -32% (a lone short prefill is mostly fixed cost the model does not see).
 constexpr double kServeMeanBound = 0.13, kServeWorstBound = 0.37;
 
-const ServingModel& serve_calibration_model(const std::string& preset) {
-  static std::map<std::string, ServingModel> models;
-  auto it = models.find(preset);
-  if (it == models.end()) {
-    ImportOptions io;
-    io.bindings = {{"batch", 1.0}, {"seq", 128.0}};
-    io.warn_opaque = false;
-    Graph graph = import_onnx_model(models::build_model(models::preset_config(preset)), preset, io);
-    it = models.emplace(preset, read_serving_model(graph, preset)).first;
-  }
-  return it->second;
-}
+using testing::serving_model_of;
 
 double serve_prediction(const ServeRow& r, const hardware::ServingEngine& engine) {
   ServingLayout layout;
   layout.tp = r.tp;
   const Precision kv = r.precision == Precision::fp8 ? Precision::fp8 : r.precision;
-  const ServingCost cost(serve_calibration_model(r.model), layout, ServingPrecision{r.precision, kv},
+  const ServingCost cost(serving_model_of(r.model), layout, ServingPrecision{r.precision, kv},
                          hardware::scale_cluster(hardware::load_cluster(r.profile), 1, r.tp), engine);
   sim::ServingWorkload w;
   w.mode = r.figure == kTtft ? sim::ArrivalMode::closed_loop : sim::ArrivalMode::offline;

@@ -18,6 +18,7 @@
 #include "compiler/onnx_import/import.h"
 #include "compiler/serve/serve_export.h"
 #include "compiler/serve/serving_model.h"
+#include "tests/compiler/serve_test_util.h"
 #include "hardware/cluster.h"
 #include "hardware/serving_engine.h"
 #include "onnx_models/presets.h"
@@ -29,22 +30,11 @@ namespace {
 
 using hardware::Precision;
 
-const ServingModel& export_model_of(const std::string& preset) {
-  static std::map<std::string, ServingModel> models;
-  auto it = models.find(preset);
-  if (it == models.end()) {
-    ImportOptions io;
-    io.bindings = {{"batch", 1.0}, {"seq", 128.0}};
-    io.warn_opaque = false;
-    Graph graph = import_onnx_model(models::build_model(models::preset_config(preset)), preset, io);
-    it = models.emplace(preset, read_serving_model(graph, preset)).first;
-  }
-  return it->second;
-}
+using testing::serving_model_of;
 
 ServingCost export_cost(const std::string& preset, const std::string& engine, ServingLayout l, Precision w, Precision kv,
                         const std::string& cluster = "dgx-h100") {
-  return ServingCost(export_model_of(preset), l, ServingPrecision{w, kv},
+  return ServingCost(serving_model_of(preset), l, ServingPrecision{w, kv},
                      hardware::scale_cluster(hardware::load_cluster(cluster), 1, 8), hardware::load_serving_engine(engine));
 }
 
