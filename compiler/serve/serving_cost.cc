@@ -72,7 +72,9 @@ ServingCost::ServingCost(ServingModel model, ServingLayout layout, ServingPrecis
 
   ServingMemory& m = memory_;
   m.capacity = d.memory_bytes;
-  m.weights = model_.parameters * serving_bytes(precision_.weights) / (l.tp * l.pp);
+  const double vocabulary = model_.vocabulary_parameters();
+  m.weights = ((model_.parameters - vocabulary) * serving_bytes(precision_.weights) + vocabulary * vocabulary_bytes()) /
+              (l.tp * l.pp);
   const double tokens = engine_.max_num_tokens;
   m.activations = tokens * (2.0 * model_.ffn_hidden / l.tp + 4.0 * model_.hidden) * 2 +
                   std::min<double>(engine_.max_batch, tokens) * model_.vocab / l.tp * 4;
@@ -114,15 +116,16 @@ ServingCost::StepParts ServingCost::step_parts(const sim::ServingBatch& b) const
   const double m = std::max(1.0, std::min<double>(pp, b.decode_requests + b.prefill_requests));
   const double micro = tokens / m;
   const double per_gpu = l.tp * m;  // GPUs a token's work spreads over in one step
-  // Weights: each stage reads its own once per micro-batch; of the routed experts, those the
-  // micro-batch's tokens reach.
-  double read = model_.parameters;
+  // Weights: each stage reads its own once per micro-batch (of the embedding table only the
+  // tokens' rows; of the routed experts, those the micro-batch's tokens reach).
+  const double head = model_.vocabulary_parameters() - model_.embedding_parameters;
+  double read = model_.parameters - model_.embedding_parameters - head;
   if (const double experts = model_.routed_expert_parameters(); experts > 0) {
     const double reached = 1 - std::pow(1 - static_cast<double>(model_.top_k) / model_.experts, std::max(micro, 1.0));
-    read = model_.parameters - experts + experts * reached;
+    read += experts * (reached - 1);
   }
   const double bw = hbm_ * kernels_.hbm;
-  p.weights_s = read * serving_bytes(precision_.weights) / l.tp / bw;
+  p.weights_s = (read * serving_bytes(precision_.weights) + head * vocabulary_bytes()) / l.tp / bw;
   const double kv_tokens = static_cast<double>(b.decode_context + b.prefill_context) + tokens;
   p.kv_s = kv_tokens * memory_.kv_bytes_per_token * pp / m / bw;  // kv_bytes_per_token is one stage's layers
   p.gemm_compute_s = 2.0 * model_.gemm_parameters() *

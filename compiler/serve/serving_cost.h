@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 // The serving cost model of one replica (issue #33): KV-cache memory and the batch it allows,
 // and the time of a step of continuous batching (prefill chunks and decodes together) from the
 // GPU profile's rates, the serving engine's factors and the collective model. Formulas:
@@ -79,6 +80,8 @@ class ServingCost {
 
  private:
   double all_reduce_seconds(double bytes) const;
+  // Bytes of an embedding or output-head weight: 16 bits under FP8/FP4 weights, else the weights'.
+  double vocabulary_bytes() const { return std::max(2.0, serving_bytes(precision_.weights)); }
 
   ServingModel model_;
   ServingLayout layout_;

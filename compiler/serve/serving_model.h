@@ -23,6 +23,10 @@ struct ServingModel {
   // Parameters a token multiplies through (GEMMs): the active ones but the embedding lookup.
   double gemm_parameters() const { return active_parameters - embedding_parameters; }
   double routed_expert_parameters() const;  // the experts' total (0 without experts)
+  // The embedding table and the output head (one table when tied): they stay in 16 bits under
+  // FP8 and FP4 weights (ModelOpt's FP8/NVFP4 checkpoints list lm_head in exclude_modules; the
+  // embedding is a lookup table, not a Linear layer).
+  double vocabulary_parameters() const { return embedding_parameters + static_cast<double>(vocab) * hidden; }
 };
 
 // Throws a one-line error naming what the graph lacks when it is not a decoder with attention.

@@ -68,10 +68,13 @@ TEST(ServeCost, Llama3_70bArchitectureAndKvBytesPerToken) {
 }
 
 TEST(ServeCost, TheBatchAKvBudgetAllows) {
-  // H200 (141 GB), TP 1, fp8 weights and KV: 0.9 of what the weights, activations and 3.5 GiB leave.
+  // H200 (141 GiB = 151.4 GB), TP 1, fp8 weights and KV: 0.9 of what the weights, activations and 3.5 GiB leave.
+  // The embedding and the head (2 x vocab x h) stay in bf16, the rest is one byte a parameter.
   const ServingCost c = serve_cost_on("hgx-h200", 1, {}, Precision::fp8, Precision::fp8);
   const double activations = 8192 * (2 * kFfn + 4 * kH) * 2 + 2048 * kVocab * 4;
-  const double kv = 0.9 * (141e9 - kParams * 1 - activations - 3.5 * 1073741824.0);
+  const double weights = (kParams - 2 * kVocab * kH) * 1 + 2 * kVocab * kH * 2;
+  EXPECT_DOUBLE_EQ(c.memory().weights, weights);
+  const double kv = 0.9 * (151.4e9 - weights - activations - 3.5 * 1073741824.0);
   EXPECT_NEAR(c.memory().kv_cache, kv, 1);
   const std::int64_t pages = static_cast<std::int64_t>(std::floor(kv / (163840.0 * 32)));
   EXPECT_EQ(c.memory().kv_blocks, pages);
@@ -90,13 +93,15 @@ TEST(ServeCost, TheBatchAKvBudgetAllows) {
 }
 
 TEST(ServeCost, BatchOneDecodeStepIsWeightsAndKvOverTheHbmRate) {
-  // H100, TP 1 fp8: one request at 2000 tokens of context reads every weight once and its
-  // KV (2000 tokens + the new one), at 0.8 of 3.35 TB/s; plus 1 ms + 80 x 10 us of overhead.
+  // H100, TP 1 fp8: one request at 2000 tokens of context reads every weight once (the layers'
+  // in fp8, the head in bf16; of the embedding table only its token's row) and its KV (2000
+  // tokens + the new one), at 0.8 of 3.35 TB/s; plus 1 ms + 80 x 10 us of overhead.
   const ServingCost c = serve_cost_on("dgx-h100", 1, {}, Precision::fp8, Precision::fp8);
   sim::ServingBatch b;
   b.decode_requests = 1;
   b.decode_context = 2000;
-  const double by_hand = (kParams * 1 + 2001 * 163840.0) / (3350e9 * 0.8) + 1e-3 + 80 * 10e-6;
+  const double read = (kParams - 2 * kVocab * kH) * 1 + kVocab * kH * 2;
+  const double by_hand = (read + 2001 * 163840.0) / (3350e9 * 0.8) + 1e-3 + 80 * 10e-6;
   EXPECT_NEAR(c.step_seconds(b), by_hand, 1e-9);
   const auto parts = c.step_parts(b);
   EXPECT_EQ(parts.tp_comm_s, 0);
@@ -106,7 +111,7 @@ TEST(ServeCost, BatchOneDecodeStepIsWeightsAndKvOverTheHbmRate) {
   tp4.tp = 4;
   const ServingCost c4 = serve_cost_on("dgx-h100", 4, tp4, Precision::fp8, Precision::fp8);
   const auto p4 = c4.step_parts(b);
-  EXPECT_NEAR(p4.weights_s + p4.kv_s, (kParams / 4 + 2001 * 163840.0 / 4) / (3350e9 * 0.8), 1e-9);
+  EXPECT_NEAR(p4.weights_s + p4.kv_s, (read / 4 + 2001 * 163840.0 / 4) / (3350e9 * 0.8), 1e-9);
   // 160 all-reduces of one token's 16 KiB: each at least the NVLink latency (1 us), all latency-bound.
   EXPECT_GT(p4.tp_comm_s, 160 * 1e-6);
   EXPECT_LT(p4.tp_comm_s, 160 * 50e-6);

@@ -77,8 +77,9 @@ TEST(ValidationMoe, MegatronCoreMixtralThroughput) {
 }
 
 // At Megatron-Core's published layout (pipelined, distributed optimizer) expert parallelism
-// is what makes Mixtral fit: without it every rank holds all eight experts' states, which
-// do not fit even with full recomputation. The simulator, the referee, shows the all-to-all of the EP plan.
+// is what makes Mixtral fit without recomputation: without it every rank holds all eight
+// experts' states, and only full recomputation squeezes them in, at a slower step. The
+// simulator, the referee, shows the all-to-all of the EP plan.
 TEST(ValidationMoe, ExpertParallelismBeatsReplicatedExpertsAtThePublishedLayout) {
   MixtralOnH100 m;
   const std::string layout = "tp=1,pp=4,vp=8,mb=1,distopt=1";
@@ -90,9 +91,11 @@ TEST(ValidationMoe, ExpertParallelismBeatsReplicatedExpertsAtThePublishedLayout)
               without.report.fits ? "fits" : "does not fit", recomputed.report.step_time_s);
   EXPECT_TRUE(with_ep.report.fits);
   EXPECT_FALSE(without.report.fits);
-  // Not even with full recomputation: a stage holds a quarter of the 46.7B parameters at
-  // Megatron's 6 + 12/16 bytes each (fp32 main gradients), about 79 GB of 80.
-  EXPECT_FALSE(recomputed.report.fits);
+  // With full recomputation just so: a stage holds a quarter of the 46.7B parameters at
+  // Megatron's 6 + 12/16 bytes each (fp32 main gradients), 78.8 GB, beside the 79.3 GB an H100
+  // leaves ((85.5 GB exposed - 2 GB reserved) x 0.95 headroom), and recomputes every layer.
+  EXPECT_TRUE(recomputed.report.fits);
+  EXPECT_GT(recomputed.report.step_time_s, with_ep.report.step_time_s);
   ASSERT_TRUE(with_ep.report.collectives_s.count("all_to_all"));
   EXPECT_GT(with_ep.report.collectives_s.at("all_to_all"), 0);
   EXPECT_EQ(without.report.collectives_s.count("all_to_all"), 0u);

@@ -12,10 +12,10 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 TEST(Describe, ShowsEveryNumberWithItsUnit) {
   std::string text = describe_cluster(load_cluster("dgx-a100"));
   for (const char* expected :
-       {"devices: 32 (4 node x 8 gpu)", "bf16 312 TFLOP/s", "tf32 156 TFLOP/s", "memory 80 GB", "memory bandwidth 2039 GB/s",
+       {"devices: 32 (4 node x 8 gpu)", "bf16 312 TFLOP/s", "tf32 156 TFLOP/s", "memory 85.9 GB", "memory bandwidth 2039 GB/s",
         "kernel launch 4 us", ">=128 GFLOP 0.82", "300 GB/s", "25 GB/s", "latency 5 us", "fat_tree",
         "peak bf16: 9.984 PFLOP/s",  // 32 x 312 TFLOP/s
-        "memory: 2560 GB", "power: 12.8 kW", "price: 64.00 USD/hour", "all-reduce"}) {
+        "memory: 2748.8 GB" /* 32 x 85.9 */, "power: 12.8 kW", "price: 64.00 USD/hour", "all-reduce"}) {
     EXPECT_TRUE(contains(text, expected)) << "missing '" << expected << "' in\n" << text;
   }
 }

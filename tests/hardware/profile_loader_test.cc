@@ -180,7 +180,7 @@ TEST(ProfileLoader, EveryBundledProfileLoadsWithItsPublishedNumbers) {
   }
   Cluster a100 = load_cluster("dgx-a100");
   EXPECT_EQ(a100.device.peak(Precision::bf16), 312e12);  // A100 datasheet
-  EXPECT_EQ(a100.device.memory_bytes, 80e9);
+  EXPECT_EQ(a100.device.memory_bytes, 85.9e9);
   EXPECT_EQ(a100.device.hbm_bandwidth, 2039e9);
   EXPECT_EQ(a100.levels[0].bandwidth, 300e9);  // NVLink 600 GB/s total = 300 per direction
   EXPECT_EQ(a100.levels[1].bandwidth, 25e9);   // HDR 200 Gb/s per GPU
@@ -189,13 +189,13 @@ TEST(ProfileLoader, EveryBundledProfileLoadsWithItsPublishedNumbers) {
   EXPECT_EQ(h100.device.peak(Precision::fp8), 1979e12);
   EXPECT_EQ(h100.levels[1].bandwidth, 50e9);  // NDR 400 Gb/s per GPU
   Cluster h200 = load_cluster("hgx-h200");
-  EXPECT_EQ(h200.device.memory_bytes, 141e9);
+  EXPECT_EQ(h200.device.memory_bytes, 151.4e9);
   EXPECT_EQ(h200.device.hbm_bandwidth, 4800e9);
   Cluster l4 = load_cluster("pcie-l4");
-  EXPECT_EQ(l4.device.memory_bytes, 24e9);
+  EXPECT_EQ(l4.device.memory_bytes, 24.15e9);  // nvidia-smi's 23,034 MiB
   EXPECT_DOUBLE_EQ(l4.levels[1].bandwidth * l4.devices_per_node(), 12.5e9);  // one 100 GbE NIC per node
   Cluster mi = load_cluster("mi300x");
-  EXPECT_EQ(mi.device.memory_bytes, 192e9);
+  EXPECT_EQ(mi.device.memory_bytes, 206.2e9);  // 192 GiB
 }
 
 TEST(ProfileLoader, NamesPathsShorthandAndErrors) {
