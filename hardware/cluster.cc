@@ -67,10 +67,11 @@ double Device::roofline_seconds(Precision p, double flops, double bytes, double 
   return std::max(math, memory) + kernel_launch_s;
 }
 
-double Device::kernel_seconds(Precision p, double flops, double bytes) const {
+double Device::kernel_seconds(Precision p, double flops, double bytes, double kernel_factor) const {
   const double low_precision =
       is_low_precision(p) ? low_precision_gemm_factor * (p == Precision::fp4 ? fp4_gemm_factor : 1) : 1;
-  return roofline_seconds(p, flops, bytes, flops > 0 ? std::min(1.0, efficiency_for(flops) * low_precision) : 1);
+  return roofline_seconds(p, flops, bytes,
+                          flops > 0 ? std::min(1.0, efficiency_for(flops) * low_precision * kernel_factor) : 1);
 }
 
 std::optional<double> Device::attention_efficiency_for(double head_dim, double seq, bool backward) const {

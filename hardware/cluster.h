@@ -41,6 +41,7 @@ struct Device {
   // gives at their peak (the stack's StackKernels::fp8_gemm; 1 when no stack says).
   double low_precision_gemm_factor = 1;
   double fp4_gemm_factor = 1;  // NVFP4's beside it (StackKernels::fp4_gemm)
+  double grouped_gemm_factor = 1;  // a mixture's grouped expert GEMMs (StackKernels::grouped_gemm)
   // The fraction of memory_bytes a plan leaves free (--memory-headroom): allocator
   // fragmentation and spikes the cost model does not see. Every "fits" respects it.
   double memory_headroom = 0;
@@ -56,7 +57,8 @@ struct Device {
   // bytes at HBM bandwidth, plus the launch overhead; 0 for no work. The one kernel-time
   // model of SymTensor: the compiler's estimate and the simulator both use it. At fp8 and
   // fp4 (only GEMMs run there) the curve is scaled by low_precision_gemm_factor.
-  double kernel_seconds(Precision p, double flops, double bytes) const;
+  // `kernel_factor`: a kernel's own factor on the curve (grouped_gemm_factor for expert GEMMs).
+  double kernel_seconds(Precision p, double flops, double bytes, double kernel_factor = 1) const;
   // The efficiency of a fused attention kernel: the entries of the largest head dim <= `head_dim`
   // (else the smallest), the last of those with min_seq <= `seq`. nullopt without a table.
   std::optional<double> attention_efficiency_for(double head_dim, double seq, bool backward) const;

@@ -60,11 +60,11 @@ std::vector<std::string> read_gpus(YamlReader& r, const YAML::Node& node, const 
 
 StackKernels read_kernels(YamlReader& r, const YAML::Node& node, std::size_t index) {
   const std::string path = fmt::format("kernels[{}]", index);
-  r.expect_map(node, path, {"gpu", "gemm", "attention", "fp8_gemm", "fp4_gemm", "source"});
+  r.expect_map(node, path, {"gpu", "gemm", "attention", "fp8_gemm", "fp4_gemm", "grouped_gemm", "source"});
   StackKernels k;
   k.gpus = read_gpus(r, node, path);
   for (auto [key, value] : {std::pair{"gemm", &k.gemm}, std::pair{"attention", &k.attention}, std::pair{"fp8_gemm", &k.fp8_gemm},
-                             std::pair{"fp4_gemm", &k.fp4_gemm}})
+                             std::pair{"fp4_gemm", &k.fp4_gemm}, std::pair{"grouped_gemm", &k.grouped_gemm}})
     if (node[key].IsDefined()) {
       *value = r.positive(node, path, key);
       if (*value > 2) r.fail(node[key], path + "." + key, fmt::format("a factor of {} is implausible (at most 2)", *value));
@@ -209,6 +209,7 @@ void apply_kernels(Device& device, const Stack& stack) {
     }
     device.low_precision_gemm_factor = k->fp8_gemm;
     device.fp4_gemm_factor = k->fp4_gemm;
+    device.grouped_gemm_factor = k->grouped_gemm;
   }
 }
 

@@ -46,6 +46,9 @@ struct StackKernels {
   // NVFP4 GEMMs beside fp8_gemm (their Hadamard transforms, stochastic rounding and 16-value
   // scales): 1 runs them as FP8's.
   double fp4_gemm = 1;
+  // A mixture's grouped expert GEMMs (all local experts in one kernel, sized on the curve by
+  // their total) beside the dense GEMMs: 1 runs them as one dense GEMM of that size.
+  double grouped_gemm = 1;
   std::string source;    // where the factors come from (the runs they were fitted on)
 };
 

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "compiler/analysis/model_stats.h"
+#include "compiler/analysis/transformer_structure.h"
 #include "compiler/cost/saved_activations.h"
 
 namespace symtensor::compiler {
@@ -91,6 +92,16 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
   const std::vector<bool> derived_from_weights = weight_derived_tensors(graph, order_);
   for (TensorId t = 0; t < static_cast<TensorId>(facts_.size()); ++t)
     facts_[t].weight_derived = derived_from_weights[t] && !facts_[t].parameter && facts_[t].floating && !facts_[t].constant;
+  for (NodeId id = 0; id < static_cast<NodeId>(nodes_.size()); ++id) {
+    NumericNode& n = nodes_[id];
+    if (n.kind != OpKind::gemm) continue;
+    const Node& node = graph.node(id);
+    for (std::size_t i = 0; i < node.inputs.size() && i < n.space.input_dims.size() && !n.expert_gemm; ++i) {
+      const TensorId t = node.inputs[i];
+      n.expert_gemm = t != kNone && (facts_[t].parameter || facts_[t].weight_derived) &&
+                      gemm_expert_loop(n.space, static_cast<int>(i)) >= 0;
+    }
+  }
   auto slots_reading = [&](TensorId t, std::vector<std::pair<NodeId, int>>& slots) {
     for (NodeId c : graph.tensor(t).consumers) {
       const Node& node = graph.node(c);

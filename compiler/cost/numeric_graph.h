@@ -34,6 +34,9 @@ struct NumericNode {
   // Fused attention (OpKind::attention): its head-dim and query-sequence loops, which pick
   // the kernel's efficiency; -1 otherwise.
   int head_dim_loop = -1, query_loop = -1;
+  // A grouped GEMM of a mixture's experts: a weight stacked over experts ([E, h, I]) whose expert
+  // loop runs through every operand (hardware::StackKernels::grouped_gemm prices it).
+  bool expert_gemm = false;
   const IterationSpace& space;  // symbolic original (maps, names), for shardings and formulas: NumericGraph::spaces()
 };
 

@@ -191,12 +191,14 @@ OpWork Analyzer::op_work(NodeId id, std::size_t position, bool train, const OpWo
   record_outputs(id);
   w.fwd_bytes = local_bytes;
   const hardware::Precision precision = kernel_precision(id);
-  w.fwd_seconds = cluster_.device.kernel_seconds(precision, w.fwd_flops, w.fwd_bytes);
+  const double kernel_factor = nn.expert_gemm ? cluster_.device.grouped_gemm_factor : 1;
+  w.fwd_seconds = cluster_.device.kernel_seconds(precision, w.fwd_flops, w.fwd_bytes, kernel_factor);
   if (train) {
     // One gradient per operand that needs one, each as costly as the forward.
     w.bwd_flops = w.fwd_flops * gradient_inputs;
     w.bwd_bytes = gradient_inputs > 0 ? w.fwd_bytes * (1 + gradient_inputs) : 0;
-    w.bwd_seconds = gradient_inputs > 0 ? cluster_.device.kernel_seconds(precision, w.bwd_flops, w.bwd_bytes) : 0;
+    w.bwd_seconds =
+        gradient_inputs > 0 ? cluster_.device.kernel_seconds(precision, w.bwd_flops, w.bwd_bytes, kernel_factor) : 0;
   }
   if (low_precision_gemm(id)) add_quantization(w, node, nn, cut, train);
   if (nn.kind == OpKind::attention) price_attention(w, nn, cut, train && gradient_inputs > 0);

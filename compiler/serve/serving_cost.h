@@ -1,9 +1,9 @@
 #pragma once
-#include <algorithm>
 // The serving cost model of one replica (issue #33): KV-cache memory and the batch it allows,
 // and the time of a step of continuous batching (prefill chunks and decodes together) from the
 // GPU profile's rates, the serving engine's factors and the collective model. Formulas:
 // shared/reference/CALIBRATION.md "LLM serving"; symbols there (L, h, n_kv, d_h, P, b).
+#include <algorithm>
 #include <cstdint>
 
 #include "compiler/serve/serving_model.h"
