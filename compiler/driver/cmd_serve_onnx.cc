@@ -85,7 +85,14 @@ void write_serve_onnx(const ServeOnnxRequest& r) {
   if (r.layout.ep > 1) knobs += fmt::format(",ep={}", r.layout.ep);
   const compiler::StrategyOptions options = strategy_options("infer", r.precision, knobs, "");
   compiler::Plan plan = compiler::make_megatron_plan(graph, cluster, compiler::parse_megatron_knobs(knobs), options);
-  compiler::cut_kv_cache_updates(graph, plan, cache);
+  const std::vector<long> pieces = compiler::cut_kv_cache_updates(graph, plan, cluster, cache);
+  const long ranks = static_cast<long>(r.layout.tp) * r.layout.replicas;
+  for (std::size_t i = 0; i < cache.size(); ++i)
+    if (pieces[i] != ranks)  // tp above the KV heads: each rank would need copies of some heads (vLLM replicates them)
+      throw std::runtime_error(fmt::format(
+          "serve --onnx: the KV cache '{}' is cut into {} pieces, not tp x replicas = {}: tp must divide its KV heads "
+          "(and the replicas its batch); replicated KV heads are not written",
+          cache[i].past, pieces[i], ranks));
   const compiler::ShardedOnnxSummary summary = compiler::write_sharded_onnx(
       original, graph, plan, cluster, r.dir, compiler::Mutation::none, compiler::kept_outputs_of(cache));
 

@@ -62,7 +62,10 @@ KeptOutputs kept_outputs_of(const std::vector<KvCachePair>& pairs) {
   return kept;
 }
 
-void cut_kv_cache_updates(Graph& graph, Plan& plan, const std::vector<KvCachePair>& pairs) {
+std::vector<long> cut_kv_cache_updates(Graph& graph, Plan& plan, const hardware::Cluster& cluster,
+                                       const std::vector<KvCachePair>& pairs) {
+  const hardware::DeviceMesh mesh = plan_mesh(plan, cluster);
+  std::vector<long> pieces;
   auto through = [&](TensorId t) {
     while (t != kNone && graph.tensor(t).producer != kNone) {
       const Node& n = graph.node(graph.tensor(t).producer);
@@ -95,7 +98,22 @@ void cut_kv_cache_updates(Graph& graph, Plan& plan, const std::vector<KvCachePai
       break;
     }
     plan.node_cuts[c] = cut;
+    const Tensor& past = graph.tensor(graph.find_tensor(pair.past));
+    const auto& dims = space.output_dims.at(0);
+    pieces.push_back(1);
+    for (std::size_t d = 0; d < dims.size() && d < past.shape.size(); ++d) {
+      if (dims[d] < 0) continue;
+      long ways = 1;
+      for (int a : cut.loop_axes[dims[d]]) ways *= mesh.axes().at(a).size;
+      const auto extent = graph.symbols.evaluate(past.shape[d]);
+      if (ways > 1 && extent && static_cast<long>(*extent) % ways != 0)
+        throw std::runtime_error("serve --onnx: dim " + std::to_string(d) + " of the KV cache '" + pair.past + "' (" +
+                                 std::to_string(static_cast<long>(*extent)) + ", its heads under tensor parallelism) is cut " +
+                                 std::to_string(ways) + " ways; the layout must divide it (tp dividing the KV heads)");
+      pieces.back() *= ways;
+    }
   }
+  return pieces;
 }
 
 }  // namespace symtensor::compiler

@@ -12,6 +12,7 @@
 #include "compiler/ir/graph.h"
 #include "compiler/plan/plan.h"
 #include "compiler/rewrite/sharded_program.h"
+#include "hardware/cluster.h"
 
 namespace symtensor::compiler {
 
@@ -32,7 +33,9 @@ KeptOutputs kept_outputs_of(const std::vector<KvCachePair>& pairs);
 // too (a graph input takes its first consumer's), so each rank reads and writes only its heads
 // of the cache. A plan made for training returns outputs whole, so its searches may concatenate
 // whole and slice after (cheaper than gathering the cache once a step, not so when the cache
-// is kept). Throws when a present output's Concat is not in `graph`.
-void cut_kv_cache_updates(Graph& graph, Plan& plan, const std::vector<KvCachePair>& pairs);
+// is kept). Throws when a present output's Concat is not in `graph`, and, naming the input and
+// dim, when the cut does not divide a dim of the cache evenly. Returns, per pair, the pieces
+// its cache is cut into (the product of the cut ways over its dims).
+std::vector<long> cut_kv_cache_updates(Graph& graph, Plan& plan, const hardware::Cluster& cluster, const std::vector<KvCachePair>& pairs);
 
 }  // namespace symtensor::compiler

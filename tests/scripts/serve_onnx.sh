@@ -4,8 +4,8 @@
 # with 4 query and 2 KV heads) written per rank under tensor parallelism (with replicas, with two pipeline stages), and
 # verified in ONNX Runtime against the unsharded model. Each rank's file holds its heads of the
 # cache: past_key/past_value of (batch / replicas, KV heads / tp, past, head dim) and the
-# present outputs of the same cut one token longer, not gathered. A model without a cache
-# and --onnx without --tp are one-line refusals with nothing written.
+# present outputs of the same cut one token longer, not gathered. A model without a cache,
+# tp above the KV heads and --onnx without --tp are one-line refusals with nothing written.
 # Usage: bash serve_onnx.sh SYMTENSOR_BINARY SOURCE_ROOT
 set -euo pipefail
 symtensor="$1"
@@ -90,6 +90,8 @@ refuse() {
   [ ! -e "$work/refused" ] || fail "output left by: $*"
 }
 refuse "is not a decode step" "$(model_file torch:gpt_tiny)" --cluster dgx-a100 --tp 2 --bind batch=2,seq=8 --onnx -o "$work/refused"
+refuse "tp must divide its KV heads" "$work/models/llama_gqa_step.onnx" --cluster dgx-a100 --tp 4 --bind batch=4,seq=1,past_seq=8 \
+  --onnx -o "$work/refused"
 refuse "give --tp" "$work/models/gpt2_kv_cache.onnx" --cluster dgx-a100 --input-len 8 --onnx -o "$work/refused"
 refuse "needs -o DIR" "$work/models/gpt2_kv_cache.onnx" --cluster dgx-a100 --tp 2 --input-len 8 --onnx
 echo "serve_onnx: OK"
