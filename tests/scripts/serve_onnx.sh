@@ -74,6 +74,23 @@ run gpt2_kv_cache 4 2 2
 run gpt2_kv_cache 4 2 1 2
 run llama_gqa_step 2 2 1
 
+# `models --decode-step` (LLaMA family; llama3-8b-tiny: 4 query heads, 2 KV heads of 16): run
+# token by token from an empty cache it gives the whole model's causal logits, and it shards.
+"$symtensor" models llama3-8b-tiny -o "$work/models/llama3_whole.onnx" >/dev/null
+"$symtensor" models llama3-8b-tiny --decode-step -o "$work/models/llama3_step.onnx" >"$work/models.log" \
+  || { cat "$work/models.log" >&2; fail "models --decode-step"; }
+grep -q "decode step (KV cache in and out)" "$work/models.log" || fail "models --decode-step does not say so"
+mkdir -p "$work/chain"
+/usr/bin/python3 "$root/tests/scripts/decode_step_chain.py" "$root/scripts/ort/run.js" "$work/models/llama3_whole.onnx" \
+  "$work/models/llama3_step.onnx" "$work/chain" 2 16 || fail "llama3 decode steps differ from the whole forward"
+"$symtensor" serve "$work/models/llama3_step.onnx" --cluster dgx-a100 --tp 2 --bind batch=4,past_seq=8 --onnx \
+  -o "$work/llama3_tp2" >"$work/serve.log" 2>&1 || { cat "$work/serve.log" >&2; fail "llama3 step: serve --onnx"; }
+"$symtensor" verify "$work/models/llama3_step.onnx" "$work/llama3_tp2" >"$work/verify.log" 2>&1 && grep -q "verify: OK" "$work/verify.log" \
+  || { cat "$work/verify.log" >&2; fail "llama3 step tp=2: verify"; }
+check_cache "$work/llama3_tp2" 2 2 1 1
+if "$symtensor" models gpt-1.7b-tiny --decode-step -o "$work/gpt_step.onnx" >"$work/err.log" 2>&1; then fail "gpt --decode-step accepted"; fi
+grep -q "decode-step is written for the llama family" "$work/err.log" && [ ! -e "$work/gpt_step.onnx" ] || fail "gpt --decode-step: $(cat "$work/err.log")"
+
 # Without --bind: the cache length is --input-len, the batch one request per replica.
 "$symtensor" serve "$work/models/gpt2_kv_cache.onnx" --cluster dgx-a100 --tp 2 --replicas 2 --input-len 8 --onnx \
   -o "$work/default" >"$work/serve.log" 2>&1 || { cat "$work/serve.log" >&2; fail "default bindings"; }
