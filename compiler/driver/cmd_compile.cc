@@ -30,7 +30,9 @@
 #include "compiler/rewrite/sharded_onnx.h"
 #include "compiler/report/plan_label.h"
 #include "compiler/base/units.h"
+#include "compiler/search/export_searched.h"
 #include "compiler/search/fleet_search.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/strategy.h"
 #include "simulator/stats/atomic_write.h"
 

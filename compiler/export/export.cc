@@ -16,7 +16,6 @@
 #include "compiler/export/titan_flavor.h"
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/base/units.h"
-#include "compiler/strategies/strategy.h"
 #include "simulator/stats/atomic_write.h"
 
 namespace symtensor::compiler {
@@ -164,20 +163,13 @@ std::string prediction_text(const StepEstimate& e) {
                             : fmt::format("does not fit ({} of {})", format_bytes(e.peak_memory), format_bytes(e.memory_capacity)));
 }
 
-// The fastest plan the target runs as written: the SymTensor search bounded by it
-// (StrategyOptions::bound, the search of `compile --stack T`) on the plan's own graph (model
-// and bindings), cluster (profile, size, stack) and precision. Empty with `why` when it finds
-// none or its plan is not written exactly after all.
-// `found`: that plan, when the caller's search found it already.
-std::optional<NearestCandidate> search_inside(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan,
-                                              const Plan* found, std::string& why) {
-  StrategyOptions options;
-  options.mode = plan.mode;
-  options.precision = plan.precision;
-  options.bound = target;
+// The fastest plan the target runs as written (the caller's search inside it), priced. Empty
+// with `why` when the search finds none or its plan is not written exactly after all.
+std::optional<NearestCandidate> searched_inside(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan,
+                                                const InsideSearch& search, std::string& why) {
   NearestCandidate c;
   try {
-    c.plan = found ? *found : make_plan("symtensor", graph, cluster, options);
+    c.plan = search();
   } catch (const std::exception& e) {
     why = e.what();
     return std::nullopt;
@@ -195,8 +187,8 @@ std::optional<NearestCandidate> search_inside(ExportTarget target, Graph& graph,
 
 }  // namespace
 
-ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan,
-                         const Plan* inside) {
+ExportResult export_plan_with(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan,
+                              const InsideSearch& search_inside) {
   ExportResult out;
   out.target = target;
   const StepEstimate original = price(graph, cluster, plan);
@@ -221,7 +213,7 @@ ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Clus
     std::string why_not_searched = "an inference plan is written as the training recipe of its layout";
     if (plan.mode == ExecutionMode::train) {
       out.searched = true;
-      searched = search_inside(target, graph, cluster, plan, inside, why_not_searched);
+      searched = searched_inside(target, graph, cluster, plan, search_inside, why_not_searched);
     }
     const std::string inside = "inside " + std::string(to_string(target));
     if (!adjusted && !searched) {

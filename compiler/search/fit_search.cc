@@ -13,6 +13,7 @@
 #include "compiler/cost/step_estimate.h"
 #include "compiler/export/target_limits.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/search/search_common.h"
 #include "compiler/strategies/propagation.h"
 #include "compiler/strategies/strategy.h"

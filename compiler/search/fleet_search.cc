@@ -14,6 +14,7 @@
 #include "compiler/cost/step_bound.h"
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/plan/plan_yaml.h"
+#include "compiler/search/export_searched.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/search_common.h"
 #include "compiler/strategies/megatron.h"

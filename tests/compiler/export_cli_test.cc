@@ -14,6 +14,7 @@
 #include "compiler/plan/plan_inputs.h"
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/plan/sha256.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/strategy.h"
 #include "tests/compiler/search_test_util.h"
 
