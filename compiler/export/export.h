@@ -18,10 +18,10 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/strategies/export_target.h"
 #include "compiler/export/recipe.h"
 #include "compiler/ir/graph.h"
 #include "compiler/plan/plan.h"
+#include "compiler/strategies/export_target.h"
 #include "hardware/cluster.h"
 
 namespace symtensor::compiler {

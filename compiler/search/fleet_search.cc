@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/analysis/transformer_structure.h"
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/step_bound.h"
 #include "compiler/lowering/simulate_plan.h"
@@ -18,7 +19,6 @@
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/search_common.h"
 #include "compiler/strategies/megatron.h"
-#include "compiler/strategies/transformer_structure.h"
 
 namespace symtensor::compiler {
 namespace {
