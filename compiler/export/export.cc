@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/analysis/model_stats.h"
+#include "compiler/base/units.h"
 #include "compiler/cost/estimate_order.h"
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
@@ -15,14 +16,10 @@
 #include "compiler/export/target_limits.h"
 #include "compiler/export/titan_flavor.h"
 #include "compiler/plan/plan_yaml.h"
-#include "compiler/base/units.h"
 #include "simulator/stats/atomic_write.h"
 
 namespace symtensor::compiler {
 namespace {
-
-constexpr ExportTarget kTargets[] = {ExportTarget::megatron,  ExportTarget::nemo,    ExportTarget::torchtitan,
-                                     ExportTarget::deepspeed, ExportTarget::dtensor, ExportTarget::jax};
 
 StepEstimate price(Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {
   return estimate_step(analyze_plan(graph, cluster, plan), plan, cluster);
@@ -73,34 +70,6 @@ std::vector<std::string> architecture_gaps(ExportTarget t, const ModelArchitectu
 // Whether the target writes uneven first/last stages itself.
 bool keeps_uneven_stages(ExportTarget t) { return t == ExportTarget::megatron; }
 
-}  // namespace
-
-std::string_view to_string(ExportTarget t) {
-  switch (t) {
-    case ExportTarget::megatron: return "megatron";
-    case ExportTarget::nemo: return "nemo";
-    case ExportTarget::torchtitan: return "torchtitan";
-    case ExportTarget::deepspeed: return "deepspeed";
-    case ExportTarget::dtensor: return "dtensor";
-    case ExportTarget::jax: return "jax";
-  }
-  return "?";
-}
-
-std::vector<std::string> export_target_names() {
-  std::vector<std::string> names;
-  for (ExportTarget t : kTargets) names.emplace_back(to_string(t));
-  return names;
-}
-
-ExportTarget parse_export_target(std::string_view text) {
-  for (ExportTarget t : kTargets)
-    if (to_string(t) == text) return t;
-  throw std::runtime_error(fmt::format("--to: unknown target '{}' ({})", text, fmt::join(export_target_names(), ", ")));
-}
-
-namespace {
-
 // What the target cannot write of the plan (the model's architecture aside), the recipe as
 // it writes it and the plan that recipe stands for: export_plan's first half, and the
 // searches' check of a plan (target_items).
@@ -138,12 +107,6 @@ TargetFit fit_to_target(ExportTarget target, Graph& graph, const hardware::Clust
 
 std::vector<std::string> target_items(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {
   return fit_to_target(target, graph, cluster, plan, ExecutionMode::train).items;
-}
-
-std::optional<ExportTarget> stack_export_target(std::string_view stack_name) {
-  for (ExportTarget t : {ExportTarget::megatron, ExportTarget::nemo, ExportTarget::torchtitan, ExportTarget::deepspeed, ExportTarget::jax})
-    if (to_string(t) == stack_name) return t;
-  return std::nullopt;
 }
 
 namespace {
