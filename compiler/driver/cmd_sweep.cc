@@ -11,6 +11,7 @@
 #include "compiler/driver/cli_lists.h"
 #include "compiler/driver/command_setup.h"
 #include "compiler/driver/commands.h"
+#include "compiler/driver/sweep_serve.h"
 #include "compiler/report/process_pool.h"
 #include "compiler/report/report_files.h"
 #include "compiler/report/sweep.h"
@@ -33,9 +34,23 @@ struct SweepCli {
   std::string out;
   bool unbounded = false;
   const CLI::Option* stack = nullptr;
+  SweepServeFlags serve;              // --serve and its flags (sweep_serve.h)
+  const CLI::App* cmd = nullptr;
 };
 
+// sweep --serve: the serving search per cluster and its cost per million output tokens.
+void run_serve(const SweepCli& cli) {
+  for (const char* flag : {"--strategies", "--tokens", "--shard", "--unbounded", "--jobs"})
+    if (cli.cmd->get_option(flag)->count() > 0) throw std::runtime_error(std::string("sweep --serve: ") + flag + " is for training sweeps");
+  SweepServeRun run{ModelChoice{cli.options.model, cli.options.bind, cli.attention, cli.options.batch_dim, cli.options.sequence_dim},
+                    split_list(cli.clusters, "--clusters"), {}, cli.prices, cli.stack->count() > 0 ? cli.options.software.stack : "trtllm",
+                    cli.out};
+  if (cli.cmd->get_option("--gpus")->count() > 0) run.gpus = compiler::parse_gpu_counts(cli.gpus);
+  run_sweep_serve(cli.serve, run);
+}
+
 void run(SweepCli& cli) {
+  if (cli.serve.serve) return run_serve(cli);
   cli.options.clusters = split_list(cli.clusters, "--clusters");
   for (const auto& name : cli.options.clusters) hardware::load_cluster(name);  // a bad name fails now, not per point
   const hardware::Cluster first = hardware::with_software(hardware::load_cluster(cli.options.clusters.front()),
@@ -86,6 +101,8 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--shard", cli->shard, "K/N: compute only every N-th point from the K-th (a job array's task); "
                                          "join the N folders with `symtensor merge`");
   cmd->add_option("-o,--output", cli->out, "report folder")->required();
+  add_sweep_serve_options(cmd, cli->serve);
+  cli->cmd = cmd;
   cmd->callback([cli] { run(*cli); });
 }
 

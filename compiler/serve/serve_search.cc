@@ -119,7 +119,14 @@ ServeSearchResult search_serving(const ServingModel& model, const ServingPrecisi
         continue;
       }
       const int most = gpus / (tp * pp);
-      ServeCandidate at_most = try_replicas(*cost, o, most);
+      ServeCandidate at_most;
+      try {
+        at_most = try_replicas(*cost, o, most);
+      } catch (const std::exception& e) {  // e.g. a request the replica's KV cache cannot hold
+        c.why = e.what();
+        result.candidates.push_back(c);
+        continue;
+      }
       if (!at_most.meets) {
         at_most.why = fmt::format("misses the SLOs even with {} replicas ({:.0f}% of requests meet them)", most,
                                   100 * at_most.attainment);

@@ -169,7 +169,13 @@ ServeDisaggregatedCandidate search_pair(const ServingModel& model, const Serving
     return c;
   }
   for (;;) {
-    simulate_pools(c, *p1, *d1, o, a, b);
+    try {
+      simulate_pools(c, *p1, *d1, o, a, b);
+    } catch (const std::exception& e) {  // e.g. a prompt the prefill replica's KV cache cannot hold
+      c.meets = false;
+      c.why = e.what();
+      return c;
+    }
     if (c.meets) return c;
     // Grow the pool whose SLO fewer requests meet (both when both fall short).
     const bool grow_prefill = c.ttft_share < o.attainment || c.ttft_share <= c.tpot_share;
