@@ -15,8 +15,8 @@ out="$("$symtensor" sweep --serve "$work/m.onnx" --clusters dgx-h100,pcie-l4 --n
   --slo-ttft 1 --slo-tpot 0.05 --price pcie-l4=0.5 -o "$work/r" 2>/dev/null)"
 for f in report.html report.md results.csv results.json; do [ -s "$work/r/$f" ] || fail "no $f"; done
 [ "$(ls "$work/r" | wc -l)" = 4 ] || fail "extra files: $(ls "$work/r")"
-echo "$out" | grep -q "^  dgx-h100 .*aggregated.*(illustrative)" || fail "no dgx-h100 row: $out"
-echo "$out" | grep -q "^  pcie-l4 .*no layout meets the SLOs" || fail "the L4 row does not say no layout meets the SLOs: $out"
+grep -q "^  dgx-h100 .*aggregated.*(illustrative)" <<<"$out" || fail "no dgx-h100 row: $out"
+grep -q "^  pcie-l4 .*no layout meets the SLOs" <<<"$out" || fail "the L4 row does not say no layout meets the SLOs: $out"
 # By hand from the CSV: gpus (7), output_tokens_per_s (8), price (13) -> cost per million output tokens (17).
 awk -F, '$1 == "dgx-h100" { want = $7 * $13 / ($8 * 3600 / 1e6); got = $17;
   if (want <= 0 || (got - want) / want > 1e-9 || (want - got) / want > 1e-9) { print "cost " got " vs " want; exit 1 } ; found = 1 }
