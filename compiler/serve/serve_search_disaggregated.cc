@@ -95,6 +95,8 @@ void simulate_pools(ServeDisaggregatedCandidate& c, const ServingCost& p1, const
   w.seed = o.seed;
   const ServeResult r = run_disaggregated(p, d, w, o.slo);
   ++c.simulations;
+  // The link the pools now span (inside a node while both fit in one).
+  c.kv_transfer_s = kv_transfer_seconds(p, d, o.input_tokens, kv_transfer_link(p.cluster(), pl.gpus(), dl.gpus()));
   c.prefill = pl;
   c.decode = dl;
   int ttft_ok = 0, tpot_ok = 0, n = 0;
