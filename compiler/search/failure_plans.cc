@@ -10,7 +10,7 @@
 #include "compiler/cost/step_estimate.h"
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/search/fleet_search.h"
-#include "compiler/search/make_plan.h"
+#include "compiler/search/symtensor_search.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/analysis/transformer_structure.h"
 #include "compiler/strategies/megatron.h"
@@ -162,7 +162,7 @@ FailurePlans plans_after_loss(Graph& graph, const hardware::Cluster& left, const
   std::string own_error;
   try {
     own = on_largest_grid(
-        graph, left, "SymTensor", [&](const hardware::Cluster& c) { return make_plan("symtensor", graph, c, options); },
+        graph, left, "SymTensor", [&](const hardware::Cluster& c) { return make_symtensor_plan(graph, c, options); },
         &own_step);
   } catch (const std::exception& e) {
     own_error = e.what();
