@@ -70,8 +70,8 @@ void write_serve_onnx(const ServeOnnxRequest& r) {
   if (cache.empty())
     throw std::runtime_error(fmt::format(
         "serve --onnx: {} is not a decode step: no graph output concatenates a graph input (the past keys/values) with "
-        "the new token's; export the model called with its cache (past_key_values inputs, present outputs), as "
-        "tests/scripts/exporters/export_models.py exports gpt2_kv_cache",
+        "the new token's; write one with `symtensor models NAME --decode-step -o step.onnx` (llama family, or "
+        "--hf-config), or export the model called with its cache (past_key_values in, present out)",
         r.input.path));
   compiler::inline_external_data(original, r.input.path);
   ModelChoice input = r.input;
