@@ -82,7 +82,7 @@ void write_serve_onnx(const ServeOnnxRequest& r) {
   compiler::Graph graph = import_model(input, true);
   const hardware::Cluster cluster = layout_cluster(r.cluster, r.layout.gpus());
   std::string knobs = fmt::format("tp={},pp={},dp={},mb=1", r.layout.tp, r.layout.pp, r.layout.replicas);
-  if (r.layout.ep > 1) knobs += fmt::format(",ep={}", r.layout.ep);
+  if (r.layout.ep > 1) knobs += fmt::format(",ep={},etp=1", r.layout.ep);  // the experts spread over the tp group (serving's --ep)
   const compiler::StrategyOptions options = strategy_options("infer", r.precision, knobs, "");
   compiler::Plan plan = compiler::make_megatron_plan(graph, cluster, compiler::parse_megatron_knobs(knobs), options);
   const std::vector<long> pieces = compiler::cut_kv_cache_updates(graph, plan, cluster, cache);

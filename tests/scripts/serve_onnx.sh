@@ -88,6 +88,13 @@ mkdir -p "$work/chain"
 "$symtensor" verify "$work/models/llama3_step.onnx" "$work/llama3_tp2" >"$work/verify.log" 2>&1 && grep -q "verify: OK" "$work/verify.log" \
   || { cat "$work/verify.log" >&2; fail "llama3 step tp=2: verify"; }
 check_cache "$work/llama3_tp2" 2 2 1 1
+# A mixture of experts (mixtral-8x7b-tiny: 4 experts, top-2) with its experts over the tp group (--ep 2).
+"$symtensor" models mixtral-8x7b-tiny --decode-step -o "$work/models/mixtral_step.onnx" >/dev/null
+"$symtensor" serve "$work/models/mixtral_step.onnx" --cluster dgx-a100 --tp 2 --ep 2 --bind batch=4,past_seq=8 --onnx \
+  -o "$work/mixtral_ep2" >"$work/serve.log" 2>&1 || { cat "$work/serve.log" >&2; fail "mixtral step: serve --onnx --ep 2"; }
+"$symtensor" verify "$work/models/mixtral_step.onnx" "$work/mixtral_ep2" >"$work/verify.log" 2>&1 && grep -q "verify: OK" "$work/verify.log" \
+  || { cat "$work/verify.log" >&2; fail "mixtral step tp=2 ep=2: verify"; }
+check_cache "$work/mixtral_ep2" 2 2 1 1
 if "$symtensor" models gpt-1.7b-tiny --decode-step -o "$work/gpt_step.onnx" >"$work/err.log" 2>&1; then fail "gpt --decode-step accepted"; fi
 grep -q "decode-step is written for the llama family" "$work/err.log" && [ ! -e "$work/gpt_step.onnx" ] || fail "gpt --decode-step: $(cat "$work/err.log")"
 
