@@ -25,7 +25,7 @@ namespace {
 
 // What the search reads of a simulation, the step and each stage's busy time, comes from the
 // rank classes' summaries; the per-task trace (Chrome's slices), recorded by default, is not
-// needed (about a tenth of a simulation's time on the 70B fleet).
+// needed.
 sim::SimOptions search_simulation() {
   sim::SimOptions o;
   o.record_trace = false;
