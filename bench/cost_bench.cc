@@ -20,6 +20,7 @@
 #include "compiler/lowering/lower_plan.h"
 #include "compiler/onnx_import/import.h"
 #include "compiler/search/folded_graph.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/propagation.h"
 #include "compiler/strategies/strategy.h"
 #include "hardware/cluster.h"

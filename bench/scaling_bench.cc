@@ -28,6 +28,7 @@
 #include "compiler/cost/step_estimate.h"
 #include "compiler/lowering/lower_plan.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/search/symtensor_search.h"
 #include "compiler/strategies/strategy.h"
 #include "hardware/cluster.h"

@@ -190,6 +190,12 @@ std::string self_attention(GraphBuilder& g, const std::string& x, const Attentio
     }
     q = apply_partial_rotary(g, q, cos, sin, spec.rotary_dim, head_dim);
   }
+  if (!spec.past_key.empty()) {  // DynamicCache.update: torch.cat([past, new], dim=-2)
+    k = g.op("Concat", {spec.past_key, k}, {{"axis", std::int64_t{2}}});
+    v = g.op("Concat", {spec.past_value, v}, {{"axis", std::int64_t{2}}});
+    if (spec.present_key) *spec.present_key = k;
+    if (spec.present_value) *spec.present_value = v;
+  }
   if (grouped) {
     k = g.op("Unsqueeze", {k, g.ints({2})});  // [b, kv, 1, s, d]
     v = g.op("Unsqueeze", {v, g.ints({2})});

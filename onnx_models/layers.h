@@ -74,6 +74,12 @@ struct AttentionSpec {
   // and concatenated after the keys; the row max subtracted, the softmax taken, the sink column
   // dropped (Slice) before the product with V.
   bool sinks = false;
+  // A decode step's cache (ModelConfig::decode_step): graph inputs [b, kv, past, d]; the new key
+  // (after rotary) and value are concatenated after them along the sequence, and the results,
+  // which attention then reads, are left in *present_key / *present_value.
+  std::string past_key, past_value;
+  std::string* present_key = nullptr;
+  std::string* present_value = nullptr;
 };
 // Self-attention of x [b, s, h]; the module scope is the caller's.
 std::string self_attention(GraphBuilder& g, const std::string& x, const AttentionSpec& spec);

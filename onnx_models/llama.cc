@@ -20,7 +20,10 @@
 // 1 + weight, biased), rotates the first partial_rotary of each head and has the squared-ReLU
 // MLP up_proj -> relu(x)^2 -> down_proj.
 #include <cmath>
+#include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "onnx_models/families.h"
 #include "onnx_models/layers.h"
@@ -46,8 +49,13 @@ void build_llama(GraphBuilder& g, const ModelConfig& c) {
     return c.layer_norm_1p ? layer_norm(g, t, module, h, c.norm_epsilon, true) : rms_norm(g, t, module, h, c.norm_epsilon);
   };
   const bool grouped = c.kv_heads != c.heads;
-  std::string ids = g.input("input_ids", onnx::TensorProto::INT64, {"batch", "seq"});
-  std::string positions = g.input("position_ids", onnx::TensorProto::INT64, {"batch", "seq"});
+  if (c.decode_step && (c.kv_lora_rank > 0 || c.sliding_window > 0))
+    throw std::runtime_error(c.name + ": --decode-step writes full-attention layers with a key/value cache; " +
+                             (c.kv_lora_rank > 0 ? "multi-head latent attention caches its latent, which is not written"
+                                                 : "a sliding window's cache is not written"));
+  const Dim seq = c.decode_step ? Dim(std::int64_t{1}) : Dim("seq");
+  std::string ids = g.input("input_ids", onnx::TensorProto::INT64, {"batch", seq});
+  std::string positions = g.input("position_ids", onnx::TensorProto::INT64, {"batch", seq});
   g.push("model");
   std::string embed = g.parameter("embed_tokens.weight", {c.vocab, h}, Init::uniform(1.0));
   std::string x = g.op("Gather", {embed, ids});
@@ -57,9 +65,10 @@ void build_llama(GraphBuilder& g, const ModelConfig& c) {
   std::string mask, global_mask;
   if (c.sliding_window > 0)
     mask = sliding_window_mask(g, positions, c.sliding_window);
-  else
+  else if (!c.decode_step)
     mask = causal_mask(g, positions);
-  mask = mask_for_scores(g, mask, grouped);
+  if (!mask.empty()) mask = mask_for_scores(g, mask, grouped);
+  std::vector<std::pair<std::string, std::string>> presents;  // decode step: (value, output name)
   if (c.sliding_window > 0 && c.global_every > 0) global_mask = mask_for_scores(g, causal_mask(g, positions), grouped);
   for (int64_t layer = 0; layer < c.layers; ++layer) {
     g.push("layers." + std::to_string(layer));
@@ -85,7 +94,19 @@ void build_llama(GraphBuilder& g, const ModelConfig& c) {
       const bool global = !global_mask.empty() && (layer + 1) % c.global_every == 0;
       attn.mask = global ? global_mask : mask;
       attn.sinks = c.attention_sinks;
+      std::string present_key, present_value;
+      if (c.decode_step) {
+        const std::string i = std::to_string(layer);
+        const std::vector<Dim> cache = {"batch", c.kv_heads, "past_seq", head_size(c)};
+        attn.past_key = g.input("past_key_" + i, onnx::TensorProto::FLOAT, cache);
+        attn.past_value = g.input("past_value_" + i, onnx::TensorProto::FLOAT, cache);
+        attn.present_key = &present_key, attn.present_value = &present_value;
+      }
       x = g.op("Add", {x, self_attention(g, a, attn)});
+      if (c.decode_step) {
+        presents.emplace_back(present_key, "present_key_" + std::to_string(layer));
+        presents.emplace_back(present_value, "present_value_" + std::to_string(layer));
+      }
     }
     g.pop();
     std::string m = norm(x, "post_attention_layernorm");
@@ -122,7 +143,9 @@ void build_llama(GraphBuilder& g, const ModelConfig& c) {
   } else {
     logits = linear(g, x, "lm_head", h, c.vocab, false);
   }
-  g.output(logits, "logits", onnx::TensorProto::FLOAT, {"batch", "seq", c.vocab});
+  g.output(logits, "logits", onnx::TensorProto::FLOAT, {"batch", seq, c.vocab});
+  for (const auto& [value, name] : presents)
+    g.output(value, name, onnx::TensorProto::FLOAT, {"batch", c.kv_heads, "present_seq", head_size(c)});
 }
 
 }  // namespace symtensor::models

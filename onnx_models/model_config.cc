@@ -35,6 +35,9 @@ void require(bool ok, const ModelConfig& config, const std::string& what) {
 }  // namespace
 
 void validate(const ModelConfig& c) {
+  require(!c.decode_step || c.family == Family::llama, c,
+          std::string("--decode-step is written for the llama family (Llama, Mistral, Mixtral, Qwen, Nemotron, gpt-oss), not ") +
+              family_name(c.family));
   if (c.family == Family::resnet) {
     require(c.resnet_width > 0, c, "resnet width must be positive");
     for (std::int64_t blocks : c.resnet_blocks) require(blocks > 0, c, "resnet stage blocks must be positive");

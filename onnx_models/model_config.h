@@ -112,6 +112,12 @@ struct ModelConfig {
   std::int64_t resnet_blocks[4] = {3, 4, 6, 3};
   double norm_epsilon = 1e-5;
   double rope_theta = 10000.0;
+  // llama family: the decode step with its KV cache, as HF's modeling code runs it with a cache:
+  // one new token (input_ids and position_ids [batch, 1]), per layer inputs past_key_<i> and
+  // past_value_<i> [batch, kv_heads, past_seq, head_dim], the new key (after rotary) and value
+  // concatenated after them (DynamicCache.update) and returned as present_key_<i> and
+  // present_value_<i> after the logits; no mask (the one query sees every key).
+  bool decode_step = false;
   Weights weights = Weights::none;
   std::uint64_t seed = 1;
 };

@@ -30,7 +30,12 @@
 #include "compiler/rewrite/sharded_onnx.h"
 #include "compiler/report/plan_label.h"
 #include "compiler/base/units.h"
+#include "compiler/search/export_searched.h"
+#include "compiler/report/failure_report.h"
+#include "compiler/search/failure_plans.h"
 #include "compiler/search/fleet_search.h"
+#include "hardware/cluster_loss.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/strategy.h"
 #include "simulator/stats/atomic_write.h"
 
@@ -40,6 +45,7 @@ namespace {
 struct CompileOptions {
   ModelChoice input;
   std::string strategy, megatron, plan, mode, precision, out, export_to;
+  std::vector<std::string> without;  // --without K node: the what-if after a failure (#32)
   ClusterChoice cluster;
   CLI::Option *stack_option = nullptr, *headroom_option = nullptr, *cluster_option = nullptr;
   bool allow_oom = false, onnx = false, unbounded = false;
@@ -57,7 +63,7 @@ std::string mesh_text(const compiler::Plan& plan, const hardware::DeviceMesh& me
 void run_compile(CompileOptions o) {
   if (!o.plan.empty())
     take_recorded_software(o.plan, given_software(o.stack_option, o.headroom_option, o.cluster_option), o.cluster, o.input);
-  const hardware::Cluster loaded = load_cluster(o.cluster);
+  const hardware::Cluster loaded = o.without.empty() ? load_cluster(o.cluster) : cluster_without(load_cluster(o.cluster), o.without);
   compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);
   std::string strategy = o.strategy;
   if (!o.plan.empty()) {
@@ -80,15 +86,29 @@ void run_compile(CompileOptions o) {
   // A mixed fleet (#32): the search that places layers by speed, beside Megatron-best's two
   // plans; the plan may run on one group alone (its cluster is then that group).
   std::optional<compiler::FleetSearchResult> fleet;
+  // After a failure (--without), SymTensor's plan on what is left beside Megatron-best on its
+  // largest valid grid, each with the GPUs it uses (compiler/search/failure_plans.h).
+  std::optional<compiler::FailurePlans> after_loss;
+  std::optional<hardware::Cluster> on;  // the cluster the plan runs on, where the what-if chose it
   compiler::Plan plan;
   if (loaded.mixed() && strategy == "symtensor") {
     fleet = compiler::fleet_search(graph, loaded, so);
     plan = fleet->plan.plan;
+    if (!o.without.empty()) after_loss = compiler::failure_plans_of_fleet(*fleet, loaded);
+  } else if (!o.without.empty() && !loaded.mixed() && (strategy == "symtensor" || strategy == "megatron")) {
+    after_loss = compiler::plans_after_loss(graph, loaded, so);
+    const compiler::GridPlan& chosen = strategy == "symtensor" ? after_loss->symtensor : after_loss->megatron;
+    if (!chosen.found) throw std::runtime_error(o.input.path + ": " + chosen.note);
+    plan = chosen.plan;
+    on = chosen.cluster;
   } else {
     plan = compiler::make_plan(strategy, graph, loaded, so);
   }
-  const hardware::Cluster cluster = compiler::cluster_of_plan(loaded, plan);
-  plan.inputs = recorded_inputs(o.input, o.cluster, cluster);  // `export plan.yaml` needs nothing else
+  const hardware::Cluster cluster = on ? *on : compiler::cluster_of_plan(loaded, plan);
+  ClusterChoice recorded = o.cluster;  // after a loss: the cluster left, as --cluster/--nodes would give it
+  if (!o.without.empty() && loaded.mixed()) recorded.profile = loaded.name, recorded.nodes.reset();
+  if (!o.without.empty() && !loaded.mixed() && cluster.levels.size() > 1) recorded.nodes = hardware::node_count(cluster);
+  plan.inputs = recorded_inputs(o.input, recorded, cluster);  // `export plan.yaml` needs nothing else
   if (strategy == "file") {  // a plan file keeps its mode and precision unless the command line sets them
     if (!o.mode.empty()) plan.mode = so.mode;
     if (!o.precision.empty()) plan.precision = so.precision;
@@ -153,6 +173,8 @@ void run_compile(CompileOptions o) {
   std::cout << "memory per device, part by part:\n"
             << compiler::memory_breakdown_text(compiler::memory_breakdown(graph, plan, analysis));
   if (fleet) std::cout << compiler::describe_fleet_result(*fleet, loaded);
+  if (after_loss)
+    std::cout << compiler::describe_after_loss(*after_loss, nodes_lost(o.without), compiler::bound_sequence_length(graph));
   std::cout << "plan written to " << path << "\n";
   if (!written.empty()) {
     std::cout << "sharded ONNX written to " << o.out << ":";
@@ -180,6 +202,11 @@ void add_compile_command(CLI::App& app) {
   add_model_options(cmd, o->input, "dim values, e.g. batch=512,seq=2048 (batch is required)");
   cmd->add_option("--strategy", o->strategy, "symtensor (default) | megatron | dp | zero3 | ilp");
   cmd->add_option("--megatron", o->megatron, "Megatron knobs as constraints (the rest searched; tp, pp and mb given fix one plan): tp=8,pp=8,mb=1,vp=3,sp=1,recompute=selective,distopt=1");
+  cmd->add_option("--without", o->without,
+                  "what-if after a failure: plan on what is left without K nodes, `--without 1 node` (a fleet: from its "
+                  "largest group, or `--without 1 dgx-a100`); prints the GPUs SymTensor's plan and Megatron-best's "
+                  "largest valid grid use and idle")
+      ->expected(2);
   cmd->add_option("--plan", o->plan, "read the plan from this plan.yaml instead of making one");
   cmd->add_option("--mode", o->mode, "train | infer (default train; a plan file's own)");
   cmd->add_option("--precision", o->precision, "fp32 | tf32 | fp16 | bf16 | fp8 (per-tensor scaling) | mxfp8 | fp4 (NVFP4) (default bf16; a plan file's own)");

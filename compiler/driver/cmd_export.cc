@@ -15,6 +15,7 @@
 #include "compiler/driver/recorded_inputs.h"
 #include "compiler/export/export.h"
 #include "compiler/plan/plan_yaml.h"
+#include "compiler/search/export_searched.h"
 #include "simulator/stats/atomic_write.h"
 
 namespace symtensor::driver {

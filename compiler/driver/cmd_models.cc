@@ -8,6 +8,7 @@
 
 #include "compiler/driver/commands.h"
 #include "onnx_models/hf_config.h"
+#include "onnx_models/model_config.h"
 #include "onnx_models/model_zoo.h"
 
 namespace symtensor::driver {
@@ -21,6 +22,7 @@ struct ModelsOptions {
   std::optional<std::string> weights;
   models::Overrides overrides;
   bool names_only = false;
+  bool decode_step = false;
 };
 
 void list_presets(bool names_only) {
@@ -50,9 +52,11 @@ void write_model(const ModelsOptions& o) {
   if (o.weights) overrides.weights = models::parse_weights(*o.weights);
   const models::ModelConfig base = o.hf_config.empty() ? models::preset_config(o.name) : models::load_hf_config(o.hf_config);
   models::ModelConfig config = models::apply_overrides(base, overrides);
+  config.decode_step = o.decode_step;
   onnx::ModelProto model = models::build_model(config);
   models::save_model(model, o.output);
-  std::cout << "wrote " << o.output << ": " << models::describe(config) << "; "
+  std::cout << "wrote " << o.output << ": " << models::describe(config)
+            << (config.decode_step ? "; decode step (KV cache in and out)" : "") << "; "
             << models::count_parameters(model) << " parameters, " << model.graph().node_size() << " nodes, "
             << model.ByteSizeLong() << " bytes\n";
 }
@@ -90,6 +94,9 @@ void add_models_command(CLI::App& app) {
   cmd->add_option("--classes", v.classes, "output classes (vit, resnet)");
   cmd->add_option("--weights", o->weights, "none (weights are shaped graph inputs) or random (initializers)");
   cmd->add_option("--seed", v.seed, "seed of the random weights");
+  cmd->add_flag("--decode-step", o->decode_step,
+                "llama family: the decode step with its KV cache (one token; past_key_<i>/past_value_<i> in, logits and "
+                "present_key_<i>/present_value_<i> out), for `serve --onnx`");
   cmd->callback([o, list] {
     if (list->parsed()) return;
     write_model(*o);

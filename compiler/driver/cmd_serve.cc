@@ -3,6 +3,7 @@
 //   [--offline | --rate R | --concurrency K | --trace FILE] [--requests N] [--seed S]
 //   [--slo-ttft S] [--slo-tpot S] [--json] [--export vllm|sglang|trtllm -o FILE]
 //   [--disaggregate --prefill-tp T1 [--prefill-pp P1] --prefill-replicas A --decode-tp T2 [--decode-pp P2] --decode-replicas B]
+//   [--onnx -o DIR: a decode step's program per rank under --tp/--pp/--replicas (driver/serve_onnx.h)]
 // Without --tp, with --rate and an SLO: the layout search (compiler/serve/serve_search.h) on each
 // cluster of --cluster A,B,...
 // Serving a model (issue #33): KV-cache memory and the batch it allows, prefill and decode
@@ -21,6 +22,7 @@
 
 #include "compiler/driver/command_setup.h"
 #include "compiler/driver/commands.h"
+#include "compiler/driver/serve_onnx.h"
 #include "compiler/serve/serve_disaggregated.h"
 #include "compiler/serve/serve_export.h"
 #include "compiler/serve/serve_report.h"
@@ -42,7 +44,7 @@ struct ServeOptions {
   long long input_len = 0, output_len = 0;
   std::optional<double> rate;
   std::optional<int> concurrency;
-  bool offline = false, json = false;
+  bool offline = false, json = false, onnx = false;
   int requests = 1000;
   unsigned long long seed = 1;
   double slo_ttft = 0, slo_tpot = 0;
@@ -57,6 +59,15 @@ hardware::Precision precision_of(const std::string& text, const std::string& fla
 }
 
 void run_serve(const ServeOptions& o) {
+  if (o.onnx) {
+    if (!o.export_target.empty() || o.disaggregate)
+      throw std::runtime_error("serve: --onnx writes the decode step of one fixed layout, not with --export or --disaggregate");
+    if (o.output.empty()) throw std::runtime_error("serve: --onnx needs -o DIR (the per-rank ONNX files)");
+    if (o.tp_option->count() == 0) throw std::runtime_error("serve: --onnx writes a fixed layout: give --tp (and --pp, --replicas)");
+    write_serve_onnx({o.input, hardware::scale_cluster(hardware::load_cluster(o.profile), o.nodes, o.gpus), o.layout,
+                      o.precision, o.input_len, o.output});
+    return;
+  }
   const int modes = (o.offline ? 1 : 0) + (o.rate ? 1 : 0) + (o.concurrency ? 1 : 0) + (o.trace.empty() ? 0 : 1);
   if (modes > 1) throw std::runtime_error("serve: give at most one of --offline, --rate, --concurrency and --trace");
   if (o.trace.empty() && (o.input_len < 1 || o.output_len < 1))
@@ -205,7 +216,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--export", o->export_target,
                   "write the launch command of the layout: vllm (vllm serve), sglang (sglang.launch_server) or trtllm "
                   "(trtllm-serve and FILE.llm_api_options.yaml); priced with that engine unless --stack is given");
-  cmd->add_option("-o,--output", o->output, "the --export launch script");
+  cmd->add_flag("--onnx", o->onnx, "write the decode step per rank under --tp/--pp/--replicas (a model with KV-cache "
+                                   "inputs and outputs; the cache cut on its heads) to -o DIR; check it with `symtensor verify`");
+  cmd->add_option("-o,--output", o->output, "the --export launch script, or the --onnx directory");
   cmd->callback([o] { run_serve(*o); });
 }
 

@@ -12,6 +12,7 @@
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/report/plan_label.h"
 #include "compiler/search/fleet_search.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/strategy.h"
 #include "hardware/cluster.h"
 #include "simulator/stats/chrome_trace.h"

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "compiler/onnx_import/import.h"
+#include "hardware/cluster_loss.h"
 #include "hardware/names.h"
 
 namespace symtensor::driver {
@@ -32,6 +33,42 @@ void add_software_options(CLI::App* cmd, hardware::Software& software) {
 hardware::Cluster load_cluster(const ClusterChoice& choice) {
   return hardware::with_software(hardware::scale_cluster(hardware::load_cluster(choice.profile), choice.nodes, choice.gpus),
                                  choice.software);
+}
+
+namespace {
+
+std::string without_text(const std::vector<std::string>& without) {
+  std::string text;
+  for (const std::string& t : without) text += (text.empty() ? "" : " ") + t;
+  return "--without " + text;
+}
+
+}  // namespace
+
+int nodes_lost(const std::vector<std::string>& without) {
+  const std::string flag = without_text(without);
+  if (without.size() != 2) throw std::runtime_error(flag + ": expected a count and 'node' (--without 1 node)");
+  std::size_t used = 0;
+  int k = -1;
+  try {
+    k = std::stoi(without[0], &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != without[0].size() || k < 1)
+    throw std::runtime_error(flag + ": expected a positive count of nodes (--without 1 node)");
+  return k;
+}
+
+hardware::Cluster cluster_without(const hardware::Cluster& cluster, const std::vector<std::string>& without) {
+  const int k = nodes_lost(without);
+  const std::string& unit = without[1];
+  const std::string group = unit == "node" || unit == "nodes" ? "" : unit;
+  try {
+    return hardware::without_nodes(cluster, k, group);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(without_text(without) + ": " + e.what());
+  }
 }
 
 void add_attention_option(CLI::App* cmd, std::string& attention) {

@@ -4,6 +4,7 @@
 // (--mode, --precision, --megatron, --plan).
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -25,6 +26,14 @@ void add_cluster_options(CLI::App* cmd, ClusterChoice& choice);
 void add_software_options(CLI::App* cmd, hardware::Software& software);
 // The profile scaled, with the stack applied and the headroom set.
 hardware::Cluster load_cluster(const ClusterChoice& choice);
+
+// `--without K node` (or `K nodes`, or `K GROUP`: K nodes of that group of a mixed fleet): the
+// cluster without K failed nodes (hardware::without_nodes; on a fleet, by default from the
+// group with the most nodes). Throws one line naming the flag ("--without 5 node: cluster
+// 'dgx-h100' has 4 nodes; ...") on bad input.
+hardware::Cluster cluster_without(const hardware::Cluster& cluster, const std::vector<std::string>& without);
+// The K of --without's tokens (checked as cluster_without does).
+int nodes_lost(const std::vector<std::string>& without);
 
 // --attention fused|materialized (default fused): the fusion pass's attention mode.
 void add_attention_option(CLI::App* cmd, std::string& attention);

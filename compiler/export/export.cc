@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/analysis/model_stats.h"
+#include "compiler/base/units.h"
 #include "compiler/cost/estimate_order.h"
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
@@ -15,15 +16,10 @@
 #include "compiler/export/target_limits.h"
 #include "compiler/export/titan_flavor.h"
 #include "compiler/plan/plan_yaml.h"
-#include "compiler/base/units.h"
-#include "compiler/strategies/strategy.h"
 #include "simulator/stats/atomic_write.h"
 
 namespace symtensor::compiler {
 namespace {
-
-constexpr ExportTarget kTargets[] = {ExportTarget::megatron,  ExportTarget::nemo,    ExportTarget::torchtitan,
-                                     ExportTarget::deepspeed, ExportTarget::dtensor, ExportTarget::jax};
 
 StepEstimate price(Graph& graph, const hardware::Cluster& cluster, const Plan& plan) {
   return estimate_step(analyze_plan(graph, cluster, plan), plan, cluster);
@@ -74,34 +70,6 @@ std::vector<std::string> architecture_gaps(ExportTarget t, const ModelArchitectu
 // Whether the target writes uneven first/last stages itself.
 bool keeps_uneven_stages(ExportTarget t) { return t == ExportTarget::megatron; }
 
-}  // namespace
-
-std::string_view to_string(ExportTarget t) {
-  switch (t) {
-    case ExportTarget::megatron: return "megatron";
-    case ExportTarget::nemo: return "nemo";
-    case ExportTarget::torchtitan: return "torchtitan";
-    case ExportTarget::deepspeed: return "deepspeed";
-    case ExportTarget::dtensor: return "dtensor";
-    case ExportTarget::jax: return "jax";
-  }
-  return "?";
-}
-
-std::vector<std::string> export_target_names() {
-  std::vector<std::string> names;
-  for (ExportTarget t : kTargets) names.emplace_back(to_string(t));
-  return names;
-}
-
-ExportTarget parse_export_target(std::string_view text) {
-  for (ExportTarget t : kTargets)
-    if (to_string(t) == text) return t;
-  throw std::runtime_error(fmt::format("--to: unknown target '{}' ({})", text, fmt::join(export_target_names(), ", ")));
-}
-
-namespace {
-
 // What the target cannot write of the plan (the model's architecture aside), the recipe as
 // it writes it and the plan that recipe stands for: export_plan's first half, and the
 // searches' check of a plan (target_items).
@@ -141,12 +109,6 @@ std::vector<std::string> target_items(ExportTarget target, Graph& graph, const h
   return fit_to_target(target, graph, cluster, plan, ExecutionMode::train).items;
 }
 
-std::optional<ExportTarget> stack_export_target(std::string_view stack_name) {
-  for (ExportTarget t : {ExportTarget::megatron, ExportTarget::nemo, ExportTarget::torchtitan, ExportTarget::deepspeed, ExportTarget::jax})
-    if (to_string(t) == stack_name) return t;
-  return std::nullopt;
-}
-
 namespace {
 
 // A candidate for the nearest plan with its prediction.
@@ -164,20 +126,13 @@ std::string prediction_text(const StepEstimate& e) {
                             : fmt::format("does not fit ({} of {})", format_bytes(e.peak_memory), format_bytes(e.memory_capacity)));
 }
 
-// The fastest plan the target runs as written: the SymTensor search bounded by it
-// (StrategyOptions::bound, the search of `compile --stack T`) on the plan's own graph (model
-// and bindings), cluster (profile, size, stack) and precision. Empty with `why` when it finds
-// none or its plan is not written exactly after all.
-// `found`: that plan, when the caller's search found it already.
-std::optional<NearestCandidate> search_inside(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan,
-                                              const Plan* found, std::string& why) {
-  StrategyOptions options;
-  options.mode = plan.mode;
-  options.precision = plan.precision;
-  options.bound = target;
+// The fastest plan the target runs as written (the caller's search inside it), priced. Empty
+// with `why` when the search finds none or its plan is not written exactly after all.
+std::optional<NearestCandidate> searched_inside(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan,
+                                                const InsideSearch& search, std::string& why) {
   NearestCandidate c;
   try {
-    c.plan = found ? *found : make_plan("symtensor", graph, cluster, options);
+    c.plan = search();
   } catch (const std::exception& e) {
     why = e.what();
     return std::nullopt;
@@ -195,8 +150,8 @@ std::optional<NearestCandidate> search_inside(ExportTarget target, Graph& graph,
 
 }  // namespace
 
-ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan,
-                         const Plan* inside) {
+ExportResult export_plan_with(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan,
+                              const InsideSearch& search_inside) {
   ExportResult out;
   out.target = target;
   const StepEstimate original = price(graph, cluster, plan);
@@ -221,7 +176,7 @@ ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Clus
     std::string why_not_searched = "an inference plan is written as the training recipe of its layout";
     if (plan.mode == ExecutionMode::train) {
       out.searched = true;
-      searched = search_inside(target, graph, cluster, plan, inside, why_not_searched);
+      searched = searched_inside(target, graph, cluster, plan, search_inside, why_not_searched);
     }
     const std::string inside = "inside " + std::string(to_string(target));
     if (!adjusted && !searched) {

@@ -5,21 +5,23 @@
 // per-operator cut that is not its recipe, uneven per-layer choices, a feature it lacks),
 // each such item is one line of `not_expressible`, and the nearest plan that it can express
 // is priced next to the original with the same analytic model (analyze_plan + estimate_step).
-// The nearest plan is searched (issue #30): the fastest plan of the SymTensor search bounded
-// by the target (StrategyOptions::bound, as `compile --stack T`) on the plan's own model,
-// bindings, cluster, stack and precision, against the plan adjusted item by item (the
-// Megatron layout of the recovered recipe with apply_target_limits's changes): fits first,
-// then step time. A plan the target writes exactly is written as it is, with no search.
+// The nearest plan is the better of two (issue #30), fits first, then step time: the plan
+// adjusted item by item (the Megatron layout of the recovered recipe with
+// apply_target_limits's changes) and the fastest plan the target runs as written, which the
+// caller's search inside the target gives (export_plan in compiler/search/export_searched.h
+// runs the SymTensor search bounded by the target, as `compile --stack T`). A plan the
+// target writes exactly is written as it is, with no search.
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "compiler/strategies/export_target.h"
 #include "compiler/export/recipe.h"
 #include "compiler/ir/graph.h"
 #include "compiler/plan/plan.h"
+#include "compiler/strategies/export_target.h"
 #include "hardware/cluster.h"
 
 namespace symtensor::compiler {
@@ -45,10 +47,16 @@ struct ExportResult {
   bool exact() const { return not_expressible.empty(); }
 };
 
-// `inside`: the fastest plan inside `target`, when the caller's search found it already
-// (StrategyOptions::target_plan_out); otherwise the export searches for it where it needs it.
-ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan,
-                         const Plan* inside = nullptr);
+// The fastest plan `target` runs as written on the plan's own model, cluster and precision
+// (the search inside the target); it throws one line when it finds none. Called only for a
+// training plan the target does not write exactly.
+using InsideSearch = std::function<Plan()>;
+
+// The export, its nearest plan chosen between the plan adjusted item by item and
+// search_inside's. Callers that want the search itself call export_plan
+// (compiler/search/export_searched.h).
+ExportResult export_plan_with(ExportTarget target, Graph& graph, const hardware::Cluster& cluster, const Plan& plan,
+                              const InsideSearch& search_inside);
 
 // What export_plan would list as not expressible for a training plan, the model's
 // architecture aside (empty: the target writes the plan exactly). The searches bounded by a

@@ -1,6 +1,6 @@
 #pragma once
 // The architecture a training framework must be told to build the same model, read from the
-// imported graph's structure (compiler/strategies/transformer_structure.h), iteration spaces
+// imported graph's structure (compiler/analysis/transformer_structure.h), iteration spaces
 // and, for float constants the IR does not keep (an RMSNorm's epsilon, rotary frequencies),
 // the ONNX file the graph came from. Never from node names. A fact the graph does not hold
 // is left at 0 / unknown and named in `unknown`, for the emitters to write as a placeholder.

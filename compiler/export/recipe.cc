@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/analysis/transformer_structure.h"
 #include "compiler/strategies/propagation.h"
-#include "compiler/strategies/transformer_structure.h"
 
 namespace symtensor::compiler {
 namespace {

@@ -3,7 +3,7 @@
 // context and data parallel degrees, micro-batch size, recomputation, ZeRO, sequence
 // parallelism and the layers of each pipeline stage, recovered from the plan's mesh, cuts
 // and fields (never from node names). The mesh axes are classified by what they cut in the
-// transformer's weight GEMMs (see compiler/strategies/transformer_structure.h): the column
+// transformer's weight GEMMs (see compiler/analysis/transformer_structure.h): the column
 // GEMMs' output width (tp), their batch loop (dp), their sequence loop (cp); the expert
 // GEMMs' expert loop (ep) and width (etp).
 #include <string>

@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "compiler/export/export_target.h"
 #include "compiler/export/recipe.h"
+#include "compiler/strategies/export_target.h"
 
 namespace symtensor::compiler {
 

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "compiler/report/plan_label.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/symtensor_search.h"
 

@@ -1,7 +1,7 @@
 #pragma once
 // A plan's label in the reports: its parallel degrees and batching in words that cannot be
 // misread ("tp=2 dp=4 pp=2 cp=1 ep=1, 8 micro-batches of 4 samples, ..."), read off the
-// plan's cuts of the transformer's weight GEMMs (compiler/strategies/transformer_structure.h)
+// plan's cuts of the transformer's weight GEMMs (compiler/analysis/transformer_structure.h)
 // as the export recipe reads them, never from node names.
 #include <string>
 

@@ -1,6 +1,7 @@
 #include "compiler/rewrite/emulation_writer.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -62,10 +63,12 @@ class EmulationWriter {
     }
     for (const auto& [out, v] : p_.outputs) {
       const int stage = std::max(p_.values[v].stage, 0);
+      const std::string input = p_.values[v].sharding.fully_replicated() ? name(v, p_.ranks_of_stage(stage).at(0))
+                                                                         : assemble(v, p_.ranks_of_stage(stage), 0);
       onnx::NodeProto* n = g_.add_node();
       n->set_op_type("Identity");
       n->set_name("output@" + out);
-      n->add_input(name(v, p_.ranks_of_stage(stage).at(0)));
+      n->add_input(input);
       n->add_output(out);
     }
     auto* meta = m_.add_metadata_props();
@@ -111,6 +114,27 @@ class EmulationWriter {
     }
     slot[li] = result;
     return result;
+  }
+
+  // A sharded output (KeptOutputs) whole again, for the comparison with the original: the
+  // ranks' pieces concatenated dim by dim from `dim` on, in global order (emulation only; the
+  // stage files return each rank's piece).
+  std::string assemble(int v, const std::vector<int>& ranks, int dim) {
+    const ShardedValue& val = p_.values[v];
+    if (val.blocked_dim >= 0)
+      throw std::runtime_error("emulation: output '" + val.name + "' is held in blocks; it cannot be kept sharded");
+    if (dim == static_cast<int>(val.global_shape.size())) return name(v, ranks.front());
+    std::map<std::int64_t, std::vector<int>> by_offset;
+    for (int r : ranks) by_offset[piece_of(val.sharding, val.global_shape, p_.mesh, r).offset[dim]].push_back(r);
+    if (by_offset.size() == 1) return assemble(v, ranks, dim + 1);
+    std::string output = val.name + "@whole" + std::to_string(dim);
+    for (const auto& [offset, group] : by_offset) output += "_" + std::to_string(p_.local_index(group.front()));
+    if (!emitted_.insert(output).second) return output;
+    onnx::NodeProto concat = concat_node("concat@" + output, dim);
+    for (const auto& [offset, group] : by_offset) concat.add_input(assemble(v, group, dim + 1));
+    concat.add_output(output);
+    *g_.add_node() = std::move(concat);
+    return output;
   }
 
   void set_name(int v, int r, const std::string& n) { names_[v][p_.local_index(r)] = n; }

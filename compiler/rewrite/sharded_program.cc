@@ -38,8 +38,8 @@ bool is_shape_input(const Node& n, std::size_t input) {
 class Builder {
  public:
   Builder(const onnx::ModelProto& model, Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
-          Mutation mutation)
-      : model_(model), g_(graph), plan_(plan) {
+          Mutation mutation, const KeptOutputs& kept)
+      : model_(model), g_(graph), plan_(plan), kept_(kept) {
     p_.mesh = plan_mesh(plan, cluster);
     p_.pipeline_axis = plan.pipeline_axis;
     p_.stages = plan.pipeline_stages();
@@ -66,13 +66,29 @@ class Builder {
     for (TensorId t : g_.outputs) {
       const int v = home_value(t, TensorSharding::replicated(static_cast<int>(g_.tensor(t).shape.size())),
                                p_.stages - 1);
-      p_.outputs.emplace_back(g_.tensor(t).name, reshard(v, TensorSharding::replicated(p_.values[v].sharding.rank()),
-                                                         std::max(p_.values[v].stage, 0)));
+      p_.outputs.emplace_back(g_.tensor(t).name, reshard(v, returned_sharding(t), std::max(p_.values[v].stage, 0)));
     }
     return std::move(p_);
   }
 
  private:
+  // Replicated, or for a kept output (KeptOutputs) its input's sharding less pending sums.
+  TensorSharding returned_sharding(TensorId t) {
+    const Tensor& out = g_.tensor(t);
+    const auto it = kept_.find(out.name);
+    if (it == kept_.end()) return TensorSharding::replicated(static_cast<int>(out.shape.size()));
+    const TensorId in = g_.find_tensor(it->second);
+    if (in == kNone || !g_.tensor(in).is_graph_input || home_[in] < 0)
+      throw std::runtime_error("rewrite: output '" + out.name + "' is to keep the sharding of input '" + it->second +
+                               "', which is not a graph input the program reads");
+    TensorSharding s = p_.values[home_[in]].sharding;
+    s.partial_axes.clear();
+    if (s.rank() != static_cast<int>(out.shape.size()))
+      throw std::runtime_error("rewrite: output '" + out.name + "' has rank " + std::to_string(out.shape.size()) +
+                               ", input '" + it->second + "' rank " + std::to_string(s.rank()));
+    return s;
+  }
+
   void find_folded() {
     folded_.assign(g_.tensors().size(), false);
     for (std::size_t t = 0; t < g_.tensors().size(); ++t) {
@@ -421,6 +437,7 @@ class Builder {
   const onnx::ModelProto& model_;
   Graph& g_;
   const Plan& plan_;
+  const KeptOutputs& kept_;
   ShardedProgram p_;
   AxisSizes sizes_;
   std::vector<int> home_;
@@ -488,7 +505,7 @@ std::vector<int> ShardedProgram::spmd_axes() const {
 }
 
 ShardedProgram build_sharded_program(const onnx::ModelProto& original, Graph& graph, const Plan& plan,
-                                     const hardware::Cluster& cluster, Mutation mutation) {
+                                     const hardware::Cluster& cluster, Mutation mutation, const KeptOutputs& kept) {
   // The rewrite splits every dim evenly: a padded loop (Megatron's padded vocabulary) would
   // need the padded rows written into the program, which it does not do.
   for (NodeId n = 0; n < static_cast<NodeId>(plan.node_cuts.size()) && n < static_cast<NodeId>(graph.nodes().size()); ++n)
@@ -501,8 +518,8 @@ ShardedProgram build_sharded_program(const onnx::ModelProto& original, Graph& gr
                                "plan: compile without --onnx, or for a tensor-parallel size that divides the vocabulary");
     }
   // A fused graph is written as the model's own nodes, each cut as its fused node is.
-  if (graph.unfused) return Builder(original, *graph.unfused, unfuse_plan(graph, plan), cluster, mutation).run();
-  return Builder(original, graph, plan, cluster, mutation).run();
+  if (graph.unfused) return Builder(original, *graph.unfused, unfuse_plan(graph, plan), cluster, mutation, kept).run();
+  return Builder(original, graph, plan, cluster, mutation, kept).run();
 }
 
 }  // namespace symtensor::compiler

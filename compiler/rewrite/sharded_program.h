@@ -76,7 +76,7 @@ struct ShardedProgram {
   std::map<std::string, double> bindings;
   std::vector<ShardedValue> values;
   std::vector<ProgramStep> steps;  // dependency order, stages non-decreasing
-  std::vector<std::pair<std::string, int>> outputs;  // original output name -> replicated value
+  std::vector<std::pair<std::string, int>> outputs;  // original output name -> replicated value (or KeptOutputs')
   std::deque<onnx::TensorProto> owned_data;           // folded / Constant-node data
   Mutation mutation = Mutation::none;
 
@@ -88,10 +88,16 @@ struct ShardedProgram {
   std::vector<int> spmd_axes() const;
 };
 
+// Graph outputs returned in the sharding of a graph input rather than replicated: output name
+// -> input name. A decode step's present KV cache keeps its past input's cut (each rank keeps
+// its heads of the cache for the next step); pending sums are reduced first.
+using KeptOutputs = std::map<std::string, std::string>;
+
 // Throws (one line naming the node or tensor) when the plan does not fit the graph, a
 // dim is unbound or unevenly split, or a node's cut has no local equivalent in ONNX.
 ShardedProgram build_sharded_program(const onnx::ModelProto& original, Graph& graph, const Plan& plan,
-                                     const hardware::Cluster& cluster, Mutation mutation = Mutation::none);
+                                     const hardware::Cluster& cluster, Mutation mutation = Mutation::none,
+                                     const KeptOutputs& kept = {});
 
 // The original node of a node step with its inputs and outputs cleared (the writers name
 // them) and its `split` and counting attributes local (ProgramStep::local_split, local_attributes).

@@ -9,14 +9,15 @@
 
 #include <fmt/format.h>
 
+#include "compiler/analysis/transformer_structure.h"
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
 #include "compiler/export/target_limits.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/search/search_common.h"
 #include "compiler/strategies/propagation.h"
 #include "compiler/strategies/strategy.h"
-#include "compiler/strategies/transformer_structure.h"
 
 namespace symtensor::compiler {
 namespace {

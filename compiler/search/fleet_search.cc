@@ -10,17 +10,27 @@
 
 #include <fmt/format.h>
 
+#include "compiler/analysis/transformer_structure.h"
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/step_bound.h"
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/plan/plan_yaml.h"
+#include "compiler/search/export_searched.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/search_common.h"
 #include "compiler/strategies/megatron.h"
-#include "compiler/strategies/transformer_structure.h"
 
 namespace symtensor::compiler {
 namespace {
+
+// What the search reads of a simulation, the step and each stage's busy time, comes from the
+// rank classes' summaries; the per-task trace (Chrome's slices), recorded by default, is not
+// needed.
+sim::SimOptions search_simulation() {
+  sim::SimOptions o;
+  o.record_trace = false;
+  return o;
+}
 
 // The plan simulated on `cluster`; a plan the lowering or the simulator refuses does not fit.
 FleetStep simulated(Graph& graph, Plan plan, const hardware::Cluster& cluster, std::string label, int& simulations) {
@@ -30,7 +40,7 @@ FleetStep simulated(Graph& graph, Plan plan, const hardware::Cluster& cluster, s
   step.found = true;
   ++simulations;
   try {
-    const PlanSimulation s = simulate_plan(graph, plan, cluster);
+    const PlanSimulation s = simulate_plan(graph, plan, cluster, {}, search_simulation());
     step.step_time_s = s.report.step_time_s;
     step.fits = s.report.fits;
   } catch (const std::exception&) {
@@ -372,7 +382,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
           // A split that cannot beat the best so far is not simulated (the attempt is spent).
           if (best.found && best.fits && compute_bound(step.plan, c.stage_groups) >= best.step_time_s) return false;
           ++result.simulations;
-          const PlanSimulation s = simulate_plan(graph, step.plan, on);
+          const PlanSimulation s = simulate_plan(graph, step.plan, on, {}, search_simulation());
           step.found = true, step.fits = s.report.fits, step.step_time_s = s.report.step_time_s;
           for (const StageReport& r : s.report.stages) compute.push_back(r.compute_s);
         } catch (const std::exception&) {

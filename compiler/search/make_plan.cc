@@ -1,5 +1,6 @@
-// make_plan (declared in compiler/strategies/strategy.h beside the strategy names and options):
-// the dispatcher lives above the searches it names (compiler/README.md's ladder).
+// make_plan: the dispatcher lives above the searches it names (compiler/README.md's ladder).
+#include "compiler/search/make_plan.h"
+
 #include <stdexcept>
 #include <string>
 

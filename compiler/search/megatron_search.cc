@@ -8,10 +8,10 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/analysis/transformer_structure.h"
 #include "compiler/export/target_limits.h"
 #include "compiler/search/search_common.h"
 #include "compiler/strategies/propagation.h"
-#include "compiler/strategies/transformer_structure.h"
 
 namespace symtensor::compiler {
 namespace {

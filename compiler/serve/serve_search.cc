@@ -29,7 +29,69 @@ ServeCandidate try_replicas(const ServingCost& cost, const ServeSearchOptions& o
   c.output_tokens_per_s = r.metrics.output_tokens_per_s * replicas;
   c.ttft_p90_s = r.metrics.ttft.p90;
   c.tpot_p90_s = r.metrics.tpot.p90;
+  c.ttft_p99_s = r.metrics.ttft.p99;
+  c.tpot_p99_s = r.metrics.tpot.p99;
   return c;
+}
+
+std::string aggregated_name(const ServeCandidate& c) {
+  return fmt::format("tp={} pp={} x {}", c.layout.tp, c.layout.pp, c.layout.replicas);
+}
+
+std::string disaggregated_name(const ServeDisaggregatedCandidate& c) {
+  return fmt::format("prefill {} x tp={} + decode {} x tp={}", c.prefill.replicas, c.prefill.tp, c.decode.replicas, c.decode.tp);
+}
+
+std::string search_ms(double s) { return fmt::format("{:.1f} ms", s * 1e3); }
+
+// Aggregated or disaggregated (serve_search.h's rule), and why in a sentence.
+void choose_kind(ServeSearchResult& r) {
+  const ServeCandidate* agg = r.fewest_gpus >= 0 ? &r.candidates[r.fewest_gpus] : nullptr;
+  const ServeDisaggregatedCandidate* dis = r.fewest_disaggregated >= 0 ? &r.disaggregated[r.fewest_disaggregated] : nullptr;
+  if (!agg && !dis) {
+    r.why = "no layout meets the SLOs at this rate on this cluster";
+    return;
+  }
+  if (dis && (!agg || dis->gpus() < agg->layout.gpus() ||
+              (dis->gpus() == agg->layout.gpus() && dis->goodput_per_gpu() > agg->goodput_per_gpu()))) {
+    r.disaggregated_chosen = true;
+    const std::string pools = fmt::format("disaggregated: {} ({} GPUs, the KV cache moved in {})", disaggregated_name(*dis),
+                                          dis->gpus(), search_ms(dis->kv_transfer_s));
+    // The aggregated layout to set it against: the fewest GPUs meeting the SLOs, else the one closest to them.
+    const ServeCandidate* versus = agg;
+    if (!agg)
+      for (const ServeCandidate& c : r.candidates)
+        if (c.attainment > 0 && (!versus || c.attainment > versus->attainment)) versus = &c;
+    const std::string tpot = fmt::format("the decode pool's TPOT p99 is {} without prefill interference", search_ms(dis->tpot_p99_s));
+    if (!agg) {
+      r.why = pools + fmt::format("; no aggregated layout meets the SLOs on the cluster{}; {}",
+                                  versus ? fmt::format(" (closest: {}, {:.0f}% of requests, TPOT p99 {}, prefills in its decode "
+                                                       "steps)",
+                                                       aggregated_name(*versus), 100 * versus->attainment, search_ms(versus->tpot_p99_s))
+                                         : "",
+                                  tpot);
+    } else if (dis->gpus() < agg->layout.gpus()) {
+      r.why = pools + fmt::format("; {} fewer GPU(s) than aggregated {} ({} GPUs, TPOT p99 {} with prefills in its decode steps): {}",
+                                  agg->layout.gpus() - dis->gpus(), aggregated_name(*agg), agg->layout.gpus(),
+                                  search_ms(agg->tpot_p99_s), tpot);
+    } else {
+      r.why = pools + fmt::format("; as many GPUs as aggregated {} and more goodput per GPU ({:.1f} against {:.1f} tokens/s): {}",
+                                  aggregated_name(*agg), dis->goodput_per_gpu(), agg->goodput_per_gpu(), tpot);
+    }
+    return;
+  }
+  const std::string head =
+      fmt::format("aggregated: {} ({} GPU{})", aggregated_name(*agg), agg->layout.gpus(), agg->layout.gpus() == 1 ? "" : "s");
+  if (!dis) {
+    r.why = head + (r.disaggregated.empty() ? "" : "; no disaggregated layout meets the SLOs on the cluster");
+  } else if (dis->gpus() > agg->layout.gpus()) {
+    r.why = head + fmt::format("; the fewest disaggregated, {}, needs {} GPUs: separate pools pay for prefill and decode apart "
+                               "where one replica's batches do both within the SLOs",
+                               disaggregated_name(*dis), dis->gpus());
+  } else {
+    r.why = head + fmt::format("; disaggregated {} needs as many GPUs for no more goodput per GPU ({:.1f} against {:.1f} tokens/s)",
+                               disaggregated_name(*dis), dis->goodput_per_gpu(), agg->goodput_per_gpu());
+  }
 }
 
 }  // namespace
@@ -57,7 +119,14 @@ ServeSearchResult search_serving(const ServingModel& model, const ServingPrecisi
         continue;
       }
       const int most = gpus / (tp * pp);
-      ServeCandidate at_most = try_replicas(*cost, o, most);
+      ServeCandidate at_most;
+      try {
+        at_most = try_replicas(*cost, o, most);
+      } catch (const std::exception& e) {  // e.g. a request the replica's KV cache cannot hold
+        c.why = e.what();
+        result.candidates.push_back(c);
+        continue;
+      }
       if (!at_most.meets) {
         at_most.why = fmt::format("misses the SLOs even with {} replicas ({:.0f}% of requests meet them)", most,
                                   100 * at_most.attainment);
@@ -90,7 +159,45 @@ ServeSearchResult search_serving(const ServingModel& model, const ServingPrecisi
     if (result.best_goodput_per_gpu < 0 || c.goodput_per_gpu() > result.candidates[result.best_goodput_per_gpu].goodput_per_gpu())
       result.best_goodput_per_gpu = i;
   }
+  if (o.disaggregated) {
+    result.disaggregated = search_disaggregated(model, precision, cluster, engine, o);
+    for (int i = 0; i < static_cast<int>(result.disaggregated.size()); ++i) {
+      const ServeDisaggregatedCandidate& c = result.disaggregated[i];
+      if (!c.meets) continue;
+      const int best = result.fewest_disaggregated;
+      if (best < 0 || c.gpus() < result.disaggregated[best].gpus() ||
+          (c.gpus() == result.disaggregated[best].gpus() && c.goodput_per_gpu() > result.disaggregated[best].goodput_per_gpu()))
+        result.fewest_disaggregated = i;
+    }
+  }
+  choose_kind(result);
   return result;
+}
+
+std::optional<ServeAnswer> serve_answer(const ServeSearchResult& r) {
+  ServeAnswer a;
+  if (r.disaggregated_chosen) {
+    const ServeDisaggregatedCandidate& c = r.disaggregated[r.fewest_disaggregated];
+    a.disaggregated = true;
+    a.layout = disaggregated_name(c);
+    a.gpus = c.gpus();
+    a.goodput_tokens_per_s = c.goodput_tokens_per_s;
+    a.output_tokens_per_s = c.output_tokens_per_s;
+    a.attainment = c.attainment;
+    a.ttft_p90_s = c.ttft_p90_s;
+    a.tpot_p90_s = c.tpot_p90_s;
+    return a;
+  }
+  if (r.fewest_gpus < 0) return std::nullopt;
+  const ServeCandidate& c = r.candidates[r.fewest_gpus];
+  a.layout = aggregated_name(c);
+  a.gpus = c.layout.gpus();
+  a.goodput_tokens_per_s = c.goodput_tokens_per_s;
+  a.output_tokens_per_s = c.output_tokens_per_s;
+  a.attainment = c.attainment;
+  a.ttft_p90_s = c.ttft_p90_s;
+  a.tpot_p90_s = c.tpot_p90_s;
+  return a;
 }
 
 std::string serve_search_text(const ServeSearchResult& r, const hardware::Cluster& cluster, const ServeSearchOptions& o) {
@@ -114,7 +221,22 @@ std::string serve_search_text(const ServeSearchResult& r, const hardware::Cluste
     out += fmt::format("  {:<14}{:>9}{:>6}{:>10.0f}%{:>10.1f} ms{:>10.1f} ms{:>20.1f} {}\n", name, c.layout.replicas, c.layout.gpus(),
                        100 * c.attainment, c.ttft_p90_s * 1e3, c.tpot_p90_s * 1e3, c.goodput_per_gpu(), mark);
   }
-  if (r.fewest_gpus < 0) out += "\nno layout meets the SLOs at this rate on this cluster (more nodes: --nodes)\n";
+  if (!r.disaggregated.empty()) {
+    out += fmt::format("\n  {:<34}{:>6}{:>11}{:>13}{:>13}{:>20}\n", "disaggregated (prefill + decode)", "GPUs", "meet SLOs",
+                       "TTFT p90", "TPOT p90", "goodput/GPU tok/s");
+    for (int i = 0; i < static_cast<int>(r.disaggregated.size()); ++i) {
+      const ServeDisaggregatedCandidate& c = r.disaggregated[i];
+      if (!c.meets) {
+        out += fmt::format("  tp={} + tp={}: {}\n", c.prefill.tp, c.decode.tp, c.why);
+        continue;
+      }
+      out += fmt::format("  {:<34}{:>6}{:>10.0f}%{:>10.1f} ms{:>10.1f} ms{:>20.1f} {}\n", disaggregated_name(c), c.gpus(),
+                         100 * c.attainment, c.ttft_p90_s * 1e3, c.tpot_p90_s * 1e3, c.goodput_per_gpu(),
+                         i == r.fewest_disaggregated ? " fewest GPUs" : "");
+    }
+  }
+  out += "\nanswer     " + r.why + "\n";
+  if (!r.found()) out += "           (more nodes: --nodes)\n";
   return out;
 }
 

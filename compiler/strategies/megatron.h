@@ -15,7 +15,7 @@
 // the remaining edp axes, their column/row loops over tp only when etp = tp. The token
 // dispatch and combine (routing operators) keep the batch cut of the attention part, so
 // tokens reach the experts by an all-to-all over the ep axes and return by another.
-// See compiler/strategies/transformer_structure.h for how the structure is found.
+// See compiler/analysis/transformer_structure.h for how the structure is found.
 #include <memory>
 #include <set>
 #include <string>

@@ -1,6 +1,7 @@
 #pragma once
-// One entry point for every way of making a Plan: the SymTensor search, the ILP check,
-// Megatron-LM (fixed knobs, or its best configuration searched), dp, zero3, a plan file.
+// The strategies a Plan is made by (the SymTensor search, the ILP check, Megatron-LM with fixed
+// knobs or its best configuration searched, dp, zero3, a plan file) and the options they share.
+// make_plan, the dispatcher to them, is above the searches (compiler/search/make_plan.h).
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,19 +33,12 @@ struct StrategyOptions {
   std::shared_ptr<std::optional<Plan>> target_plan_out;
 };
 
-// The strategies make_plan knows, in the order `--help` lists them.
+// The strategies make_plan knows (compiler/search/make_plan.h), in the order `--help` lists them.
 std::vector<std::string> strategy_names();
 
 // Fills the fields every strategy shares: strategy, model (graph.source), cluster, mode,
 // precision, global_batch (the value bound to `batch`; throws when it is not bound).
 Plan plan_skeleton(const std::string& strategy, const Graph& graph, const hardware::Cluster& cluster,
                    const StrategyOptions& options);
-
-// "symtensor", "ilp", "megatron" (options.megatron's knobs, or Megatron's best when empty),
-// "dp", "zero3", "file" (options.plan_file). Throws one line for an unknown strategy
-// (listing the known ones) and for a plan that cannot be built (naming the knob or node).
-// Defined in compiler/search/make_plan.cc, above the searches it dispatches to.
-Plan make_plan(const std::string& strategy, Graph& graph, const hardware::Cluster& cluster,
-               const StrategyOptions& options);
 
 }  // namespace symtensor::compiler

@@ -38,11 +38,12 @@ function parseArgs(argv) {
   return { positional, flags };
 }
 
-function parsePairs(text, what) {
+// minimum 0 for --bind: a dim may be empty (a decode step's first token has a KV cache of length 0).
+function parsePairs(text, what, minimum = 1) {
   const out = {};
   for (const part of text.split(',').filter((s) => s.trim())) {
     const m = /^\s*([^=\s]+)\s*=\s*(\d+)\s*$/.exec(part);
-    if (!m || Number(m[2]) <= 0) throw new UsageError(`${what}: expected name=N with N > 0, got '${part}'`);
+    if (!m || Number(m[2]) < minimum) throw new UsageError(`${what}: expected name=N with N >= ${minimum}, got '${part}'`);
     out[m[1]] = Number(m[2]);
   }
   return out;
@@ -130,7 +131,7 @@ async function main(argv) {
   if (files.length !== (mode === 'run' ? 1 : 2)) {
     throw new UsageError(mode === 'run' ? 'run takes one model' : 'compare takes two models');
   }
-  const bindings = parsePairs(flags.bind, '--bind');
+  const bindings = parsePairs(flags.bind, '--bind', 0);
   const options = { bindings, seed: number(flags.seed, '--seed') >>> 0, intRanges: parsePairs(flags['int-range'], '--int-range') };
   const threads = Math.max(1, Math.floor(number(flags.threads, '--threads')));
   let given = {};

@@ -4,44 +4,23 @@
 // simulated on another profile than its own says so).
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
-#include <cstdlib>
-#include <filesystem>
+#include <algorithm>
 #include <fstream>
 #include <regex>
-#include <sstream>
+#include <string>
+#include <vector>
 
 #include "compiler/base/units.h"
+#include "hardware/cluster.h"
+#include "tests/compiler/cli_test_util.h"
 #include "tests/compiler/report_test_util.h"
 
 namespace symtensor::compiler {
 namespace {
 
-namespace fs = std::filesystem;
-
-class NewcomerCli : public ::testing::Test {
+class NewcomerCli : public symtensor::testing::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("symtensor_newcomer_cli_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  int run(const std::string& args) {
-    const std::string command = std::string(SYMTENSOR_BINARY) + " " + args + " >" + (dir_ / "out").string() + " 2>" +
-                                (dir_ / "err").string();
-    const int status = std::system(command.c_str());
-    out_ = symtensor::testing::read_text((dir_ / "out").string());
-    err_ = symtensor::testing::read_text((dir_ / "err").string());
-    return status;
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
   static std::string model() { return symtensor::testing::tiny_gpt_path(); }
-
-  fs::path dir_;
-  std::string out_, err_;
 };
 
 TEST(ImpracticalStep, SaidPastTenMinutes) {
@@ -80,6 +59,24 @@ TEST_F(NewcomerCli, SimulateSaysWhenAStepIsImpractical) {
       out_, std::regex(R"(\nstep time: [0-9,]+ s \(impractical: [0-9]+ min per step, 10,000 steps in [0-9.]+ days\)\n)")))
       << out_;
   EXPECT_TRUE(std::regex_search(out_, std::regex(R"(\nthroughput: [0-9.]+ Mtokens/s \([0-9.]+ Msamples/s\)\n)"))) << out_;
+}
+
+// compile's memory part by part lists the activations by the layer's parts (was ONNX op types).
+TEST_F(NewcomerCli, CompileListsActivationsByTheLayersParts) {
+  ASSERT_EQ(run("compile " + model() + " --cluster dgx-a100 --gpus 4 --bind batch=16,seq=32 --strategy dp -o " + path("c")), 0)
+      << err_;
+  const std::size_t from = out_.find("activations saved for backward"), to = out_.find("transient: working buffers");
+  ASSERT_NE(from, std::string::npos) << out_;
+  ASSERT_NE(to, std::string::npos) << out_;
+  const std::string section = out_.substr(from, to - from);
+  const std::regex line(R"(\n      (\S(?:\S| \S)*) +[0-9.]+ [KMG]?i?B  per micro-batch)");
+  std::vector<std::string> named;
+  for (auto it = std::sregex_iterator(section.begin(), section.end(), line); it != std::sregex_iterator(); ++it)
+    named.push_back((*it)[1]);
+  const std::vector<std::string> parts = {"embedding", "attention", "MLP / experts", "norms", "head and loss", "other"};
+  for (const std::string& name : named) EXPECT_NE(std::find(parts.begin(), parts.end(), name), parts.end()) << name << "\n" << section;
+  for (const char* part : {"attention", "MLP / experts", "norms"})
+    EXPECT_NE(std::find(named.begin(), named.end(), part), named.end()) << part << "\n" << section;
 }
 
 TEST_F(NewcomerCli, MicroBatchesThatDoNotDivideTheBatchNameTheKey) {
@@ -169,8 +166,10 @@ TEST_F(NewcomerCli, ProfileNamesInAnyCaseAndDidYouMean) {
   ASSERT_EQ(run("simulate " + model() + " --cluster dgx-h100" + plan), 0) << err_;
   EXPECT_EQ(err_, "symtensor: note: --cluster dgx-h100 differs from the plan's DGX-A100 (the plan is priced on dgx-h100)\n");
   EXPECT_NE(run("compile " + model() + " --cluster dgx-a10 --gpus 4 --bind batch=16,seq=32 -o " + path("d")), 0);
-  EXPECT_EQ(err_.rfind("symtensor: error: unknown hardware profile 'dgx-a10': did you mean 'dgx-a100'? (bundled: ", 0), 0u)
-      << err_;
+  std::string bundled;
+  for (const std::string& name : hardware::list_profiles()) bundled += (bundled.empty() ? "" : ", ") + name;
+  EXPECT_EQ(err_, "symtensor: error: unknown hardware profile 'dgx-a10': did you mean 'dgx-a100'? (bundled: " + bundled +
+                      "; or give a path to a .yaml file, or NAMExNODES)\n");
 }
 
 }  // namespace

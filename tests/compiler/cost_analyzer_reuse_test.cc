@@ -7,6 +7,7 @@
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/strategy.h"
 #include "tests/compiler/strategies_test_util.h"
 

@@ -10,6 +10,7 @@
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/export/export.h"
 #include "compiler/plan/plan_yaml.h"
+#include "compiler/search/export_searched.h"
 #include "compiler/strategies/megatron.h"
 #include "hardware/collectives.h"
 #include "tests/compiler/strategies_test_util.h"

@@ -12,6 +12,8 @@
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
 #include "compiler/export/export.h"
+#include "compiler/search/export_searched.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/strategy.h"
 #include "hardware/stack.h"
 #include "tests/compiler/search_test_util.h"

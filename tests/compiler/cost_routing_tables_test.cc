@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/cost/plan_analysis.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/strategy.h"
 #include "tests/compiler/search_test_util.h"
 

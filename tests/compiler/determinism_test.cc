@@ -15,6 +15,7 @@
 
 #include "compiler/onnx_import/import.h"
 #include "compiler/plan/plan_yaml.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/search/symtensor_search.h"
 #include "compiler/strategies/strategy.h"
 #include "hardware/cluster.h"

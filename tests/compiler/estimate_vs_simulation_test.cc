@@ -13,6 +13,7 @@
 #include "compiler/cost/step_estimate.h"
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/report/step_formula.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/strategy.h"
 #include "tests/compiler/search_test_util.h"
 

@@ -4,17 +4,15 @@
 // line with nothing written.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "compiler/plan/plan_inputs.h"
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/plan/sha256.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/strategy.h"
+#include "tests/compiler/cli_test_util.h"
 #include "tests/compiler/search_test_util.h"
 
 namespace symtensor::compiler {
@@ -22,35 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class ExportCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("symtensor_export_cli_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  // Exit status; stdout and stderr kept in out/err.
-  int run(const std::string& args) {
-    const std::string command = std::string(SYMTENSOR_BINARY) + " " + args + " >" + (dir_ / "out").string() + " 2>" +
-                                (dir_ / "err").string();
-    const int status = std::system(command.c_str());
-    out_ = slurp(dir_ / "out"), err_ = slurp(dir_ / "err");
-    return status;
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  fs::path dir_;
-  std::string out_, err_;
-};
+using ExportCli = symtensor::testing::CliTest;
 
 TEST(Sha256, KnownVectors) {
   EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
@@ -82,7 +52,7 @@ TEST_F(ExportCli, ThePlanIsTheWholeInput) {
   ASSERT_EQ(run("models llama2-70b-tiny -o " + path("m.onnx")), 0) << err_;
   ASSERT_EQ(run("compile " + path("m.onnx") + " --cluster dgx-a100 --nodes 2 --gpus 4 --bind batch=16,seq=32 "
                 "--megatron tp=2,pp=2,sp=1 -o " + path("c")), 0) << err_;
-  const std::string plan = slurp(dir_ / "c" / "plan.yaml");
+  const std::string plan = text_of(path("c/plan.yaml"));
   EXPECT_NE(plan.find("model_sha256: " + sha256_file(path("m.onnx"))), std::string::npos);
   EXPECT_NE(plan.find("cluster: {profile: dgx-a100, nodes: 2, gpus: 4, devices: 8}"), std::string::npos);
   EXPECT_NE(plan.find("bind: batch=16,seq=32"), std::string::npos);
@@ -94,7 +64,7 @@ TEST_F(ExportCli, ThePlanIsTheWholeInput) {
   fs::current_path(here);
   ASSERT_EQ(status, 0) << err_;
   EXPECT_EQ(err_, "");
-  const std::string args = slurp(dir_ / "m.args");
+  const std::string args = text_of(path("m.args"));
   EXPECT_NE(args.find("--hidden-size 64\n"), std::string::npos) << args;
   EXPECT_NE(args.find("--tensor-model-parallel-size 2\n"), std::string::npos);
   EXPECT_NE(args.find("--nnodes 2 --nproc-per-node 4"), std::string::npos);
@@ -137,7 +107,7 @@ TEST_F(ExportCli, APlanWithoutInputsNeedsModelAndCluster) {
   ASSERT_EQ(run("compile " + path("m.onnx") + " --cluster dgx-a100 --gpus 4 --bind batch=16,seq=32 --megatron tp=2 -o " +
                 path("c")), 0) << err_;
   // As written before plan.yaml recorded its inputs.
-  std::string plan = slurp(dir_ / "c" / "plan.yaml");
+  std::string plan = text_of(path("c/plan.yaml"));
   const auto begin = plan.find("inputs:\n"), end = plan.find("mesh:\n");
   ASSERT_NE(begin, std::string::npos);
   plan.erase(begin, end - begin);

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/export/export.h"
+#include "compiler/search/export_searched.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/strategy.h"
 #include "tests/compiler/search_test_util.h"
 

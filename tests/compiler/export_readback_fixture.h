@@ -20,6 +20,7 @@
 #include "compiler/export/export.h"
 #include "compiler/export/recipe.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/strategy.h"
 #include "hardware/cluster.h"
 #include "onnx_models/hf_config.h"

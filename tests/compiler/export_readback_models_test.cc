@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/search/export_searched.h"
 #include "tests/compiler/export_readback_fixture.h"
 #include "tests/onnx_models/tiny_hf_configs.h"
 

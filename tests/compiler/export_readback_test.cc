@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/search/export_searched.h"
 #include "tests/compiler/export_readback_fixture.h"
 
 namespace symtensor::compiler {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/search/export_searched.h"
 #include "hardware/stack.h"
 #include "tests/compiler/export_readback_fixture.h"
 

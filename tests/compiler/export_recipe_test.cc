@@ -10,6 +10,8 @@
 #include "compiler/export/export.h"
 #include "compiler/export/module_names.h"
 #include "compiler/export/recipe.h"
+#include "compiler/search/export_searched.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/megatron.h"
 #include "compiler/strategies/propagation.h"
 #include "compiler/analysis/transformer_structure.h"

@@ -11,6 +11,7 @@
 #include "compiler/analysis/palm_flops.h"
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/strategy.h"
 #include "tests/compiler/onnx_test_util.h"
 #include "tests/compiler/search_test_util.h"

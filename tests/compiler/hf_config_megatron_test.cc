@@ -7,13 +7,9 @@
 // as sharded ONNX and proven equal to the model in ONNX Runtime (`symtensor verify`). A tiny
 // gpt-oss (attention sinks, a sliding and a full layer, biased clamped-SwiGLU experts) likewise,
 // and a tiny Nemotron (LayerNorm1P, squared-ReLU MLP, rotary on half of each head).
-#include <unistd.h>
-
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,6 +21,7 @@
 #include "compiler/analysis/transformer_structure.h"
 #include "compiler/strategies/megatron.h"
 #include "hardware/collectives.h"
+#include "tests/compiler/cli_test_util.h"
 #include "tests/compiler/strategies_test_util.h"
 #include "tests/onnx_models/tiny_hf_configs.h"
 #include "tests/temp_path.h"
@@ -147,25 +144,10 @@ TEST(HfConfigMegatron, DeepSeekV3TinyKeepsTheDownProjectionsWhole) {
 }
 
 // `symtensor models --hf-config`, `compile --onnx` and `verify` (ONNX Runtime, rtol 1e-4).
-class DeepSeekVerify : public ::testing::Test {
+class DeepSeekVerify : public symtensor::testing::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("symtensor_deepseek_verify_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  // Exit status; the command's output in log_.
-  int run(const std::string& args) {
-    const std::string log = (dir_ / "log").string();
-    const int status = std::system((std::string(SYMTENSOR_BINARY) + " " + args + " >" + log + " 2>&1").c_str());
-    std::ifstream in(log);
-    std::stringstream text;
-    text << in.rdbuf();
-    log_ = text.str();
-    return status;
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  // What the last command printed, stdout then stderr.
+  std::string log() const { return out_ + err_; }
   // m.onnx compiled on 2 A100 under each strategy, its plan verified in ONNX Runtime.
   void expect_plans_verify(const std::vector<std::string>& strategies) {
     for (const std::string& strategy : strategies) {
@@ -174,19 +156,16 @@ class DeepSeekVerify : public ::testing::Test {
       ASSERT_EQ(run("compile " + path("m.onnx") + " --cluster dgx-a100 --gpus 2 --bind batch=4,seq=8 " + strategy +
                     " --onnx -o " + out),
                 0)
-          << strategy << "\n" << log_;
-      ASSERT_EQ(run("verify " + path("m.onnx") + " " + out + " --rtol 1e-4"), 0) << strategy << "\n" << log_;
-      EXPECT_NE(log_.find("verify: OK"), std::string::npos) << strategy << "\n" << log_;
+          << strategy << "\n" << log();
+      ASSERT_EQ(run("verify " + path("m.onnx") + " " + out + " --rtol 1e-4"), 0) << strategy << "\n" << log();
+      EXPECT_NE(log().find("verify: OK"), std::string::npos) << strategy << "\n" << log();
     }
   }
-
-  std::filesystem::path dir_;
-  std::string log_;
 };
 
 TEST_F(DeepSeekVerify, TinyV3PlansAreEqualToTheModelInOnnxRuntime) {
-  ASSERT_EQ(run("models --hf-config " + deepseek_tiny_config() + " --weights random -o " + path("m.onnx")), 0) << log_;
-  EXPECT_NE(log_.find("latent attention"), std::string::npos) << log_;
+  ASSERT_EQ(run("models --hf-config " + deepseek_tiny_config() + " --weights random -o " + path("m.onnx")), 0) << log();
+  EXPECT_NE(log().find("latent attention"), std::string::npos) << log();
   // tp=2,sp=1,ep=2,etp=1: the experts over the tensor-parallel ranks, each dispatching its own
   // part of the sequence (the capacity slots cut over tp).
   expect_plans_verify({"--strategy dp", "--megatron tp=2", "--megatron tp=2,sp=1", "--megatron tp=2,sp=1,ep=2,etp=1"});
@@ -196,8 +175,8 @@ TEST_F(DeepSeekVerify, TinyV3PlansAreEqualToTheModelInOnnxRuntime) {
 TEST_F(DeepSeekVerify, TinyGptOssPlansAreEqualToTheModelInOnnxRuntime) {
   const std::string config = path("gpt_oss.json");
   std::ofstream(config) << kGptOssTiny;
-  ASSERT_EQ(run("models --hf-config " + config + " --weights random -o " + path("m.onnx")), 0) << log_;
-  EXPECT_NE(log_.find("attention sinks"), std::string::npos) << log_;
+  ASSERT_EQ(run("models --hf-config " + config + " --weights random -o " + path("m.onnx")), 0) << log();
+  EXPECT_NE(log().find("attention sinks"), std::string::npos) << log();
   expect_plans_verify({"--strategy dp", "--megatron tp=2"});
 }
 
@@ -226,8 +205,8 @@ TEST(HfConfigMegatron, NemotronTinyCutsItsPairsAndHeads) {
 TEST_F(DeepSeekVerify, TinyNemotronPlansAreEqualToTheModelInOnnxRuntime) {
   const std::string config = path("nemotron.json");
   std::ofstream(config) << kNemotronTiny;
-  ASSERT_EQ(run("models --hf-config " + config + " --weights random -o " + path("m.onnx")), 0) << log_;
-  EXPECT_NE(log_.find("LayerNorm1P"), std::string::npos) << log_;
+  ASSERT_EQ(run("models --hf-config " + config + " --weights random -o " + path("m.onnx")), 0) << log();
+  EXPECT_NE(log().find("LayerNorm1P"), std::string::npos) << log();
   expect_plans_verify({"--strategy dp", "--megatron tp=2", "--megatron tp=2,sp=1"});
 }
 

@@ -14,6 +14,8 @@
 #include "compiler/export/target_limits.h"
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/report/plan_label.h"
+#include "compiler/search/export_searched.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/strategies/megatron.h"
 #include "compiler/strategies/strategy.h"

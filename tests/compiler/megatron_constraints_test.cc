@@ -10,6 +10,7 @@
 
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/search_common.h"
 #include "tests/compiler/search_test_util.h"

@@ -5,6 +5,7 @@
 
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/symtensor_search.h"
 #include "compiler/strategies/megatron.h"

@@ -15,6 +15,7 @@
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/export/export.h"
 #include "compiler/plan/plan_yaml.h"
+#include "compiler/search/export_searched.h"
 #include "compiler/strategies/megatron.h"
 #include "compiler/analysis/transformer_structure.h"
 #include "tests/compiler/search_test_util.h"

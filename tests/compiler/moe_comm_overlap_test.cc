@@ -11,6 +11,7 @@
 #include "compiler/export/export.h"
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/plan/plan_yaml.h"
+#include "compiler/search/export_searched.h"
 #include "compiler/strategies/megatron.h"
 #include "hardware/collectives.h"
 #include "tests/compiler/strategies_test_util.h"

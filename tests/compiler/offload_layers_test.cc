@@ -10,6 +10,8 @@
 #include "compiler/cost/step_estimate.h"
 #include "compiler/export/export.h"
 #include "compiler/plan/plan_yaml.h"
+#include "compiler/search/export_searched.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/strategy.h"
 #include "tests/compiler/search_test_util.h"
 

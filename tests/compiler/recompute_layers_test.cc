@@ -11,6 +11,8 @@
 #include "compiler/export/export.h"
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/plan/plan_yaml.h"
+#include "compiler/search/export_searched.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/symtensor_search.h"
 #include "compiler/strategies/strategy.h"

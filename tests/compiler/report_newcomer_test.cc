@@ -4,8 +4,10 @@
 #include <cmath>
 #include <filesystem>
 #include <regex>
+#include <set>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "compiler/report/charts.h"
 #include "compiler/report/compare.h"
@@ -156,6 +158,27 @@ TEST_F(NewcomerCompareTest, PlanLabelsSayDegreesAndMicroBatchesInWords) {
   const std::string md = symtensor::testing::read_text(*dir_ + "/report.md");
   for (const auto& [strategy, label] : labels) EXPECT_NE(md.find("| " + label + " |"), std::string::npos) << label;
   EXPECT_EQ(md.find(",m="), std::string::npos);
+}
+
+// Memory "by class" names the layer's parts, not ONNX op types (Sigmoid, Pow, Mul), in the
+// results file every strategy's stages are written to.
+TEST_F(NewcomerCompareTest, ResultsFileListsActivationsByTheLayersParts) {
+  const auto j = nlohmann::json::parse(symtensor::testing::read_text(*dir_ + "/results.json"));
+  const std::set<std::string> parts = {"embedding", "attention", "MLP / experts", "norms", "head and loss", "other"};
+  int stages = 0;
+  for (const auto& row : j.at("strategies")) {
+    if (!row.at("ok").get<bool>()) continue;
+    for (const auto& stage : row.at("memory_breakdown")) {
+      ++stages;
+      std::set<std::string> named;
+      for (const auto& [name, bytes] : stage.at("activations_by_class_per_micro_batch_bytes").items()) {
+        EXPECT_TRUE(parts.count(name)) << row.at("label") << ": " << name;
+        named.insert(name);
+      }
+      EXPECT_TRUE(named.count("attention") && named.count("MLP / experts") && named.count("norms")) << row.at("label");
+    }
+  }
+  EXPECT_GE(stages, 3);  // symtensor, dp, megatron (two stages)
 }
 
 // A device too small for the model states: no batch fits, said in words, never a negative batch.

@@ -150,6 +150,30 @@ TEST(LineChart, EqualSeriesStayVisibleAndAreNamed) {
   EXPECT_EQ(points(R"(<path d="M[^"]*" class="point")"), 2);
 }
 
+// The sweep page itself (#34's case): dgx-a100 and hgx-a100, the same GPU at the same price,
+// cost the same per million tokens at every size; the page's cost chart draws the second
+// dashed over the first and names it in the legend. Their throughput lines are equal too.
+TEST(SweepNewcomer, EqualCostClustersStayVisibleOnThePage) {
+  SweepResults r;
+  r.model = "m.onnx";
+  r.tokens = 1e9;
+  r.tokens_per_sample = 1000;
+  r.clusters = {"dgx-a100", "hgx-a100", "dgx-h100"};
+  r.gpus = {8, 64};
+  r.points = {priced_point("dgx-a100", 8, 2e4, 2.0), priced_point("dgx-a100", 64, 1.2e5, 2.0),
+              priced_point("hgx-a100", 8, 2e4, 2.0), priced_point("hgx-a100", 64, 1.2e5, 2.0),
+              priced_point("dgx-h100", 8, 5e4, 2.5), priced_point("dgx-h100", 64, 3.5e5, 2.5)};
+  ASSERT_EQ(r.points[0].cost_per_million_tokens, r.points[2].cost_per_million_tokens);
+  const std::string html = sweep_html(r);
+  const std::size_t cost = html.find("<h2>Cost per million tokens</h2>");
+  ASSERT_NE(cost, std::string::npos) << html;
+  for (const std::string& chart : {html.substr(0, cost), html.substr(cost)}) {
+    EXPECT_NE(chart.find(">hgx-a100 (same as dgx-a100)</text>"), std::string::npos) << chart;
+    EXPECT_NE(chart.find(R"(stroke-dasharray="7,4" points=)"), std::string::npos) << chart;
+    EXPECT_EQ(chart.find(">dgx-h100 (same as"), std::string::npos) << chart;
+  }
+}
+
 // The rotated y-axis title ends left of the widest tick label, at every size of number.
 TEST(LineChart, YTitleClearsTheTickLabels) {
   for (double ymax : {0.5, 80.0, 4.2e5, 1.234e6, 3.3e9}) {

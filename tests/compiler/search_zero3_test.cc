@@ -6,6 +6,7 @@
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/search/symtensor_search.h"
 #include "compiler/strategies/strategy.h"
 #include "tests/compiler/search_test_util.h"

@@ -13,6 +13,7 @@
 
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/strategy.h"
 #include "hardware/cluster.h"
 #include "onnx_models/model_zoo.h"

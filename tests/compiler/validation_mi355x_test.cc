@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/lowering/simulate_plan.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/strategy.h"
 #include "hardware/stack.h"
 #include "tests/compiler/search_test_util.h"

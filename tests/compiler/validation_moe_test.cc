@@ -21,6 +21,7 @@
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/strategies/strategy.h"
 #include "hardware/cluster.h"

@@ -12,6 +12,7 @@
 #include "compiler/cost/memory_breakdown.h"
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/lowering/lower_plan.h"
+#include "compiler/search/make_plan.h"
 #include "compiler/strategies/strategy.h"
 #include "tests/compiler/search_test_util.h"
 

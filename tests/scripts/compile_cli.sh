@@ -16,7 +16,7 @@ bind="--bind batch=16,seq=32"
 # dp: summary table and plan.yaml
 out="$("$symtensor" compile "$work/gpt.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind --strategy dp -o "$work/dp")"
 for key in strategy mesh "step time" throughput MFU "stage 0"; do
-  echo "$out" | grep -q "$key" || fail "dp summary lacks '$key': $out"
+  grep -q "$key" <<<"$out" || fail "dp summary lacks '$key': $out"
 done
 [ -s "$work/dp/plan.yaml" ] || fail "dp: no plan.yaml"
 [ ! -e "$work/dp/plan.yaml.tmp" ] || fail "dp: temporary file left behind"
@@ -48,7 +48,7 @@ grep -q "unknown stack 'megatorn': did you mean 'megatron'? (bundled: deepspeed,
 
 # the default strategy is the SymTensor search; --onnx adds the sharded program
 out="$("$symtensor" compile "$work/gpt.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind -o "$work/sym" --onnx)"
-echo "$out" | grep -q "^strategy *symtensor" || fail "default strategy is not symtensor: $out"
+grep -q "^strategy *symtensor" <<<"$out" || fail "default strategy is not symtensor: $out"
 grep -q '^strategy: symtensor' "$work/sym/plan.yaml" || fail "symtensor: plan.yaml lacks the strategy"
 for f in emulation.onnx manifest.json stage_0.onnx; do
   ls "$work/sym" | grep -q "^${f%.onnx}" || fail "--onnx: no $f in $(ls "$work/sym")"
@@ -68,7 +68,7 @@ expect_error() {  # expect_error PATTERN ARGS...
   local pattern="$1"; shift
   local err
   if err="$("$symtensor" "$@" 2>&1)"; then fail "expected failure: $*"; fi
-  echo "$err" | grep -q -- "$pattern" || fail "'$*' said: $err"
+  grep -q -- "$pattern" <<<"$err" || fail "'$*' said: $err"
 }
 common=("$work/gpt.onnx" $bind)
 expect_error "no-such-cluster" compile "${common[@]}" --cluster no-such-cluster -o "$work/e1"
@@ -112,12 +112,12 @@ expect_error "bad.yaml:[0-9]*: key 'zero_stage'" compile "${common[@]}" --cluste
 # export says exact; --unbounded searches every plan, T's among them (never slower)
 for t in megatron nemo torchtitan deepspeed jax; do
   out="$("$symtensor" compile "$work/llama.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind --stack $t --export $t -o "$work/b_$t")"
-  echo "$out" | grep -q "^search *inside $t: the fastest plan it runs as written" || fail "--stack $t: no bound said: $out"
-  echo "$out" | grep -q "^expressed *exact" || fail "--stack $t: the bounded plan is not exact on $t: $out"
+  grep -q "^search *inside $t: the fastest plan it runs as written" <<<"$out" || fail "--stack $t: no bound said: $out"
+  grep -q "^expressed *exact" <<<"$out" || fail "--stack $t: the bounded plan is not exact on $t: $out"
 done
 out="$("$symtensor" compile "$work/llama.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind --stack deepspeed --export deepspeed \
   --unbounded -o "$work/b_u")"
-! echo "$out" | grep -q "^search" || fail "--unbounded still bounded: $out"
+! grep -q "^search" <<<"$out" || fail "--unbounded still bounded: $out"
 secs() { awk '/^step time/ { u = $4; f = u == "s" ? 1 : u == "ms" ? 1e-3 : u == "us" ? 1e-6 : u == "ns" ? 1e-9 : -1; print $3 * f }' <<<"$1"; }
 bounded="$(secs "$("$symtensor" compile "$work/llama.onnx" --cluster dgx-a100 --nodes 1 --gpus 4 $bind --stack deepspeed -o "$work/b_b")")"
 unbounded="$(secs "$out")"
@@ -128,13 +128,13 @@ for cmd in "sweep $work/llama.onnx --clusters dgx-a100 --gpus 4 $bind --jobs 1 -
            "compare $work/llama.onnx $cl4 $bind --strategies symtensor --no-simulate -o $work/cmp"; do
   # shellcheck disable=SC2086
   out="$("$symtensor" $cmd --stack torchtitan 2>/dev/null)"
-  echo "$out" | grep -Eq "^search:? +inside torchtitan: the fastest plan it runs as written" || fail "${cmd%% *} --stack: no bound said: $out"
+  grep -Eq "^search:? +inside torchtitan: the fastest plan it runs as written" <<<"$out" || fail "${cmd%% *} --stack: no bound said: $out"
   # shellcheck disable=SC2086
   out="$("$symtensor" $cmd --stack torchtitan --unbounded 2>/dev/null)"
-  ! echo "$out" | grep -q "inside torchtitan" || fail "${cmd%% *} --unbounded still bounded: $out"
+  ! grep -q "inside torchtitan" <<<"$out" || fail "${cmd%% *} --unbounded still bounded: $out"
   # shellcheck disable=SC2086
   out="$("$symtensor" $cmd 2>/dev/null)"
-  ! echo "$out" | grep -q "^search" || fail "${cmd%% *} without --stack is bounded: $out"
+  ! grep -q "^search" <<<"$out" || fail "${cmd%% *} without --stack is bounded: $out"
 done
 
 echo "compile_cli: OK"

@@ -31,5 +31,13 @@ ratio="$(awk -v a="$ts" -v b="$tm" 'BEGIN {printf "%.2f", b / a}')"
 grep -Eq '^What symtensor does differently: it recomputes [0-9]+ of 32 layers where megatron recomputes all 32 layers; peak ' "$md" \
   || fail "no recomputation difference: $(grep '^What symtensor' "$md")"
 grep -Eq '^zero3 would take .* a step but needs .* per device of .*: it does not fit\.$' "$md" || fail "no line on zero3"
+# The why line sits in the chosen plan's section of report.md, and in "The chosen plan explained" of report.html.
+[ -n "$(awk '/^## / {section = $0; next} section == "## The chosen plan" && /^Why symtensor: /' "$md")" ] \
+  || fail "the why line is not in report.md's chosen plan section"
 html="$(dirname "$md")/report.html"
-grep -q "<p class=\"why\">Why symtensor: " "$html" || fail "report.html lacks the why paragraph"
+explained="$(sed -n '/<h2>The chosen plan explained<\/h2>/,/<h2>Step time as a formula/p' "$html")"
+grep -q "<p class=\"why\">Why symtensor: " <<<"$explained" || fail "report.html lacks the why paragraph in 'The chosen plan explained'"
+# The memory chart: dp (149 GiB) past twice the 22.35 GiB capacity is clipped, and only dp and zero3 say they do not fit.
+chart="$(sed -n '/<h2>Memory per pipeline stage<\/h2>/,/<h2>Simulated step/p' "$html")"
+grep -q 'stage-memory clipped' <<<"$chart" || fail "the memory chart is not clipped near the capacity"
+[ "$(grep -o 'does not fit: ' <<<"$chart" | wc -l)" = 2 ] || fail "the memory chart does not mark dp and zero3 alone: $(grep -o 'does not fit: [^<]*' <<<"$chart")"
