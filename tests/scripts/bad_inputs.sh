@@ -64,7 +64,9 @@ run_case() {  # run_case KIND ARGS...   (KIND: bad | robust)
     [ "$lines" -eq 1 ] || problems+=("$lines lines on stderr")
     [[ "$first" == "symtensor: error: "* ]] || problems+=("stderr does not begin with 'symtensor: error:'")
     local left
-    left="$(cd "$dir" && find . -mindepth 1 | head -n 3 | tr '\n' ' ')"
+    local leftover=()
+    mapfile -t leftover < <(cd "$dir" && find . -mindepth 1)
+    left="${leftover[*]:0:3}"
     [ -z "$left" ] || problems+=("left files: $left")
   fi
   if [ ${#problems[@]} -eq 0 ]; then
@@ -76,7 +78,7 @@ run_case() {  # run_case KIND ARGS...   (KIND: bad | robust)
     joined="$(IFS=';'; echo "${problems[*]}")"
     failures+=("symtensor $* -> $joined")
     printf 'FAIL  %-6s symtensor %s\n        %s\n' "$kind" "$*" "$joined"
-    sed 's/^/        | /' "$work/err" | head -n 6
+    head -n 6 "$work/err" | sed 's/^/        | /'
   fi
   rm -rf "$dir"
 }

@@ -51,7 +51,7 @@ out="$("$symtensor" compile "$work/gpt.onnx" --cluster dgx-a100 --nodes 1 --gpus
 grep -q "^strategy *symtensor" <<<"$out" || fail "default strategy is not symtensor: $out"
 grep -q '^strategy: symtensor' "$work/sym/plan.yaml" || fail "symtensor: plan.yaml lacks the strategy"
 for f in emulation.onnx manifest.json stage_0.onnx; do
-  ls "$work/sym" | grep -q "^${f%.onnx}" || fail "--onnx: no $f in $(ls "$work/sym")"
+  grep -q "^${f%.onnx}" <<<"$(ls "$work/sym")" || fail "--onnx: no $f in $(ls "$work/sym")"
 done
 # --allow-oom writes a plan that does not fit, and says so
 "$symtensor" compile "$work/gpt3.onnx" --cluster pcie-l4 --gpus 1 --bind batch=8,seq=2048 --strategy dp \

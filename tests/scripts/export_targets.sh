@@ -146,7 +146,7 @@ grep -q "^# predicted step time of the nearest" "$work/m/edited.args" || fail "n
 # errors: one line, non-zero, nothing written
 if err="$("$symtensor" export "$work/m/plan.yaml" --model "$work/llama.onnx" $cl $bind --to caffe -o "$work/x.args" 2>&1)"; then
   fail "--to caffe accepted"; fi
-echo "$err" | grep -q "unknown target 'caffe'" || fail "bad target said: $err"
+grep -q "unknown target 'caffe'" <<<"$err" || fail "bad target said: $err"
 [ "$(echo "$err" | wc -l)" -eq 1 ] || fail "not one line: $err"
 [ ! -e "$work/x.args" ] || fail "file written on error"
 if err="$("$symtensor" compile "$work/llama.onnx" $cl $bind --export caffe -o "$work/cx" 2>&1)"; then fail "compile --export caffe accepted"; fi

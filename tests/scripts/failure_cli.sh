@@ -15,13 +15,13 @@ bind="--bind batch=256,seq=2048"
 out="$("$symtensor" compile "$work/l.onnx" --cluster dgx-h100x4 --without 1 node $bind -o "$work/c")"
 for key in "after losing 1 node: dgx-h100 left, 24 GPUs" "SymTensor:     uses 24 of 24 GPUs, idles 0" \
            "Megatron-best: uses 16 of 24 GPUs, idles 8" "largest valid grid is 2 nodes" "speedup over Megatron-best"; do
-  echo "$out" | grep -qF "$key" || fail "compile --without lacks '$key': $out"
+  grep -qF "$key" <<<"$out" || fail "compile --without lacks '$key': $out"
 done
-echo "$out" | grep -q "^cluster *dgx-h100 (24 devices)" || fail "compile --without: not on 24 devices: $out"
+grep -q "^cluster *dgx-h100 (24 devices)" <<<"$out" || fail "compile --without: not on 24 devices: $out"
 grep -q "nodes: 3" "$work/c/plan.yaml" || fail "plan.yaml does not record the 3 nodes left"
 # --strategy megatron after the loss: its largest grid.
 out="$("$symtensor" compile "$work/l.onnx" --cluster dgx-h100x4 --without 1 node $bind --strategy megatron -o "$work/m")"
-echo "$out" | grep -q "^cluster *dgx-h100 (16 devices)" || fail "megatron after the loss is not on 16 devices: $out"
+grep -q "^cluster *dgx-h100 (16 devices)" <<<"$out" || fail "megatron after the loss is not on 16 devices: $out"
 
 # Bad input: one line naming the flag, non-zero exit, nothing written.
 for args in "--without 5 node" "--without x node" "--without 1 dgx-a100"; do
@@ -29,7 +29,7 @@ for args in "--without 5 node" "--without x node" "--without 1 dgx-a100"; do
     fail "compile $args succeeded"
   fi
   [ "$(echo "$err" | wc -l)" -eq 1 ] || fail "compile $args: more than one line: $err"
-  echo "$err" | grep -qF -- "--without" || fail "compile $args: the error does not name --without: $err"
+  grep -qF -- "--without" <<<"$err" || fail "compile $args: the error does not name --without: $err"
   [ ! -e "$work/bad" ] || fail "compile $args wrote $work/bad"
 done
 
@@ -37,7 +37,7 @@ done
 out="$("$symtensor" sweep "$work/l.onnx" --cluster dgx-h100x4 --fail-nodes 0..2 $bind -o "$work/s" 2>/dev/null)"
 for f in report.md results.csv results.json; do [ -s "$work/s/$f" ] || fail "sweep --fail-nodes wrote no $f"; done
 [ "$(tail -n +2 "$work/s/results.csv" | wc -l)" -eq 3 ] || fail "results.csv has not 3 rows: $(cat "$work/s/results.csv")"
-echo "$out" | grep -q "^| 1 | dgx-h100 | 24 | 24 | " || fail "sweep --fail-nodes row 1: $out"
+grep -q "^| 1 | dgx-h100 | 24 | 24 | " <<<"$out" || fail "sweep --fail-nodes row 1: $out"
 # Throughput (SymTensor's, then Megatron-best's) does not rise as nodes are lost.
 for col in 6 10; do
   awk -F, -v c="$col" 'NR > 1 { if (NR > 2 && $c > prev * (1 + 1e-9)) exit 1; prev = $c }' "$work/s/results.csv" ||
@@ -48,7 +48,7 @@ for args in "--fail-nodes 3..1" "--fail-nodes 0..4"; do
     fail "sweep $args succeeded"
   fi
   [ "$(echo "$err" | wc -l)" -eq 1 ] || fail "sweep $args: more than one line: $err"
-  echo "$err" | grep -qF -- "$args" || fail "sweep $args: the error does not name the flag: $err"
+  grep -qF -- "$args" <<<"$err" || fail "sweep $args: the error does not name the flag: $err"
   [ ! -e "$work/bad" ] || fail "sweep $args wrote $work/bad"
 done
 echo "failure_cli: ok"

@@ -15,14 +15,14 @@ cl="--cluster dgx-a100 --nodes 1 --gpus 2"
 # micro-batch
 out="$("$symtensor" fit "$work/g.onnx" $cl --bind batch=8,seq=2048 --only micro-batch 2>/dev/null)"
 mb="$(echo "$out" | awk '$1 == "micro-batch" {print $2}')"
-knobs="$(echo "$out" | sed -n 's/.*(--megatron \([^)]*\)).*/\1/p' | head -1)"
+knobs="$(sed -n 's/.*(--megatron \([^)]*\)).*/\1/p' <<<"$out")"; knobs="${knobs%%$'\n'*}"
 # named by its degrees, as the other answers (tp, dp, pp, cp), its knobs beside them
-echo "$out" | grep "^micro-batch" | grep -Eq "\[megatron tp=[0-9]+ dp=[0-9]+ pp=[0-9]+ cp=[0-9]+ " \
+grep -Eq "^micro-batch.*\[megatron tp=[0-9]+ dp=[0-9]+ pp=[0-9]+ cp=[0-9]+ " <<<"$out" \
   || fail "the micro-batch answer is not named by its degrees: $out"
 next="$(echo "$out" | awk '/does not fit/ {print $1}')"
 [ -n "$mb" ] && [ -n "$knobs" ] || fail "no micro-batch answer: $out"
 # the answer's throughput in tokens (the model binds a sequence) and its MFU
-echo "$out" | grep "^micro-batch" | grep -Eq "per step, [0-9.]+ [kKMGT]?tokens/s, MFU [0-9.]+ ?%" \
+grep -Eq "^micro-batch.*per step, [0-9.]+ [kKMGT]?tokens/s, MFU [0-9.]+ ?%" <<<"$out" \
   || fail "the answer does not state tokens/s and MFU: $out"
 [ "$next" = "$((mb + 1))" ] || fail "the next micro-batch is $next, not $((mb + 1)): $out"
 tp="$(echo "$knobs" | sed -n 's/.*tp=\([0-9]*\).*/\1/p')"; pp="$(echo "$knobs" | sed -n 's/.*pp=\([0-9]*\).*/\1/p')"
@@ -64,5 +64,5 @@ if "$symtensor" compile "$work/g.onnx" --cluster dgx-a100 $(gpus_of "$below") --
   fail "$below devices fit, but fit said $n is the fewest"; fi
 
 if err="$("$symtensor" fit "$work/g.onnx" $cl --bind batch=8 --only memory 2>&1)"; then fail "--only memory accepted"; fi
-echo "$err" | grep -q "^symtensor: error: --only: expected micro-batch, sequence or devices" || fail "bad --only said: $err"
+grep -q "^symtensor: error: --only: expected micro-batch, sequence or devices" <<<"$err" || fail "bad --only said: $err"
 echo "fit_cli: ok"

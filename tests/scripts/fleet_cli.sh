@@ -16,7 +16,7 @@ out="$("$symtensor" compile "$work/l.onnx" $fleet $bind -o "$work/c" --export me
 for key in "mixed fleet dgx-h100x1+dgx-a100x2" "group 1: H100-SXM5-80GB x8" "group 2: A100-SXM4-80GB x16" \
            "Megatron-best (a)" "Megatron-best (b)" "speedup over Megatron-best" "ceiling: 1.70x" \
            "pipeline over the groups, layers by speed" "heterogeneous plan" "nearest step time"; do
-  echo "$out" | grep -qF "$key" || fail "compile on a fleet lacks '$key': $out"
+  grep -qF "$key" <<<"$out" || fail "compile on a fleet lacks '$key': $out"
 done
 grep -q '^cluster: dgx-h100x1+dgx-a100x2' "$work/c/plan.yaml" || fail "plan.yaml does not name the fleet"
 grep -q '^# NOT SymTensor' "$work/c/megatron.args" || fail "megatron.args does not say it is the nearest plan"
@@ -31,23 +31,24 @@ step_sim="$(echo "$sim" | sed -n 's/^step time: \([0-9.]*\) ms/\1/p')"
 [ -n "$step_sim" ] || fail "simulate printed no step time in ms: $sim"
 awk -v a="$step_compile" -v b="$step_sim" 'BEGIN { d = a * 1000 - b; exit !(d < 1 && d > -1) }' ||
   fail "simulate gives $step_sim ms, compile $step_compile s"
-"$symtensor" simulate "$work/l.onnx" $fleet $bind --strategy megatron | grep -q "step time" || fail "megatron on a fleet"
+out="$("$symtensor" simulate "$work/l.onnx" $fleet $bind --strategy megatron)" || fail "megatron on a fleet"
+grep -q "step time" <<<"$out" || fail "megatron on a fleet"
 
 # compare on the fleet: the symtensor row is the fleet plan, the megatron row Megatron-best, the
 # report shows the groups and their stages; --no-simulate still simulates a fleet (the analytic
 # estimate runs every rank at the slowest pace).
 cmp="$("$symtensor" compare "$work/l.onnx" $fleet $bind -o "$work/cmp" --no-simulate 2>/dev/null || true)"
-echo "$cmp" | grep -q "^chosen: symtensor pipeline over the groups" || fail "compare on a fleet: $cmp"
-echo "$cmp" | grep -q "^Megatron-best" || fail "compare on a fleet lacks the Megatron-best row: $cmp"
+grep -q "^chosen: symtensor pipeline over the groups" <<<"$cmp" || fail "compare on a fleet: $cmp"
+grep -q "^Megatron-best" <<<"$cmp" || fail "compare on a fleet lacks the Megatron-best row: $cmp"
 grep -qF "group 1: H100-SXM5-80GB x8" "$work/cmp/report.md" || fail "report.md lacks the fleet's groups"
 
 # Errors: one line naming the part.
 err="$("$symtensor" compile "$work/l.onnx" --cluster dgx-h100x1+dgx-a10x2 $bind -o "$work/e" 2>&1 >/dev/null || true)"
-echo "$err" | grep -q "part 2 'dgx-a10x2'.*did you mean 'dgx-a100x2'" || fail "bad part: $err"
+grep -q "part 2 'dgx-a10x2'.*did you mean 'dgx-a100x2'" <<<"$err" || fail "bad part: $err"
 [ "$(echo "$err" | wc -l)" -eq 1 ] || fail "more than one line: $err"
 err="$("$symtensor" compile "$work/l.onnx" --cluster dgx-h100x1+ $bind -o "$work/e" 2>&1 >/dev/null || true)"
-echo "$err" | grep -q "part 2 is empty" || fail "empty part: $err"
+grep -q "part 2 is empty" <<<"$err" || fail "empty part: $err"
 err="$("$symtensor" compile "$work/l.onnx" $fleet --nodes 2 $bind -o "$work/e" 2>&1 >/dev/null || true)"
-echo "$err" | grep -q "is a mixed fleet" || fail "--nodes on a fleet: $err"
+grep -q "is a mixed fleet" <<<"$err" || fail "--nodes on a fleet: $err"
 [ ! -e "$work/e" ] || fail "an error left an output folder"
 echo "fleet_cli: ok"

@@ -68,7 +68,7 @@ expect_refusal() {  # expect_refusal PATTERN JSON
   echo "$2" >"$work/bad.json"
   rm -f "$work/bad.onnx"
   if err="$("$symtensor" models --hf-config "$work/bad.json" -o "$work/bad.onnx" 2>&1)"; then fail "accepted: $2"; fi
-  echo "$err" | grep -q -- "$pattern" || fail "'$2' said: $err"
+  grep -q -- "$pattern" <<<"$err" || fail "'$2' said: $err"
   [ "$(echo "$err" | wc -l)" -eq 1 ] || fail "more than one line: $err"
   [ ! -e "$work/bad.onnx" ] && [ ! -e "$work/bad.onnx.tmp" ] || fail "output written for: $2"
 }
@@ -83,5 +83,5 @@ expect_refusal "bad.json: missing key 'vocab_size' (model_type 'mistral')" \
 expect_refusal "bad.json: model_type 'llama': key 'hidden_act' = \"gelu\" is not written yet" "{\"model_type\": \"llama\", $common, \"hidden_act\": \"gelu\"}"
 expect_refusal "bad.json: not valid JSON" '{"model_type": "llama",'
 err="$("$symtensor" models --hf-config "$work/none.json" -o "$work/x.onnx" 2>&1)" && fail "a missing file was accepted"
-echo "$err" | grep -q "cannot open config file '$work/none.json'" || fail "a missing file is not named: $err"
+grep -q "cannot open config file '$work/none.json'" <<<"$err" || fail "a missing file is not named: $err"
 echo "hf_config_cli: OK"

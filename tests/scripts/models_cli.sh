@@ -19,25 +19,26 @@ done
 grep -q "meta-llama/Meta-Llama-3-8B config.json" "$work/list" || fail "list does not name the llama3-8b source"
 
 out="$("$symtensor" models llama2-70b -o "$work/l.onnx")"
-echo "$out" | grep -q "68976648192 parameters" || fail "llama2-70b summary: $out"
+grep -q "68976648192 parameters" <<<"$out" || fail "llama2-70b summary: $out"
 [ -s "$work/l.onnx" ] || fail "no file written"
 [ ! -e "$work/l.onnx.tmp" ] || fail "temporary file left behind"
 /usr/bin/python3 -c "import onnx,sys; m=onnx.load(sys.argv[1]); onnx.checker.check_model(m); onnx.shape_inference.infer_shapes(m, strict_mode=True)" "$work/l.onnx" 2>/dev/null \
   || [ ! -x /usr/bin/python3 ] || fail "python onnx rejects llama2-70b"
 
-"$symtensor" models gpt-1.7b --layers 2 --hidden 128 --heads 4 -o "$work/g.onnx" | grep -q "2 layers, hidden 128, 4 heads, mlp 512" \
-  || fail "overrides not applied"
+out="$("$symtensor" models gpt-1.7b --layers 2 --hidden 128 --heads 4 -o "$work/g.onnx")" || fail "overrides not applied"
+grep -q "2 layers, hidden 128, 4 heads, mlp 512" <<<"$out" || fail "overrides not applied"
 
 # a family name takes overrides
-"$symtensor" models gpt --layers 3 --hidden 128 --heads 4 -o "$work/f.onnx" | grep -q "3 layers, hidden 128, 4 heads" \
+out="$("$symtensor" models gpt --layers 3 --hidden 128 --heads 4 -o "$work/f.onnx")" \
   || fail "models gpt --layers 3 was not written with the overrides"
+grep -q "3 layers, hidden 128, 4 heads" <<<"$out" || fail "models gpt --layers 3 was not written with the overrides"
 [ -s "$work/f.onnx" ] || fail "models gpt: no file"
 
 expect_error() {  # expect_error PATTERN ARGS...
   local pattern="$1"; shift
   local err
   if err="$("$symtensor" "$@" 2>&1)"; then fail "expected failure: $*"; fi
-  echo "$err" | grep -q -- "$pattern" || fail "'$*' said: $err"
+  grep -q -- "$pattern" <<<"$err" || fail "'$*' said: $err"
 }
 expect_error "unknown model 'gpt-2b'" models gpt-2b -o "$work/x.onnx"
 expect_error "-o FILE.onnx" models gpt-1.7b

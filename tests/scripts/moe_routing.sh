@@ -15,7 +15,7 @@ for factor in 1.0 0.5; do
   "$symtensor" models mixtral-8x7b-tiny --capacity-factor "$factor" -o "$work/mixtral_$factor.onnx" >/dev/null
   out="$("$python" "$root/tests/scripts/lib/moe_reference.py" "$work/mixtral_$factor.onnx" "$root/scripts/ort/run.js" \
     "$work" "$factor" 2 16)" || fail "capacity factor $factor: $out"
-  echo "$out" | head -1
+  head -1 <<<"$out"
   dropped="$(echo "$out" | tail -1 | "$python" -c "import json,sys; print(json.load(sys.stdin)['dropped'])")"
   if [ "$factor" = 0.5 ] && [ "$dropped" -eq 0 ]; then fail "capacity factor 0.5 dropped nothing"; fi
 done

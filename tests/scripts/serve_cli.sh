@@ -14,7 +14,7 @@ cl="--cluster dgx-h100 --nodes 1 --gpus 1"
 
 json="$("$symtensor" serve "$work/m.onnx" $cl --tp 1 --input-len 256 --output-len 64 --requests 50 --json)"
 for key in ttft_s tpot_s output_tokens_per_s ttft_p50_s ttft_p90_s ttft_p99_s tpot_p99_s itl_s e2e_p90_s output_tokens_per_s_per_gpu; do
-  echo "$json" | grep -q "\"$key\":" || fail "--json lacks $key: $json"
+  grep -q "\"$key\":" <<<"$json" || fail "--json lacks $key: $json"
 done
 
 # closed loop of one: TPOT is the batch-1 decode step (context 256..320 vs the 1k the text quotes: within 5%)
@@ -42,7 +42,7 @@ grep -q "does not divide the model's 32 attention heads" "$work/err" || fail "tp
 
 # the search: a layout meets loose SLOs on one node
 out="$("$symtensor" serve "$work/m.onnx" --cluster dgx-h100 --nodes 1 --rate 5 --input-len 512 --output-len 64 --slo-ttft 1 --slo-tpot 0.1)"
-echo "$out" | grep -q "fewest GPUs" || fail "the search found no layout: $out"
+grep -q "fewest GPUs" <<<"$out" || fail "the search found no layout: $out"
 # --export: the launch script (and TRT-LLM's options file) written; a layout the engine cannot say
 # is refused in one line and leaves no file
 "$symtensor" serve "$work/m.onnx" --cluster dgx-h100 --nodes 1 --tp 2 --replicas 2 --input-len 64 --output-len 8 --requests 4 \
@@ -60,5 +60,5 @@ if "$symtensor" serve "$work/m.onnx" --cluster dgx-h100 --nodes 1 --tp 2 --repli
 # --disaggregate: both pools, the KV transfer priced, the metrics keys
 json="$("$symtensor" serve "$work/m.onnx" --cluster dgx-h100 --nodes 1 --disaggregate --prefill-tp 2 --decode-tp 2 \
   --decode-replicas 2 --input-len 512 --output-len 64 --rate 5 --requests 50 --json)"
-for key in ttft_s tpot_s kv_transfer prefill decode; do echo "$json" | grep -q "\"$key\":" || fail "disaggregated --json lacks $key"; done
+for key in ttft_s tpot_s kv_transfer prefill decode; do grep -q "\"$key\":" <<<"$json" || fail "disaggregated --json lacks $key"; done
 echo "serve_cli: ok"

@@ -21,7 +21,8 @@ assert shards[1]["shard"] == {"index": 2, "count": 3}, shards[1]["shard"]
 # shard 1 holds points 0 and 3 of (a100: 8,16,32; h100: 8,16,32)
 assert [(p["cluster"], p["gpus"]) for p in shards[0]["points"]] == [("dgx-a100", 8), ("dgx-h100", 8)], shards[0]["points"]
 PY
-"$symtensor" merge "$work/s3" "$work/s1" "$work/s2" -o "$work/merged" | grep -q "merged 3 shards, 6 points" || fail "merge summary"
+out="$("$symtensor" merge "$work/s3" "$work/s1" "$work/s2" -o "$work/merged")" || fail "merge summary"
+grep -q "merged 3 shards, 6 points" <<<"$out" || fail "merge summary"
 /usr/bin/python3 - "$work" <<'PY' || fail "merged report differs from the whole sweep"
 import json, sys
 w = sys.argv[1]
@@ -45,7 +46,7 @@ expect_error() {  # expect_error PATTERN ARGS...
   local pattern="$1"; shift
   local err
   if err="$("$symtensor" "$@" 2>&1)"; then fail "expected failure: $*"; fi
-  echo "$err" | grep -q -- "$pattern" || fail "'$*' said: $err"
+  grep -q -- "$pattern" <<<"$err" || fail "'$*' said: $err"
   [ "$(echo "$err" | wc -l)" -eq 1 ] || fail "not one line: $err"
 }
 expect_error "shard 2/3 is missing" merge "$work/s1" "$work/s3" -o "$work/bad1"
