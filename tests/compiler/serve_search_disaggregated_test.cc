@@ -27,7 +27,7 @@ ServeSearchResult search_llama3_70b_on_h100(double rate, std::int64_t input, std
 }
 
 TEST(ServeSearchDisaggregated, WinsUnderATightTpotWithLongPrompts) {
-  const ServeSearchResult r = search_llama3_70b_on_h100(2, 8000, 400, sim::ServingSlo{2.0, 0.02});
+  const ServeSearchResult r = search_llama3_70b_on_h100(2, 8000, 400, sim::ServingSlo{2.0, 0.03});
   std::printf("%s\n", r.why.c_str());
   ASSERT_TRUE(r.disaggregated_chosen) << r.why;
   ASSERT_GE(r.fewest_disaggregated, 0);
@@ -39,7 +39,7 @@ TEST(ServeSearchDisaggregated, WinsUnderATightTpotWithLongPrompts) {
   EXPECT_GE(d.decode.replicas, d.decode_bound);
   // The reason: the decode pool's TPOT p99 without prefills in its steps, under the SLO, where
   // the aggregated layouts' (the fewest meeting the SLOs, or none) miss it or need more GPUs.
-  EXPECT_LE(d.tpot_p99_s, 0.02 * 1.5);
+  EXPECT_LE(d.tpot_p99_s, 0.03 * 1.5);
   EXPECT_NE(r.why.find("disaggregated: " + serve_answer(r)->layout), std::string::npos) << r.why;
   EXPECT_NE(r.why.find("TPOT p99"), std::string::npos) << r.why;
   EXPECT_NE(r.why.find("without prefill interference"), std::string::npos) << r.why;

@@ -34,7 +34,7 @@ head -c "$(($(stat -c %s "$in/tiny.onnx") / 2))" "$in/tiny.onnx" >"$in/truncated
 : >"$in/empty.onnx"
 printf 'name: broken\ndevice: [unclosed\n' >"$in/bad_syntax.yaml"
 printf 'name: no-device\ndescription: lacks device and topology\n' >"$in/missing_keys.yaml"
-sed 's/memory_gb: 80/memory_gb: lots/' "$root/hardware/profiles/dgx-a100.yaml" >"$in/bad_number.yaml"
+sed 's/memory_gb: [0-9.]*/memory_gb: lots/' "$root/hardware/profiles/dgx-a100.yaml" >"$in/bad_number.yaml"
 sed 's/size: 8$/size: 0/' "$root/hardware/profiles/dgx-a100.yaml" >"$in/zero_size.yaml"
 printf 'format: symtensor-plan/1\nstrategy: [\n' >"$in/bad_plan.yaml"
 printf 'not a plan\n' >"$in/wrong_plan.yaml"
