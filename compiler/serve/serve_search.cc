@@ -176,27 +176,26 @@ ServeSearchResult search_serving(const ServingModel& model, const ServingPrecisi
 
 std::optional<ServeAnswer> serve_answer(const ServeSearchResult& r) {
   ServeAnswer a;
-  if (r.disaggregated_chosen) {
-    const ServeDisaggregatedCandidate& c = r.disaggregated[r.fewest_disaggregated];
-    a.disaggregated = true;
-    a.layout = disaggregated_name(c);
-    a.gpus = c.gpus();
+  const auto measured = [&a](const auto& c) {  // an aggregated or a disaggregated candidate
     a.goodput_tokens_per_s = c.goodput_tokens_per_s;
     a.output_tokens_per_s = c.output_tokens_per_s;
     a.attainment = c.attainment;
     a.ttft_p90_s = c.ttft_p90_s;
     a.tpot_p90_s = c.tpot_p90_s;
+  };
+  if (r.disaggregated_chosen) {
+    const ServeDisaggregatedCandidate& c = r.disaggregated[r.fewest_disaggregated];
+    a.disaggregated = true;
+    a.layout = disaggregated_name(c);
+    a.gpus = c.gpus();
+    measured(c);
     return a;
   }
   if (r.fewest_gpus < 0) return std::nullopt;
   const ServeCandidate& c = r.candidates[r.fewest_gpus];
   a.layout = aggregated_name(c);
   a.gpus = c.layout.gpus();
-  a.goodput_tokens_per_s = c.goodput_tokens_per_s;
-  a.output_tokens_per_s = c.output_tokens_per_s;
-  a.attainment = c.attainment;
-  a.ttft_p90_s = c.ttft_p90_s;
-  a.tpot_p90_s = c.tpot_p90_s;
+  measured(c);
   return a;
 }
 
