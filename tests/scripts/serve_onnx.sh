@@ -73,6 +73,13 @@ run gpt2_kv_cache 4 4 1
 run gpt2_kv_cache 4 2 2
 run gpt2_kv_cache 4 2 1 2
 run llama_gqa_step 2 2 1
+# Its KV heads are read from the k/v projections' width (32 = 2 heads of 16), not from the
+# attention's K, which repeat_kv's Expand + Reshape widens to the 4 query heads: the cache is
+# 2 (K and V) x 2 layers x 2 KV heads x 16 dims x 2 bytes (bf16) = 256 B per token.
+"$symtensor" serve "$work/models/llama_gqa_step.onnx" --cluster dgx-a100 --bind batch=4,seq=1,past_seq=8 \
+  --input-len 8 --output-len 4 >"$work/serve.log" 2>&1 || { cat "$work/serve.log" >&2; fail "llama_gqa_step: serve"; }
+grep -q " 4 heads, 2 KV heads of 16," "$work/serve.log" && grep -q "^KV cache *256 B per token per GPU," "$work/serve.log" \
+  || { cat "$work/serve.log" >&2; fail "llama_gqa_step: not 2 KV heads of 16 (256 B per token)"; }
 
 # `models --decode-step` (LLaMA family; llama3-8b-tiny: 4 query heads, 2 KV heads of 16): run
 # token by token from an empty cache it gives the whole model's causal logits, and it shards.
