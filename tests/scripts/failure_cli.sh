@@ -23,15 +23,18 @@ grep -q "nodes: 3" "$work/c/plan.yaml" || fail "plan.yaml does not record the 3 
 out="$("$symtensor" compile "$work/l.onnx" --cluster dgx-h100x4 --without 1 node $bind --strategy megatron -o "$work/m")"
 grep -q "^cluster *dgx-h100 (16 devices)" <<<"$out" || fail "megatron after the loss is not on 16 devices: $out"
 
-# Bad input: one line naming the flag, non-zero exit, nothing written.
-for args in "--without 5 node" "--without x node" "--without 1 dgx-a100"; do
-  if err="$("$symtensor" compile "$work/l.onnx" --cluster dgx-h100x4 $args $bind -o "$work/bad" 2>&1)"; then
-    fail "compile $args succeeded"
+# Bad input: `refused COMMAND ARGS NAMED` expects one line naming NAMED, a non-zero exit and
+# nothing written.
+refused() {
+  local command="$1" args="$2" named="$3" err
+  if err="$("$symtensor" "$command" "$work/l.onnx" --cluster dgx-h100x4 $args $bind -o "$work/bad" 2>&1)"; then
+    fail "$command $args succeeded"
   fi
-  [ "$(echo "$err" | wc -l)" -eq 1 ] || fail "compile $args: more than one line: $err"
-  grep -qF -- "--without" <<<"$err" || fail "compile $args: the error does not name --without: $err"
-  [ ! -e "$work/bad" ] || fail "compile $args wrote $work/bad"
-done
+  [ "$(wc -l <<<"$err")" -eq 1 ] || fail "$command $args: more than one line: $err"
+  grep -qF -- "$named" <<<"$err" || fail "$command $args: the error does not name $named: $err"
+  [ ! -e "$work/bad" ] || fail "$command $args wrote $work/bad"
+}
+for args in "--without 5 node" "--without x node" "--without 1 dgx-a100"; do refused compile "$args" --without; done
 
 # sweep --fail-nodes: a row per loss, both plans, the report files.
 out="$("$symtensor" sweep "$work/l.onnx" --cluster dgx-h100x4 --fail-nodes 0..2 $bind -o "$work/s" 2>/dev/null)"
@@ -43,12 +46,5 @@ for col in 6 10; do
   awk -F, -v c="$col" 'NR > 1 { if (NR > 2 && $c > prev * (1 + 1e-9)) exit 1; prev = $c }' "$work/s/results.csv" ||
     fail "throughput column $col rises as nodes are lost: $(cat "$work/s/results.csv")"
 done
-for args in "--fail-nodes 3..1" "--fail-nodes 0..4"; do
-  if err="$("$symtensor" sweep "$work/l.onnx" --cluster dgx-h100x4 $args $bind -o "$work/bad" 2>&1)"; then
-    fail "sweep $args succeeded"
-  fi
-  [ "$(echo "$err" | wc -l)" -eq 1 ] || fail "sweep $args: more than one line: $err"
-  grep -qF -- "$args" <<<"$err" || fail "sweep $args: the error does not name the flag: $err"
-  [ ! -e "$work/bad" ] || fail "sweep $args wrote $work/bad"
-done
+for args in "--fail-nodes 3..1" "--fail-nodes 0..4"; do refused sweep "$args" "$args"; done
 echo "failure_cli: ok"
