@@ -5,6 +5,7 @@
 // the stacks' kernel factors (hardware/stacks/*.yaml) are the only fitted parameters, a few per
 // stack and GPU. Prints a table (id, published, predicted, error, step breakdown) and the
 // summary the README quotes.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -141,14 +142,20 @@ ErrorSummary summarize(const char* what, const std::vector<double>& errors, int 
   for (double e : errors) s.mean_abs += std::abs(e), s.worst = std::max(s.worst, std::abs(e)), s.within10 += std::abs(e) <= 0.10;
   s.mean_abs /= std::max<std::size_t>(1, errors.size());
   s.share_within10 = static_cast<double>(s.within10) / std::max<std::size_t>(1, errors.size());
-  std::printf("%s, %zu runs: mean |error| %.1f%%, %d within 10%% (%.0f%%), worst %.1f%%; %d fit by the memory model\n", what,
-              s.runs, 100 * s.mean_abs, s.within10, 100 * s.share_within10, 100 * s.worst, s.fitting);
+  std::printf("%s, %zu runs: mean |error| %.1f%%, %d within 10%% (%.0f%%), worst %.1f%%", what, s.runs, 100 * s.mean_abs,
+              s.within10, 100 * s.share_within10, 100 * s.worst);
+  if (fitting >= 0) std::printf("; %d fit by the memory model", fitting);
+  std::printf("\n");
   return s;
 }
 
 // The runs of one kind (dense models, or mixtures of experts), simulated, printed and
 // summarized overall and per stack and GPU. Two tests, so that they run side by side.
-ErrorSummary check_runs(bool mixtures_of_experts) {
+// The long-context torchtitan runs, whose spread no rate constant across CP degrees fits
+// (Calibration.LongContextRowsNeedARatePerContextParallelDegree).
+bool long_context_torchtitan(const PublishedRun& r) { return r.stack == "torchtitan" && r.seq >= 32768; }
+
+ErrorSummary check_runs(bool mixtures_of_experts, std::vector<double>* errors_without_long_context = nullptr) {
   const std::vector<PublishedRun> runs = load_runs();
   EXPECT_GE(runs.size(), 50u);
   std::map<std::string, std::vector<double>> by_group;  // stack and GPU -> errors
@@ -164,6 +171,7 @@ ErrorSummary check_runs(bool mixtures_of_experts) {
                 r.precision.c_str(), r.published, o.predicted, 100 * o.error, rep.step_time_s, rep.compute_s,
                 rep.exposed_comm_s, rep.bubble_s, o.recompute.c_str(), o.note.empty() ? "" : " ", o.note.c_str());
     errors.push_back(o.error);
+    if (errors_without_long_context && !long_context_torchtitan(r)) errors_without_long_context->push_back(o.error);
     fitting += rep.fits ? 1 : 0;
     by_group[r.stack + " " + r.profile].push_back(o.error);
   }
@@ -179,8 +187,15 @@ ErrorSummary check_runs(bool mixtures_of_experts) {
 }
 
 TEST(Calibration, PublishedRunsOfTodaysStacks) {
-  const ErrorSummary d = check_runs(false);
+  std::vector<double> without_long_context;
+  const ErrorSummary d = check_runs(false, &without_long_context);
   EXPECT_EQ(d.runs, 37u);
+  // The issue's bar holds on the 33 dense runs a fit can meet it on.
+  const ErrorSummary met = summarize("dense but the 4 long-context torchtitan runs", without_long_context, -1);
+  EXPECT_EQ(met.runs, 33u);
+  EXPECT_LE(met.mean_abs, 0.05);
+  EXPECT_GE(met.share_within10, 0.90);
+  EXPECT_LE(met.worst, 0.20);
   // What the fit reaches today (the issue's bar is a mean of 5%, 90% within 10%, none beyond
   // 20%: not met, see the README). A change that makes any of these worse fails here.
   EXPECT_LE(d.mean_abs, 0.065);
@@ -200,6 +215,79 @@ TEST(Calibration, PublishedMixtureOfExpertsRuns) {
   // GPT-OSS-120B on GB200 (+70%): published by one release only, 26.04.01, whose MoE runs
   // were software-limited (see the README).
   EXPECT_LE(m.worst, 0.71);
+}
+
+// Why the bar cannot be met by a fit that generalizes (issue #29), measured.
+//
+// The four long-context torchtitan runs hold 32k tokens per GPU (32k without CP up to 256k at
+// CP8), so the model's step time is A + B·r with r = seq / 32k: A the non-attention work,
+// equal in the four, and B the attention of the 32k run, attention per token growing with the
+// sequence. With A as the model prices it (the 8k torchtitan runs, which pin it, are within 3%),
+// the best attention rate B for all four still leaves one beyond 20%: their attention grows
+// 1 : 2.3 : 7.5 : 16 against the 1 : 2 : 4 : 8 of the work, a slowdown with the CP degree that a
+// rate per degree would fit and nothing else would.
+TEST(Calibration, LongContextRowsNeedARatePerContextParallelDegree) {
+  std::vector<PublishedRun> rows;
+  for (const PublishedRun& r : load_runs())
+    if (r.stack == "torchtitan" && r.seq >= 32768) rows.push_back(r);
+  ASSERT_EQ(rows.size(), 4u);
+  std::vector<double> ratio, published_step, predicted_step;
+  for (const PublishedRun& r : rows) {
+    ratio.push_back(r.seq / 32768);
+    EXPECT_DOUBLE_EQ(r.gbs * r.seq / r.gpus, 32768) << r.id;  // the same tokens per GPU
+    published_step.push_back(r.gbs * r.seq / (r.gpus * r.published));
+    predicted_step.push_back(simulate_run(r).simulation.report.step_time_s);
+  }
+  // A and B from the two ends; the model is linear in r between them.
+  const double b = (predicted_step[3] - predicted_step[0]) / (ratio[3] - ratio[0]);
+  const double a = predicted_step[0] - b * ratio[0];
+  for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_NEAR(predicted_step[i], a + b * ratio[i], 0.02 * predicted_step[i]);
+  EXPECT_GT(a, 4.0);  // 8 x 8.03e9 FLOPs a token (full recomputation) x 32k tokens at the GEMM rate
+  double best = 1e9, best_b = 0;
+  for (double scale = 0.05; scale <= 5; scale += 0.0005) {
+    double worst = 0;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      worst = std::max(worst, std::abs(published_step[i] / (a + scale * b * ratio[i]) - 1));
+    if (worst < best) best = worst, best_b = scale * b;
+  }
+  std::printf("long context: non-attention %.2f s; model's 32k attention %.2f s, best for the four %.2f s: worst |error| "
+              "%.1f%%\n", a, b, best_b, 100 * best);
+  EXPECT_GT(best, 0.20);
+}
+
+// GPT-OSS-120B was published by one release, 26.04.01. On each GPU it ran on, the same config of
+// the nearest fine-grained MoE (Qwen3-30B-A3B) ran 1.33-1.53x faster at the newest release, which
+// the fit follows (release_drift.csv). The GPT-OSS errors are that drift: taken out, they are
+// within 20%; left in, a fit within 20% of the GPT-OSS rows would be 1.3-1.5x off the newest
+// Qwen3 rows, i.e. a parameter per release.
+TEST(Calibration, GptOssRowsMeasureTheirRelease) {
+  std::map<std::string, double> drift;  // GPU -> newest / 26.04.01 tokens per second
+  std::ifstream in(std::string(SYMTENSOR_TEST_DATA) + "/calibration/release_drift.csv");
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    const std::vector<std::string> f = csv_fields(line);
+    ASSERT_EQ(f.size(), 7u) << line;
+    EXPECT_EQ(f[3], "26.04.01");
+    drift[f[0]] = std::stod(f[6]) / std::stod(f[4]);
+  }
+  const std::map<std::string, std::string> gpu_of = {
+      {"gb300-nvl72", "GB300"}, {"gb200-nvl72", "GB200"}, {"dgx-b300", "B300"}};
+  int rows = 0;
+  for (const PublishedRun& r : load_runs()) {
+    if (r.model != "gpt-oss-120b") continue;
+    ++rows;
+    EXPECT_NE(r.source.find("26.04.01"), std::string::npos) << r.id;
+    const double d = drift.at(gpu_of.at(r.profile));
+    const RunOutcome o = simulate_run(r);
+    const double at_newest = o.predicted / (r.published * d) - 1;
+    std::printf("%-22s error %+.1f%%; drift of the release %.2fx; error at the newest release %+.1f%%\n", r.id.c_str(),
+                100 * o.error, d, 100 * at_newest);
+    EXPECT_GT(d, 1.3);
+    EXPECT_GT(o.error, 0.20);
+    EXPECT_LT(std::abs(at_newest), 0.20);
+  }
+  EXPECT_EQ(rows, 3);
 }
 
 }  // namespace
