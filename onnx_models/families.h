@@ -12,4 +12,8 @@ void build_bert(GraphBuilder& g, const ModelConfig& c);
 void build_vit(GraphBuilder& g, const ModelConfig& c);
 void build_resnet(GraphBuilder& g, const ModelConfig& c);
 
+// LLaVA: the decoder's token embeddings [batch, seq, hidden] with the first image_tokens(c)
+// positions replaced by the projected image features (adds the pixel_values input).
+std::string with_image_features(GraphBuilder& g, const std::string& embeddings, const ModelConfig& c);
+
 }  // namespace symtensor::models

@@ -59,6 +59,7 @@ void build_llama(GraphBuilder& g, const ModelConfig& c) {
   g.push("model");
   std::string embed = g.parameter("embed_tokens.weight", {c.vocab, h}, Init::uniform(1.0));
   std::string x = g.op("Gather", {embed, ids});
+  if (c.vision.layers > 0) x = with_image_features(g, x, c);
   Rotary rotary = rotary_tables(g, positions, rotary_inv_freq(c), rotary_attention_factor(c));
   // Local layers mask with the sliding window; with global_every, every global_every-th layer
   // is global (causal).

@@ -45,6 +45,7 @@ void validate(const ModelConfig& c) {
     require(c.classes > 0, c, "classes must be positive");
     return;
   }
+  require(c.vision.layers == 0 || c.family == Family::llama, c, "a vision tower is written for the llama family only");
   require(c.layers > 0, c, "layers must be positive");
   require(c.hidden > 0, c, "hidden must be positive");
   require(c.heads > 0, c, "heads must be positive");
@@ -107,6 +108,15 @@ void validate(const ModelConfig& c) {
       require(!c.layer_norm_1p || (c.experts == 0 && c.kv_lora_rank == 0), c,
               "Nemotron's layer (LayerNorm1P, squared-ReLU MLP) is written without experts and latent attention");
       require(!c.mlp_bias || c.layer_norm_1p, c, "MLP biases are written for Nemotron's squared-ReLU MLP only");
+      if (c.vision.layers != 0) {
+        const auto& v = c.vision;
+        require(v.layers > 0 && v.hidden > 0 && v.heads > 0 && v.hidden % v.heads == 0 && v.intermediate > 0, c,
+                "the vision tower needs positive layers, hidden (a multiple of its heads) and intermediate");
+        require(v.patch_size > 0 && v.image_size > 0 && v.image_size % v.patch_size == 0, c,
+                "the vision tower's image size must be a positive multiple of its patch size");
+        require(v.tiles >= 1, c, "image tiles must be at least 1");
+        require(!c.decode_step, c, "--decode-step is written for text-only decoders, not a vision tower");
+      }
       break;
     case Family::vit:
       require(c.patch_size > 0 && c.image_size > 0 && c.image_size % c.patch_size == 0, c,
@@ -115,6 +125,12 @@ void validate(const ModelConfig& c) {
       break;
     case Family::resnet: break;
   }
+}
+
+std::int64_t image_tokens(const ModelConfig& c) {
+  if (c.vision.layers == 0) return 0;
+  const std::int64_t grid = c.vision.image_size / c.vision.patch_size;
+  return c.vision.tiles * grid * grid;
 }
 
 std::int64_t head_size(const ModelConfig& c) {

@@ -105,6 +105,22 @@ struct ModelConfig {
   bool layer_norm_1p = false;       // with the squared-ReLU MLP: Nemotron's layer
   bool mlp_bias = false;            // [mlp_bias]
   double partial_rotary = 1.0;      // [partial_rotary_factor] the rotated share of a head
+  // LLaVA-1.5 (HF LlavaForConditionalGeneration, llama family with vision.layers > 0): a CLIP
+  // ViT reads each of `tiles` image tiles of image_size x image_size (LLaVA-NeXT's any-resolution
+  // tiling when tiles > 1); the features after its first `layers` layers (hidden_states[-2] of a
+  // tower one layer deeper: the last layer and the post-norm feed nothing and are not written),
+  // class token dropped, pass the projector (Linear, GELU, Linear) and replace the first
+  // tiles x (image_size / patch_size)^2 positions of the sequence, the image placeholders.
+  struct VisionTower {
+    std::int64_t layers = 0;
+    std::int64_t hidden = 0;
+    std::int64_t heads = 0;
+    std::int64_t intermediate = 0;
+    std::int64_t image_size = 0;
+    std::int64_t patch_size = 0;
+    std::int64_t tiles = 1;
+    double norm_epsilon = 1e-5;
+  } vision;
   std::int64_t image_size = 0;      // vit, resnet
   std::int64_t patch_size = 0;      // vit
   std::int64_t classes = 0;         // vit, resnet
@@ -128,6 +144,9 @@ Weights parse_weights(const std::string& text);  // "none" | "random"
 
 // Throws std::runtime_error naming the model and the first inconsistent field.
 void validate(const ModelConfig& config);
+
+// The sequence positions the images take: tiles x (image_size / patch_size)^2 (0 without a vision tower).
+std::int64_t image_tokens(const ModelConfig& config);
 
 // Attention head size: head_dim, or hidden / heads when it is 0.
 std::int64_t head_size(const ModelConfig& config);

@@ -216,6 +216,13 @@ std::vector<Preset> make_presets() {
   ModelConfig mixtral = llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768);
   mixtral.experts = 8, mixtral.top_k = 2, mixtral.rope_theta = 1e6;
   p.push_back({"mixtral-8x7b", "Mixtral 8x7B (top-2 of 8 experts)", mixtral});
+  // llava-hf/llava-1.5-7b-hf config.json: Vicuna-7B v1.5 (LLaMA-2 7B) with the image token and
+  // padding (vocabulary 32064); CLIP ViT-L/14 at 336 px (24 layers of 1024, 16 heads, MLP 4096,
+  // vision_feature_layer -2: 23 written), a 2-layer GELU projector; 576 image tokens a tile.
+  ModelConfig llava = llama("llava-1.5-7b", 32, 4096, 32, 32, 11008, 32064, 4096);
+  llava.model_type = "llava";
+  llava.vision = {23, 1024, 16, 4096, 336, 14, 1, 1e-5};
+  p.push_back({"llava-1.5-7b", "LLaVA-1.5 7B (llava-hf/llava-1.5-7b-hf; --image-tiles N for any-resolution tiling)", llava});
   ModelConfig bert = encoder("bert-large", Family::bert);
   bert.vocab = 30522, bert.seq = 512, bert.type_vocab = 2;
   p.push_back({"bert-large", "BERT-large, uncased (335M)", bert});
@@ -274,6 +281,7 @@ ModelConfig tiny_variant(const ModelConfig& full) {
   if (full.experts > 0 && full.first_dense_layers > 0) c.intermediate = 32;   // DeepSeek's fine-grained experts
   if (full.expert_groups > 1) c.expert_groups = 2, c.top_groups = 1;  // the top-2 from one group of 2
   if (full.family == Family::vit) c.image_size = 32, c.patch_size = 8, c.classes = 10;
+  if (full.vision.layers > 0) c.vision = {2, 32, 2, 64, 16, 8, full.vision.tiles, full.vision.norm_epsilon};  // 4 image tokens
   return c;
 }
 
@@ -317,6 +325,10 @@ ModelConfig apply_overrides(ModelConfig c, const Overrides& o) {
   if (o.image_size) c.image_size = *o.image_size;
   if (o.patch_size) c.patch_size = *o.patch_size;
   if (o.classes) c.classes = *o.classes;
+  if (o.image_tiles) {
+    if (c.vision.layers == 0) throw std::runtime_error("model '" + c.name + "': --image-tiles applies to a model with a vision tower (llava-1.5-7b)");
+    c.vision.tiles = *o.image_tiles;
+  }
   if (o.weights) c.weights = *o.weights;
   if (o.seed) c.seed = *o.seed;
   if (c.family != Family::llama && (o.kv_heads || o.experts || o.top_k || o.capacity_factor))

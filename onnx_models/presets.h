@@ -43,6 +43,7 @@ struct Overrides {
   std::optional<std::int64_t> image_size = std::nullopt;
   std::optional<std::int64_t> patch_size = std::nullopt;
   std::optional<std::int64_t> classes = std::nullopt;
+  std::optional<std::int64_t> image_tiles = std::nullopt;  // a vision tower's tiles per image (LLaVA)
   std::optional<Weights> weights = std::nullopt;
   std::optional<std::uint64_t> seed = std::nullopt;
 };

@@ -66,8 +66,8 @@ void write_model(const ModelsOptions& o) {
 void add_models_command(CLI::App& app) {
   auto o = std::make_shared<ModelsOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "models", "Write a reference model (GPT, Llama 2/3, Mistral, Mixtral, Qwen2/2.5/3, Qwen3-MoE, Gemma 3, BERT, ViT, "
-                "ResNet) "
+      "models", "Write a reference model (GPT, Llama 2/3, Mistral, Mixtral, Qwen2/2.5/3, Qwen3-MoE, Gemma 3, LLaVA, BERT, "
+                "ViT, ResNet) "
                 "or one from a Hugging Face config.json");
   CLI::App* list = cmd->add_subcommand("list", "List the model presets");
   list->add_flag("--names", o->names_only, "print only the accepted names, one a line");
@@ -92,6 +92,8 @@ void add_models_command(CLI::App& app) {
   cmd->add_option("--image-size", v.image_size, "image side in pixels (vit, resnet)");
   cmd->add_option("--patch-size", v.patch_size, "patch side in pixels (vit)");
   cmd->add_option("--classes", v.classes, "output classes (vit, resnet)");
+  cmd->add_option("--image-tiles", v.image_tiles,
+                  "image tiles per image (llava-1.5-7b: 576 sequence positions each, any-resolution tiling)");
   cmd->add_option("--weights", o->weights, "none (weights are shaped graph inputs) or random (initializers)");
   cmd->add_option("--seed", v.seed, "seed of the random weights");
   cmd->add_flag("--decode-step", o->decode_step,

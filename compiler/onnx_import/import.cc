@@ -258,6 +258,7 @@ class Importer {
       if (!graph_.symbols.contains(name)) throw std::runtime_error(source_ + ": --bind " + name + ": " + unknown_dim_message(name));
       graph_.symbols.bind(name, value);
     }
+    if (!options.bindings.empty()) check_bound_extents();
     graph_.batch_dim = find_batch_dim(options.batch_dim);
     if (!options.sequence_dim.empty()) {
       if (!graph_.symbols.contains(options.sequence_dim))
@@ -273,6 +274,22 @@ class Importer {
   }
 
  private:
+  // Bindings too small for the model (a sequence shorter than a VLM's image tokens) leave a
+  // dim like seq - 576 negative: refused, naming the first tensor and its node.
+  void check_bound_extents() const {
+    for (const Tensor& t : graph_.tensors())
+      for (const auto& d : t.shape) {
+        if (GiNaC::is_a<GiNaC::numeric>(d) || GiNaC::is_a<GiNaC::symbol>(d)) continue;  // bindings are positive
+        const std::optional<double> v = graph_.symbols.evaluate(d);
+        if (!v || *v >= 0) continue;
+        std::ostringstream dim;
+        dim << d;
+        const std::string node = t.producer == kNone ? std::string("a graph input") : "node '" + graph_.node(t.producer).name + "'";
+        throw std::runtime_error(source_ + ": tensor '" + t.name + "' (" + node + ") has dim " + dim.str() + " = " +
+                                 std::to_string(static_cast<long long>(*v)) + " under the bindings: bind larger dims");
+      }
+  }
+
   std::string find_batch_dim(const std::string& requested) const {
     std::set<std::string> dims;
     std::vector<std::string> leading;

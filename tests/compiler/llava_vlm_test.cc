@@ -1,0 +1,82 @@
+// LLaVA-1.5 7B in the zoo (issue #32): the parameters and the forward GEMM FLOPs of the vision
+// tower, projector and decoder against hand arithmetic from the HF config, image tiles, and
+// a sequence too short for the image tokens refused.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "onnx_models/model_zoo.h"  // protobuf before GiNaC (CLN's Mutable macro)
+#include "compiler/analysis/model_stats.h"
+#include "compiler/onnx_import/import.h"
+#include "onnx_models/presets.h"
+
+namespace symtensor::compiler {
+namespace {
+
+constexpr std::int64_t kVisionHidden = 1024, kVisionMlp = 4096, kVisionLayers = 23, kPatch = 14, kImage = 336;
+constexpr std::int64_t kHidden = 4096, kMlp = 11008, kLayers = 32, kVocab = 32064;
+constexpr std::int64_t kPatches = (kImage / kPatch) * (kImage / kPatch);  // 576
+
+// One CLIP encoder layer: q, k, v, out with biases, two LayerNorms, fc1 and fc2 with biases.
+constexpr std::int64_t kClipLayer = 4 * (kVisionHidden * kVisionHidden + kVisionHidden) + 2 * 2 * kVisionHidden +
+                                    kVisionHidden * kVisionMlp + kVisionMlp + kVisionMlp * kVisionHidden + kVisionHidden;
+constexpr std::int64_t kProjector = kVisionHidden * kHidden + kHidden + kHidden * kHidden + kHidden;
+
+Graph import_llava(std::int64_t tiles, double batch, double seq) {
+  models::Overrides o;
+  o.image_tiles = tiles;
+  ImportOptions io;
+  io.bindings = {{"batch", batch}, {"seq", seq}};
+  io.warn_opaque = false;
+  return import_onnx_model(models::build_model(models::apply_overrides(models::preset_config("llava-1.5-7b"), o)),
+                           "llava", io);
+}
+
+TEST(LlavaVlm, ParametersAreHfsLessTheUnreadLastVisionLayer) {
+  const std::int64_t vision = kVisionHidden * 3 * kPatch * kPatch /* patch conv, no bias */ + kVisionHidden /* class */ +
+                              (kPatches + 1) * kVisionHidden /* positions */ + 2 * kVisionHidden /* pre-LN */ +
+                              kVisionLayers * kClipLayer;
+  const std::int64_t decoder = 2 * kVocab * kHidden + kLayers * (4 * kHidden * kHidden + 3 * kHidden * kMlp + 2 * kHidden) + kHidden;
+  const std::int64_t written = models::count_parameters(models::build_model(models::preset_config("llava-1.5-7b")));
+  EXPECT_EQ(written, vision + kProjector + decoder);
+  // llava-hf/llava-1.5-7b-hf holds 7,063,427,072: CLIP's 24th layer and post-LayerNorm besides,
+  // which vision_feature_layer -2 leaves unread.
+  EXPECT_EQ(written + kClipLayer + 2 * kVisionHidden, 7063427072LL);
+}
+
+TEST(LlavaVlm, ForwardGemmFlopsByHand) {
+  const double batch = 2, seq = 4096;
+  for (std::int64_t tiles : {1, 5}) {
+    Graph g = import_llava(tiles, batch, seq);
+    const ModelStats stats = compute_model_stats(g);
+    const double per_tile = 2.0 * (kPatches + 1) * kVisionLayers * (4 * kVisionHidden * kVisionHidden + 2 * kVisionHidden * kVisionMlp) +
+                            2.0 * kPatches * kVisionHidden * 3 * kPatch * kPatch + 2.0 * kPatches * (kVisionHidden * kHidden + kHidden * kHidden);
+    const double per_token = 2.0 * (kLayers * (4 * kHidden * kHidden + 3 * kHidden * kMlp) + kHidden * kVocab);
+    const std::optional<double> gemm = g.symbols.evaluate(stats.gemm_flops);
+    ASSERT_TRUE(gemm.has_value());
+    EXPECT_DOUBLE_EQ(*gemm, batch * (tiles * per_tile + seq * per_token)) << tiles << " tiles";
+    // The images take tiles x 576 of the 4096 positions: the text is what is left.
+    bool text_found = false;
+    for (const Tensor& t : g.tensors())
+      if (t.producer != kNone && g.node(t.producer).op_type == "Slice" && t.shape.size() == 3 &&
+          g.symbols.evaluate(t.shape[1]) == seq - tiles * kPatches)
+        text_found = true;
+    EXPECT_TRUE(text_found) << tiles << " tiles";
+  }
+}
+
+TEST(LlavaVlm, SequenceShorterThanTheImageTokensIsRefused) {
+  try {
+    import_llava(5, 2, 2048);  // 2880 image tokens
+    FAIL() << "a 2048-token sequence took 2880 image tokens";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("-2880+seq = -832"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+}  // namespace symtensor::compiler
