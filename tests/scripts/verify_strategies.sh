@@ -38,7 +38,7 @@ check() {  # check MODEL NODES GPUS BATCH COMPILE_FLAGS...  (on $cluster)
   count=$((count + 1))
 }
 
-for name in gpt2-small-tiny llama2-70b-tiny mixtral-8x7b-tiny bert-large-tiny vit-l16-tiny resnet50-tiny; do
+for name in gpt2-small-tiny llama2-70b-tiny mixtral-8x7b-tiny bert-large-tiny vit-l16-tiny resnet50-tiny llava-1.5-7b-tiny; do
   for strategy in symtensor megatron dp zero3; do
     for gpus in 2 4 6 8; do check "$name" 1 "$gpus" 24 --strategy "$strategy"; done
   done
@@ -52,7 +52,7 @@ for name in torch:gpt_tiny torch:encoder torch:resnet_tiny torch:squeezenet; do
 done
 # Megatron's layout with pipeline stages, tensor and sequence parallelism, on one node and
 # across two (the pipeline on the node axis).
-for name in llama2-70b-tiny mixtral-8x7b-tiny bert-large-tiny vit-l16-tiny; do
+for name in llama2-70b-tiny mixtral-8x7b-tiny bert-large-tiny vit-l16-tiny llava-1.5-7b-tiny; do
   check "$name" 1 8 24 --megatron tp=2,pp=2,sp=1
   check "$name" 2 2 24 --megatron tp=2,pp=2
   check "$name" 1 6 24 --megatron pp=2
