@@ -148,6 +148,20 @@ struct PlanAnalyzer::State {
   // collectives of the inputs whose neighbourhood did not change.
   std::vector<std::pair<int, int>> comm_ends;
   std::vector<int> input_base;  // per topological position (the graph's, computed once)
+  // Twins: operators whose work op_work derives from the same numbers of the graph (the
+  // same operator at the same place of each repeated layer), found once per graph
+  // (twin_class per node, empty until then). In an analysis from scratch an operator
+  // priced in the same context as a twin before it (its own cut; per input, the producer's
+  // layout and whether that layout and its gradient's were delivered already) gets a copy
+  // of the twin's work: a layer repeated 80 times is priced once per context.
+  bool reuse_twins = true;
+  std::vector<int> twin_class;
+  struct Twin {
+    std::size_t position = 0;            // topological position of the operator priced
+    std::vector<char> delivered;          // per input: 0 none, 1 not yet, 2 already (layout)
+    std::vector<char> gradient_delivered; // the same for its gradient
+  };
+  std::vector<std::vector<Twin>> twins;  // per class: those priced in this analysis
   // The same for the plan analysed before ops_plan: a search that alternates between two
   // micro-batch sizes (Megatron's seed, interleaving depth after depth) reuses both.
   struct Kept {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -175,6 +176,18 @@ class Analyzer {
   // of its gradient back), or, from `old`, its collectives there.
   void input_work(OpWork& w, const Node& node, const NumericNode& nn, const NodeCut& cut, std::size_t i, bool train,
                   const OpWork* old, const std::vector<char>* dirty, double& local_bytes, int& gradient_inputs);
+
+  // State::twin_class, once per graph: a key of everything op_work reads of the graph for
+  // the node (its numeric node, its operands' facts and shapes, their producers' kinds,
+  // the routing it exchanges tokens for, the aliasing among its inputs).
+  void find_twins();
+  std::string twin_key(NodeId id) const;
+  // The context of input i of `id` as a twin compares it: whether the producer's layout
+  // exists, and whether the layouts it would deliver (value, gradient) were delivered already.
+  void delivery_context(NodeId id, std::vector<char>& delivered, std::vector<char>& gradient_delivered, bool train) const;
+  // The work at topological position `position` copied from a twin priced before it in the
+  // same context, with its side effects (deliveries, produced layouts); false when none is.
+  bool copy_twin(NodeId id, std::size_t position, bool train);
 
   // With `old` (this operator's work under the kept plan), the inputs whose tensor is not
   // `dirty` keep their collectives from it.

@@ -131,9 +131,12 @@ bool Analyzer::prepare_operator_work() {
   a.ops.clear();
   a.ops.reserve(graph_.nodes().size());
   index_inputs();
+  if (state_.reuse_twins) find_twins();
+  for (auto& priced : state_.twins) priced.clear();
   try {
     const auto& order = ng_.topological_order();
-    for (std::size_t k = 0; k < order.size(); ++k) a.ops.push_back(op_work(order[k], k, train, nullptr));
+    for (std::size_t k = 0; k < order.size(); ++k)
+      if (!copy_twin(order[k], k, train)) a.ops.push_back(op_work(order[k], k, train, nullptr));
     if (train) group_parameters();
   } catch (...) {
     state_.ops_plan.reset();

@@ -87,6 +87,8 @@ PlanAnalyzer::PlanAnalyzer(Graph& graph, const hardware::Cluster& cluster, const
 
 PlanAnalyzer::~PlanAnalyzer() = default;
 
+void PlanAnalyzer::reuse_repeated_layers(bool on) { state_->reuse_twins = on; }
+
 const PlanAnalysis& PlanAnalyzer::analyze_in_place(const Plan& plan) {
   return analyzer_internal::Analyzer(graph_, cluster_, plan, ng_, *state_).run();
 }

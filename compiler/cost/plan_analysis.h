@@ -149,6 +149,11 @@ class PlanAnalyzer {
   // O(stages): the sums per recomputation policy and per ZeRO stage are kept with the work.
   const StageTotals& totals(const Plan& plan);
 
+  // Whether an analysis from scratch copies an operator's work from its twin in an earlier
+  // repeated layer when both are priced in the same context (on by default; the result is the
+  // same either way: tests compare the two).
+  void reuse_repeated_layers(bool on);
+
   Graph& graph() const { return graph_; }
   const hardware::Cluster& cluster() const { return cluster_; }
   const NumericGraph& numeric() const { return ng_; }

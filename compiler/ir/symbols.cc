@@ -25,6 +25,7 @@ void SymbolTable::bind(const std::string& name, double value) {
   if (!(value > 0)) throw std::runtime_error("binding " + name + "=" + std::to_string(value) + ": dims must be positive");
   get(name);
   bindings_[name] = value;
+  evaluated_.clear();
 }
 
 GiNaC::exmap SymbolTable::binding_map() const {
@@ -52,6 +53,7 @@ void SymbolTable::alias(const std::string& name, const GiNaC::ex& value) {
     throw std::runtime_error(msg.str());
   }
   alias_map_[s] = value;
+  evaluated_.clear();
 }
 
 std::map<std::string, double> SymbolTable::bound_values() const {
@@ -62,11 +64,13 @@ std::map<std::string, double> SymbolTable::bound_values() const {
 }
 
 std::optional<double> SymbolTable::evaluate(const GiNaC::ex& e) const {
-  GiNaC::ex v = GiNaC::evalf(substitute(e));
-  if (!GiNaC::is_a<GiNaC::numeric>(v)) return std::nullopt;
-  const auto& n = GiNaC::ex_to<GiNaC::numeric>(v);
-  if (!n.is_real()) return std::nullopt;
-  return n.to_double();
+  if (const auto known = evaluated_.find(e); known != evaluated_.end()) return known->second;
+  std::optional<double> out;
+  const GiNaC::ex v = GiNaC::evalf(substitute(e));
+  if (GiNaC::is_a<GiNaC::numeric>(v) && GiNaC::ex_to<GiNaC::numeric>(v).is_real())
+    out = GiNaC::ex_to<GiNaC::numeric>(v).to_double();
+  evaluated_.emplace(e, out);
+  return out;
 }
 
 }  // namespace symtensor::compiler

@@ -33,6 +33,9 @@ class SymbolTable {
   // exporter's names, such as the original model's declared outputs).
   std::map<std::string, double> bound_values() const;
   // The value of a fully bound expression; nullopt while it still holds free symbols.
+  // Remembered per expression until the next bind() or alias(): the searches ask for the
+  // same few extents thousands of times (every repeated layer's loops), and each
+  // substitution walks the aliases and bindings through GiNaC.
   std::optional<double> evaluate(const GiNaC::ex& e) const;
 
  private:
@@ -41,6 +44,7 @@ class SymbolTable {
   std::map<std::string, GiNaC::ex> aliases_;
   GiNaC::exmap alias_map_;
   int next_fresh_ = 0;
+  mutable std::map<GiNaC::ex, std::optional<double>, GiNaC::ex_is_less> evaluated_;  // evaluate()'s, per expression
 };
 
 }  // namespace symtensor::compiler

@@ -1,6 +1,7 @@
 #include "compiler/ops/op_helpers.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 
@@ -273,6 +274,45 @@ GiNaC::ex div_ceil(const GiNaC::ex& a, std::int64_t b) {
   return div_floor(a, b);
 }
 
+namespace {
+
+// floor(q) of a rational q.
+GiNaC::numeric floor_of(const GiNaC::numeric& q) {
+  const GiNaC::numeric n = q.numer(), d = q.denom();  // d > 0
+  GiNaC::numeric f = GiNaC::iquo(n, d);
+  if (n.is_negative() && f * d != n) f -= 1;
+  return f;
+}
+
+GiNaC::ex floor_div_eval(const GiNaC::ex& a, const GiNaC::ex& b) {
+  if (!GiNaC::is_a<GiNaC::numeric>(b) || !b.info(GiNaC::info_flags::posint)) return floor_div(a, b).hold();
+  const GiNaC::numeric d = GiNaC::ex_to<GiNaC::numeric>(b);
+  if (GiNaC::is_a<GiNaC::numeric>(a)) {
+    const GiNaC::numeric x = GiNaC::ex_to<GiNaC::numeric>(a);
+    if (x.is_rational()) return floor_of(x / d);
+    if (x.is_real()) return GiNaC::numeric(std::floor((x / d).to_double()));
+    return floor_div(a, b).hold();
+  }
+  const GiNaC::ex e = GiNaC::expand(a);
+  if (e.info(GiNaC::info_flags::integer_polynomial) && GiNaC::irem(e.integer_content(), d).is_zero())
+    return GiNaC::expand(e / d);
+  GiNaC::numeric constant = 0;
+  if (GiNaC::is_a<GiNaC::add>(e))
+    for (std::size_t i = 0; i < e.nops(); ++i)
+      if (GiNaC::is_a<GiNaC::numeric>(e.op(i))) constant = GiNaC::ex_to<GiNaC::numeric>(e.op(i));
+  if (constant.is_integer()) {
+    const GiNaC::numeric whole = floor_of(constant / d);
+    if (!whole.is_zero()) return floor_div(e - whole * d, b) + whole;
+  }
+  return floor_div(e, b).hold();
+}
+
+GiNaC::ex floor_div_evalf(const GiNaC::ex& a, const GiNaC::ex& b) { return floor_div_eval(a.evalf(), b.evalf()); }
+
+}  // namespace
+
+REGISTER_FUNCTION(floor_div, eval_func(floor_div_eval).evalf_func(floor_div_evalf))
+
 WindowAttrs window_attrs(const OpContext& ctx, std::size_t spatial, std::vector<std::int64_t> kernel) {
   WindowAttrs w;
   w.kernel = ctx.node.attr_ints("kernel_shape").value_or(kernel);
@@ -292,10 +332,11 @@ WindowAttrs window_attrs(const OpContext& ctx, std::size_t spatial, std::vector<
 
 GiNaC::ex window_output_extent(const GiNaC::ex& in, std::size_t i, const WindowAttrs& w) {
   const std::int64_t effective = (w.kernel[i] - 1) * w.dilations[i] + 1;
-  if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") return div_ceil(in, w.strides[i]);
+  const long stride = static_cast<long>(w.strides[i]);
+  if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") return floor_div(in + stride - 1, stride);
   std::int64_t pads = w.auto_pad == "VALID" ? 0 : w.pads[i] + w.pads[i + w.kernel.size()];
   GiNaC::ex span = in + static_cast<long>(pads - effective);
-  return simplify((w.ceil_mode ? div_ceil(span, w.strides[i]) : div_floor(span, w.strides[i])) + 1);
+  return simplify((w.ceil_mode ? floor_div(span + stride - 1, stride) : floor_div(span, stride)) + 1);
 }
 
 // Loops over output 0's dims; output 0 maps identically, inputs as given (absent ones

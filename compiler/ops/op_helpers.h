@@ -90,6 +90,12 @@ IterationSpace einsum_space(const OpContext& ctx);
 // --- sliding windows (Conv, ConvTranspose, pools) -------------------------------------
 GiNaC::ex div_floor(const GiNaC::ex& a, std::int64_t b);  // exact for numbers; a/b if symbolic
 GiNaC::ex div_ceil(const GiNaC::ex& a, std::int64_t b);
+// floor(a / b) for a positive integer b, kept symbolic while a is: a GiNaC function that
+// evaluates once a is a number (bound dims), is a / b when b divides every coefficient of
+// a, and moves whole multiples of b out of a's constant term (floor_div(h - 1, 2) + 1 ==
+// floor_div(h + 1, 2)), so equal extents stay equal expressions. What a window's output
+// extent over a symbolic dim is (window_output_extent); ceil(a / b) is floor_div(a + b - 1, b).
+DECLARE_FUNCTION_2P(floor_div)
 struct WindowAttrs {
   std::vector<std::int64_t> kernel, strides, dilations, pads;  // pads: begins then ends
   std::string auto_pad = "NOTSET";

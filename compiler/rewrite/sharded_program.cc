@@ -289,6 +289,7 @@ class Builder {
       const int ways = p_.mesh.group_shape(cut.loop_axes[split_axis]).size();
       for (std::int64_t size : blocks_[n.inputs[0]].sizes) local_parts.push_back(size / ways);
     }
+    const std::vector<int> whole = unevenly_merged_loops(n, space, cut);
     std::vector<int> outputs;
     for (std::size_t o = 0; o < n.outputs.size(); ++o) {
       if (n.outputs[o] == kNone) {
@@ -306,7 +307,7 @@ class Builder {
                                                             : TensorSharding::replicated(static_cast<int>(v.global_shape.size()));
       if (split_axis >= 0) v.sharding.dim_axes.at(split_axis) = cut.loop_axes[split_axis];
       if (o == 0 && any_cut && (n.op_type == "Reshape" || n.op_type == "Flatten" || n.op_type == "Concat")) {
-        TensorSharding reshaped = computed_sharding(space, v.sharding);
+        TensorSharding reshaped = computed_sharding(space, v.sharding, whole);
         if (reshaped != v.sharding) {
           sliced_output_ = v.sharding;
           v.sharding = std::move(reshaped);
@@ -335,6 +336,7 @@ class Builder {
                                                                      : TensorSharding::replicated(rank);
       // Gemm's C and Conv's bias are added on every rank: under a cut reduction they are
       // held as a partial sum (cut_rewrite_problem lets only weight data through).
+      if (i == 0 && !whole.empty()) wanted = without_loops(space.input_dims[0], wanted, whole);
       if (i == 2 && (n.op_type == "Gemm" || n.op_type == "Conv") && any_cut && n.domain.empty())
         wanted.partial_axes = output_sharding(space, cut, 0).partial_axes;
       const int home = home_value(t, wanted, stage);
@@ -368,15 +370,51 @@ class Builder {
   // input dim (batch in (seq*batch, h) -> (seq, batch, h)) or a Concat's axis; the cut
   // keeps the inputs whole along it, so each rank computes it whole and then keeps its
   // share with a local slice.
-  static TensorSharding computed_sharding(const IterationSpace& space, TensorSharding out) {
+  // Loops in `whole` (unevenly_merged_loops) are computed whole too.
+  static TensorSharding computed_sharding(const IterationSpace& space, TensorSharding out,
+                                          const std::vector<int>& whole) {
     for (int d = 0; d < out.rank(); ++d) {
       const int loop = space.output_dims.at(0).at(d);
       const bool read = std::any_of(space.input_dims.begin(), space.input_dims.end(), [&](const std::vector<int>& in) {
         return std::find(in.begin(), in.end(), loop) != in.end();
       });
-      if (!read) out.dim_axes[d].clear();
+      if (!read || std::find(whole.begin(), whole.end(), loop) != whole.end()) out.dim_axes[d].clear();
     }
     return out;
+  }
+
+  // A Reshape (Flatten) cut on a merged output dim splits its input on the merged dim's
+  // major factor, which may not divide where the product does: (seq, batch*heads, d) ->
+  // (seq*batch, h) cut 2 ways on seq*batch = 17*12 reads seq = 17 split 2 ways. Such a loop
+  // is computed whole along that input dim, and each rank then keeps its even share of the
+  // output with a local slice (computed_sharding), as for a loop no input has. The loops of
+  // input 0's unevenly split dims whose output dim divides evenly.
+  std::vector<int> unevenly_merged_loops(const Node& n, const IterationSpace& space, const NodeCut& cut) {
+    std::vector<int> loops;
+    if ((n.op_type != "Reshape" && n.op_type != "Flatten") || !n.domain.empty() || n.inputs.empty() ||
+        space.input_dims.empty() || space.output_dims.empty())
+      return loops;
+    const TensorSharding in = input_sharding(space, cut, 0);
+    const TensorSharding out = output_sharding(space, cut, 0);
+    const std::vector<std::int64_t> in_shape = global_shape(n.inputs[0]);
+    const std::vector<std::int64_t> out_shape = global_shape(n.outputs[0]);
+    for (int d = 0; d < in.rank() && d < static_cast<int>(in_shape.size()); ++d) {
+      const int loop = space.input_dims[0].at(d);
+      const auto o = std::find(space.output_dims[0].begin(), space.output_dims[0].end(), loop);
+      if (in.dim_axes[d].empty() || o == space.output_dims[0].end()) continue;
+      const auto od = static_cast<std::size_t>(o - space.output_dims[0].begin());
+      const std::int64_t ways = p_.mesh.group_shape(in.dim_axes[d]).size();
+      if (in_shape[d] % ways != 0 && out_shape.at(od) % p_.mesh.group_shape(out.dim_axes.at(od)).size() == 0)
+        loops.push_back(loop);
+    }
+    return loops;
+  }
+
+  // `s` (an operand over `dims`) less the axes of the loops in `loops`.
+  static TensorSharding without_loops(const std::vector<int>& dims, TensorSharding s, const std::vector<int>& loops) {
+    for (int d = 0; d < s.rank() && d < static_cast<int>(dims.size()); ++d)
+      if (std::find(loops.begin(), loops.end(), dims[d]) != loops.end()) s.dim_axes[d].clear();
+    return s;
   }
 
   int local_shape_constant(const Node& n, ShardedValue out) {

@@ -58,7 +58,11 @@ class MegatronBuilder {
       fix_batch(n);
       const int heads = attention_heads_loop(spaces_[n], batch_loop(n));
       if (!tp.empty() && heads < 0)
-        throw std::runtime_error("megatron: attention operator '" + node_name(n) + "' has no heads loop to cut");
+        throw std::runtime_error("megatron: attention operator '" + node_name(n) + "' has no heads loop to cut" +
+                                 (spaces_[n].output_dims.size() == 1 && spaces_[n].output_dims[0].size() == 3
+                                      ? " (its heads are merged with the batch in one dim, [batch*heads, seq, head_dim], "
+                                        "as PyTorch's nn.MultiheadAttention writes it; tp cuts whole dims)"
+                                      : ""));
       if (heads >= 0) set(n, heads, tp, "the attention heads");
     }
     for (NodeId n : s_.column) {

@@ -7,8 +7,11 @@
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
+#include "compiler/onnx_import/import.h"
 #include "compiler/search/make_plan.h"
 #include "compiler/strategies/strategy.h"
+#include "onnx_models/model_zoo.h"
+#include "onnx_models/presets.h"
 #include "tests/compiler/strategies_test_util.h"
 
 namespace symtensor::compiler {
@@ -218,6 +221,56 @@ TEST_F(AnalyzerReuse, ABadPlanAfterAGoodOneIsReportedAndForgotten) {
     }
   EXPECT_THROW(shared.analyze_in_place(bad), std::runtime_error);
   expect_same_analysis(shared.analyze_in_place(uncut(4, 13)), analyze_plan(graph_, cluster_, uncut(4, 13)), graph_);
+}
+
+// An analysis from scratch copies an operator's work from its twin in an earlier repeated
+// layer when both are priced in the same context (PlanAnalyzer::reuse_repeated_layers). On
+// models of six identical layers (dense with GQA, MoE with routed tokens, DeepSeek's latent
+// attention with a dense first layer and a group-limited router) and plans that cut, stage,
+// recompute and exchange tokens differently, every copied cost equals the one the operator
+// gets priced on its own, field by field, and so do the per-stage totals.
+Graph twin_layers_graph(const std::string& preset, int layers) {
+  models::ModelConfig config = models::preset_config(preset);
+  config.layers = layers;
+  ImportOptions o;
+  o.bindings = {{"batch", 16}, {"seq", 32}};
+  o.warn_opaque = false;
+  return import_onnx_model(models::build_model(config), preset, o);
+}
+
+TEST(TwinLayers, CopiedWorkEqualsTheOperatorsOwnPricing) {
+  const hardware::Cluster cluster = testing::dgx(2, 4);
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"llama2-7b-tiny", {"tp=2,pp=2,mb=2", "tp=4,pp=1,mb=4,sp=1,recompute=full", "tp=1,pp=4,mb=1,recompute=selective"}},
+      {"mixtral-8x7b-tiny", {"tp=2,pp=2,mb=2,ep=2", "tp=1,pp=1,mb=2,ep=4,dispatcher=deepep", "tp=2,pp=1,mb=1,sp=1,ep=4,etp=1"}},
+      {"deepseek-v3-tiny", {"tp=2,pp=2,mb=2,ep=2,dispatcher=deepep", "tp=4,pp=1,mb=2,sp=1,ep=2"}},
+  };
+  for (const auto& [preset, knobs] : cases) {
+    Graph g = twin_layers_graph(preset, 6);
+    const NumericGraph ng(g);
+    ASSERT_EQ(ng.num_layers(), 6) << preset;
+    std::vector<Plan> plans;
+    for (const std::string& k : knobs) {
+      StrategyOptions options;
+      options.megatron = k;
+      plans.push_back(make_plan("megatron", g, cluster, options));
+    }
+    plans.push_back(make_plan("zero3", g, cluster, StrategyOptions{}));
+    Plan partly = plans.front();  // some twins cut apart from the others
+    for (std::size_t id = 5; id < partly.node_cuts.size(); id += 17) partly.node_cuts[id] = NodeCut{};
+    plans.push_back(partly);
+    PlanAnalyzer copied(g, cluster, ng), own(g, cluster, ng);
+    own.reuse_repeated_layers(false);
+    for (std::size_t k = 0; k < plans.size(); ++k) {
+      SCOPED_TRACE(preset + " plan " + std::to_string(k));
+      expect_same_analysis(copied.analyze(plans[k]), own.analyze(plans[k]), g);
+      expect_same_totals(copied.totals(plans[k]), own.totals(plans[k]));
+      // A fresh analyzer per plan: every operator priced from scratch, twins copied or not.
+      PlanAnalyzer fresh_copied(g, cluster, ng), fresh_own(g, cluster, ng);
+      fresh_own.reuse_repeated_layers(false);
+      expect_same_analysis(fresh_copied.analyze(plans[k]), fresh_own.analyze(plans[k]), g);
+    }
+  }
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+#include "compiler/ops/op_helpers.h"
 #include "tests/compiler/ops_test_support.h"
 
 namespace symtensor::compiler::testing {
@@ -84,6 +85,43 @@ TEST(OpsPool, MaxPoolAndGlobalAverage) {
   EXPECT_TRUE(same_shape(g.outputs[0]->shape, {n, 2048, 1, 1}));
   EXPECT_EQ(g.space.output_dims[0], (V{0, 1, -1, -1}));
   EXPECT_EQ(reductions(g.space), (std::vector<bool>{false, false, true, true}));
+}
+
+// A window's output extent over a symbolic dim is floor((H + pads - k) / s) + 1 (ceil in
+// ceil_mode), kept symbolic and exact once H is bound to any size, odd or even (a vision
+// model exported with dynamic H and W axes, bound H = 33).
+TEST(OpsConv, SymbolicStride2ExtentsFloorOnOddSizes) {
+  OpHarness h;
+  auto n = h.sym("N");
+  auto height = h.sym("H");
+  auto at = [&](const GiNaC::ex& e, int value) { return e.subs(height == value); };
+  // Conv 3x3 stride 2 pad 1: floor((H + 2 - 3) / 2) + 1.
+  auto conv = h.run("Conv", {h.tensor({n, 3, height, height}), h.tensor({8, 3, 3, 3})},
+                    {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
+  const GiNaC::ex e = conv.outputs[0]->shape[2];
+  EXPECT_TRUE(at(e, 33).is_equal(17));  // floor(32/2) + 1
+  EXPECT_TRUE(at(e, 32).is_equal(16));  // floor(31/2) + 1
+  EXPECT_TRUE(at(e, 1).is_equal(1));    // floor(0/2) + 1
+  // ResNet's 1x1 stride-2 downsample of the same input: the same expression, so the residual Add matches.
+  auto down = h.run("Conv", {h.tensor({n, 3, height, height}), h.tensor({8, 3, 1, 1})}, {{"strides", Ints{2, 2}}});
+  EXPECT_TRUE(down.outputs[0]->shape[2].is_equal(e));
+  // MaxPool 2x2 stride 2 ceil_mode on it: ceil((e - 2) / 2) + 1.
+  auto pool = h.run("MaxPool", {h.tensor({n, 8, e, e})},
+                    {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}, {"ceil_mode", std::int64_t{1}}});
+  const GiNaC::ex p = pool.outputs[0]->shape[2];
+  EXPECT_TRUE(at(p, 33).is_equal(9));  // e = 17: ceil(15/2) + 1
+  EXPECT_TRUE(at(p, 32).is_equal(8));  // e = 16: ceil(14/2) + 1
+  EXPECT_TRUE(at(p, 30).is_equal(8));  // e = 15: ceil(13/2) + 1
+  EXPECT_TRUE(GiNaC::is_a<GiNaC::function>(p));  // floor_div(floor_div(H + 1, 2) + 1, 2), not (H + 3) / 4
+  // SAME_UPPER stride 2: ceil(H / 2).
+  auto same_pad = h.run("Conv", {h.tensor({n, 3, height, height}), h.tensor({8, 3, 3, 3})},
+                        {{"strides", Ints{2, 2}}, {"auto_pad", std::string("SAME_UPPER")}});
+  EXPECT_TRUE(at(same_pad.outputs[0]->shape[2], 33).is_equal(17));
+  EXPECT_TRUE(at(same_pad.outputs[0]->shape[2], 32).is_equal(16));
+  // Whole multiples leave the constant term; exact quotients are quotients.
+  EXPECT_TRUE((ops::floor_div(height - 1, 2) + 1).is_equal(ops::floor_div(height + 1, 2)));
+  EXPECT_TRUE(GiNaC::ex(ops::floor_div(2 * height + 4, 2)).is_equal(height + 2));
+  EXPECT_TRUE(GiNaC::ex(ops::floor_div(-7, 2)).is_equal(-4));
 }
 
 TEST(OpsPool, ResizeSizesAndUpsampleScales) {

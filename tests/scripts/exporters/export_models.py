@@ -10,7 +10,10 @@ relative position buckets, a capacity-routed MoE), plus a layer whose attention 
 ONNX Runtime's com.microsoft MultiHeadAttention.
 
 Usage: export_models.py OUT_DIR   -> OUT_DIR/<name>.onnx and OUT_DIR/models.txt, one line
-per model: name, the --bind text to compile it with, and its kind (vision|text).
+per model: name, the --bind text to compile it with, its kind (vision|transformer|text:
+transformer is a vision transformer, which runs under megatron as text models do), and
+optionally Megatron knobs to run it with as well (tp=2: tensor parallelism, which the
+search does not pick for models this small).
 """
 import math
 import os
@@ -278,6 +281,37 @@ class CapacityMoE(nn.Module):
         return self.head(x)
 
 
+# ---- seq-major PyTorch attention (batch_first=False, nn.MultiheadAttention's default) -----
+class SeqMajorEncoder(nn.Module):
+    """nn.TransformerEncoder over [seq, batch, h]: nn.MultiheadAttention reshapes q, k, v to
+    [seq, batch*heads, d] and attends on the merged batch*heads dim."""
+
+    def __init__(self, vocab=128, h=32, heads=4, layers=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, h)
+        layer = nn.TransformerEncoderLayer(h, heads, 2 * h, 0.0)  # batch_first=False
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(h, vocab)
+
+    def forward(self, input_ids):  # [seq, batch]
+        return self.head(self.encoder(self.embed(input_ids)))
+
+
+# ---- stride-2 CNN on odd image sizes: floor (and ceil_mode) output sizes ---------------------
+class OddStrideCnn(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),        # 33 -> 17
+            nn.MaxPool2d(2, stride=2, ceil_mode=True),                 # 17 -> 9 (ceil)
+            nn.Conv2d(8, 16, 3, stride=2), nn.ReLU(),                  # 9 -> 4
+            nn.AvgPool2d(3, stride=2, ceil_mode=True))                 # 4 -> 2 (ceil)
+        self.fc = nn.Linear(16, classes)
+
+    def forward(self, image):
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(self.features(image), 1), 1))
+
+
 def write_ort_attention(out):
     """A transformer layer whose attention is already ONNX Runtime's fused
     com.microsoft MultiHeadAttention, as its transformer optimizer writes models."""
@@ -324,13 +358,13 @@ def randomize(model):
     return model.eval()
 
 
-def export(out, name, model, args, input_names, output_names, dynamic_axes, bind, kind):
+def export(out, name, model, args, input_names, output_names, dynamic_axes, bind, kind, knobs=""):
     path = os.path.join(out, name + ".onnx")
     # Not under no_grad: eval-mode nn.MultiheadAttention would take its fused fast path,
     # which the exporter cannot write.
     torch.onnx.export(randomize(model), args, path, opset_version=17, input_names=input_names,
                       output_names=output_names, dynamic_axes=dynamic_axes)
-    return f"{name} {bind} {kind}\n"
+    return f"{name} {bind} {kind} {knobs}".rstrip() + "\n"
 
 
 def main():
@@ -344,11 +378,17 @@ def main():
         ("mobilenet_v3_small", torchvision.models.mobilenet_v3_small(num_classes=10, width_mult=0.25)),
         ("regnet", RegNet(BlockParams.from_init_params(depth=4, w_0=8, w_a=8.0, w_m=2.0, group_width=8), num_classes=10)),
         ("convnext", ConvNeXt([CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)], num_classes=10)),
-        ("vit", VisionTransformer(32, 8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64, num_classes=10)),
         ("swin", SwinTransformer([2, 2], 16, [2, 2], [2, 4], [4, 4], num_classes=10)),
     ]
     for name, model in models:
         lines.append(export(out, name, model, image, ["image"], ["logits"], vision, "batch=12", "vision"))
+    # 16 patches and a class token: 17 tokens, which no tensor-parallel degree divides.
+    lines.append(export(out, "vit", VisionTransformer(32, 8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64,
+                                                      num_classes=10), image, ["image"], ["logits"], vision,
+                        "batch=12", "transformer", "tp=2"))
+    # H and W dynamic too, as third-party exporters write vision models; bound odd.
+    lines.append(export(out, "odd_stride_cnn", OddStrideCnn(), torch.randn(2, 3, 33, 33), ["image"], ["logits"],
+                        {"image": {0: "batch", 2: "height", 3: "width"}}, "batch=12,height=33,width=33", "vision"))
     # Fully static, as `torch.onnx.export(model, x, f)` writes it: the batch is the example's.
     lines.append(export(out, "efficientnet_b0_static", torchvision.models.efficientnet_b0(num_classes=10),
                         torch.randn(12, 3, 32, 32), ["image"], ["logits"], None, "-", "vision"))
@@ -376,6 +416,8 @@ def main():
                         "batch=12,seq=8,target=4", "text"))
     lines.append(export(out, "moe_capacity", CapacityMoE(), ids, ["input_ids"], ["logits"], {"input_ids": {0: "batch"}},
                         "batch=12", "text"))
+    lines.append(export(out, "seq_major_encoder", SeqMajorEncoder(), ids.t().contiguous(), ["input_ids"], ["logits"],
+                        {"input_ids": {0: "seq", 1: "batch"}}, "seq=8,batch=12", "text", "tp=2"))
     lines.append(write_ort_attention(out))
     with open(os.path.join(out, "models.txt"), "w") as f:
         f.writelines(lines)

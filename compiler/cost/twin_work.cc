@@ -1,0 +1,190 @@
+// Operator work copied between twins: the same operator at the same place of two repeated
+// layers, priced in the same context (State::twin_class, State::twins).
+#include "compiler/cost/analyzer.h"
+
+#include <map>
+
+namespace symtensor::compiler::analyzer_internal {
+
+namespace {
+
+// A twin key's parts, appended as raw bytes (a -0.0 against 0.0 only splits a class).
+void twin_key_number(std::string& key, double x) { key.append(reinterpret_cast<const char*>(&x), sizeof x); }
+void twin_key_affine(std::string& key, const Affine& a) {
+  twin_key_number(key, a.constant);
+  twin_key_number(key, a.per_batch);
+}
+void twin_key_text(std::string& key, const std::string& text) {
+  twin_key_number(key, static_cast<double>(text.size()));
+  key += text;
+}
+void twin_key_dims(std::string& key, const std::vector<std::vector<int>>& dims) {
+  twin_key_number(key, static_cast<double>(dims.size()));
+  for (const auto& d : dims) {
+    twin_key_number(key, static_cast<double>(d.size()));
+    for (int l : d) twin_key_number(key, l);
+  }
+}
+
+// Operator contexts kept per class: a layer's operators see a few (the first layer's input
+// comes from the embedding, the last feeds the head).
+constexpr std::size_t kTwinContexts = 4;
+
+}  // namespace
+
+std::string Analyzer::twin_key(NodeId id) const {
+  const Node& node = graph_.node(id);
+  const NumericNode& nn = ng_.node(id);
+  std::string key;
+  twin_key_text(key, node.op_type);
+  twin_key_text(key, node.domain);
+  twin_key_number(key, static_cast<double>(nn.kind));
+  twin_key_number(key, static_cast<double>(nn.loops.size()));
+  for (const NumericLoop& l : nn.loops) {
+    twin_key_affine(key, l.extent);
+    twin_key_number(key, l.reduction);
+  }
+  twin_key_affine(key, nn.flops);
+  twin_key_affine(key, nn.bytes);
+  for (double x : {static_cast<double>(nn.quadratic_output), static_cast<double>(nn.no_kernel),
+                   static_cast<double>(nn.head_dim_loop), static_cast<double>(nn.query_loop),
+                   static_cast<double>(nn.expert_gemm)})
+    twin_key_number(key, x);
+  // kernel_precision: low-precision GEMMs run inside layers only.
+  twin_key_number(key, ng_.num_layers() > 0 && ng_.node_layers()[id] >= 0);
+  twin_key_dims(key, nn.space.input_dims);
+  twin_key_dims(key, nn.space.output_dims);
+  auto tensor = [&](TensorId t) {
+    const TensorFacts& f = ng_.facts(t);
+    twin_key_affine(key, f.elements);
+    for (double x : {static_cast<double>(f.element_size), static_cast<double>(f.floating), static_cast<double>(f.constant),
+                     static_cast<double>(f.parameter), static_cast<double>(f.graph_output),
+                     static_cast<double>(f.needs_gradient), static_cast<double>(f.weight_derived),
+                     static_cast<double>(f.fusable_intermediate), static_cast<double>(f.routing_table)})
+      twin_key_number(key, x);
+    const std::vector<Affine>& shape = ng_.tensor_shape(t);
+    twin_key_number(key, static_cast<double>(shape.size()));
+    for (const Affine& d : shape) twin_key_affine(key, d);
+  };
+  twin_key_number(key, static_cast<double>(node.inputs.size()));
+  for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+    const TensorId t = node.inputs[i];
+    if (t == kNone) {
+      twin_key_number(key, -1);
+      continue;
+    }
+    std::size_t first = 0;
+    while (node.inputs[first] != t) ++first;
+    twin_key_number(key, static_cast<double>(first));  // the inputs reading one tensor
+    tensor(t);
+    const NodeId producer = graph_.tensor(t).producer;
+    twin_key_number(key, producer == kNone ? -1 : static_cast<double>(ng_.node(producer).kind));
+    // routed_tokens and beside_microbatch: the routing node, itself or the input's producer.
+    const NodeId routing = exchanged_routing_node(id, t);
+    twin_key_number(key, routing == kNone ? 0 : routing == id ? 1 : 2);
+    if (routing != kNone) {
+      const Node& r = graph_.node(routing);
+      for (const char* attr : {"top_k", "expert_groups", "top_groups"})
+        twin_key_number(key, static_cast<double>(r.attr_int(attr, -1)));
+      const std::vector<Affine>& shape = ng_.tensor_shape(r.inputs[0]);
+      twin_key_number(key, static_cast<double>(shape.size()));
+      for (const Affine& d : shape) twin_key_affine(key, d);
+    }
+  }
+  twin_key_number(key, static_cast<double>(node.outputs.size()));
+  for (TensorId t : node.outputs) {
+    if (t == kNone) twin_key_number(key, -1);
+    else tensor(t);
+  }
+  return key;
+}
+
+void Analyzer::find_twins() {
+  if (!state_.twin_class.empty()) return;
+  const std::size_t n = graph_.nodes().size();
+  std::map<std::string, int> classes;
+  state_.twin_class.resize(n);
+  for (NodeId id = 0; id < static_cast<NodeId>(n); ++id)
+    state_.twin_class[id] = classes.try_emplace(twin_key(id), static_cast<int>(classes.size())).first->second;
+  state_.twins.assign(classes.size(), {});
+}
+
+void Analyzer::delivery_context(NodeId id, std::vector<char>& delivered, std::vector<char>& gradient_delivered,
+                                bool train) const {
+  const Node& node = graph_.node(id);
+  const NumericNode& nn = ng_.node(id);
+  const NodeCut& cut = plan_.node_cuts[id];
+  delivered.assign(node.inputs.size(), 0);
+  gradient_delivered.assign(node.inputs.size(), 0);
+  for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+    const TensorId t = node.inputs[i];
+    if (t == kNone || i >= nn.space.input_dims.size() || !produced_sharding(t)) continue;
+    const auto& made = state_.delivered[t];
+    const OperandLayout want = OperandLayout::input(nn.space, cut, static_cast<int>(i));
+    delivered[i] = std::find(made.begin(), made.end(), want) != made.end() ? 2 : 1;
+    if (train && needs_gradient(t) && !(nn.kind == OpKind::attention && i == 3)) {
+      const auto& grads = state_.delivered_gradients[t];
+      const OperandLayout grad = OperandLayout::input_gradient(nn.space, cut, static_cast<int>(i));
+      gradient_delivered[i] = std::find(grads.begin(), grads.end(), grad) != grads.end() ? 2 : 1;
+    }
+  }
+}
+
+bool Analyzer::copy_twin(NodeId id, std::size_t position, bool train) {
+  if (!state_.reuse_twins) return false;
+  std::vector<PlanAnalyzer::State::Twin>& priced = state_.twins[state_.twin_class[id]];
+  std::vector<char> delivered, gradient_delivered;
+  delivery_context(id, delivered, gradient_delivered, train);
+  const Node& node = graph_.node(id);
+  const NodeCut& cut = plan_.node_cuts[id];
+  const auto& order = ng_.topological_order();
+  for (const PlanAnalyzer::State::Twin& twin : priced) {
+    const Node& other = graph_.node(order[twin.position]);
+    if (!(plan_.node_cuts[order[twin.position]] == cut) || twin.delivered != delivered ||
+        twin.gradient_delivered != gradient_delivered)
+      continue;
+    bool same = true;
+    for (std::size_t i = 0; i < node.inputs.size() && same; ++i) {
+      if (node.inputs[i] == kNone) continue;
+      const auto& mine = state_.produced[node.inputs[i]];
+      const auto& theirs = state_.produced[other.inputs[i]];
+      same = mine.has_value() == theirs.has_value() && (!mine || *mine == *theirs);
+    }
+    if (!same) continue;
+    OpWork w = state_.analysis.ops[twin.position];
+    // Its collectives move this operator's operands: the twin's operand at the same slot.
+    auto counterpart = [&](TensorId t) {
+      for (std::size_t i = 0; i < other.inputs.size(); ++i)
+        if (other.inputs[i] == t) return node.inputs[i];
+      for (std::size_t o = 0; o < other.outputs.size(); ++o)
+        if (other.outputs[o] == t) return node.outputs[o];
+      return kNone;
+    };
+    for (auto* comms : {&w.fwd_comm, &w.bwd_comm})
+      for (CommOp& op : *comms)
+        if ((op.tensor = counterpart(op.tensor)) == kNone) same = false;
+    if (!same) continue;
+    w.node = id;
+    w.stage = plan_.stage_of_node[id];
+    // input_work's deliveries, in its order.
+    const NumericNode& nn = ng_.node(id);
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      if (delivered[i] == 0) continue;
+      const TensorId t = node.inputs[i];
+      first_delivery(state_.delivered[t], OperandLayout::input(nn.space, cut, static_cast<int>(i)));
+      if (gradient_delivered[i] != 0)
+        first_delivery(state_.delivered_gradients[t], OperandLayout::input_gradient(nn.space, cut, static_cast<int>(i)));
+    }
+    state_.comm_ends.resize(static_cast<std::size_t>(state_.input_base.back()));
+    const std::size_t from = static_cast<std::size_t>(state_.input_base[twin.position]);
+    const std::size_t to = static_cast<std::size_t>(state_.input_base[position]);
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) state_.comm_ends[to + i] = state_.comm_ends[from + i];
+    record_outputs(id);
+    state_.analysis.ops.push_back(std::move(w));
+    return true;
+  }
+  if (priced.size() < kTwinContexts) priced.push_back({position, std::move(delivered), std::move(gradient_delivered)});
+  return false;
+}
+
+}  // namespace symtensor::compiler::analyzer_internal
