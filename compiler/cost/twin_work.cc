@@ -166,20 +166,26 @@ bool Analyzer::copy_twin(NodeId id, std::size_t position, bool train) {
     if (!same) continue;
     w.node = id;
     w.stage = plan_.stage_of_node[id];
-    // input_work's deliveries, in its order.
+    // input_work's deliveries, in its order (1: the layout was not delivered before this
+    // operator; an input read twice finds the first reading's).
     const NumericNode& nn = ng_.node(id);
     for (std::size_t i = 0; i < node.inputs.size(); ++i) {
-      if (delivered[i] == 0) continue;
       const TensorId t = node.inputs[i];
-      first_delivery(state_.delivered[t], OperandLayout::input(nn.space, cut, static_cast<int>(i)));
-      if (gradient_delivered[i] != 0)
+      if (delivered[i] == 1) first_delivery(state_.delivered[t], OperandLayout::input(nn.space, cut, static_cast<int>(i)));
+      if (gradient_delivered[i] == 1)
         first_delivery(state_.delivered_gradients[t], OperandLayout::input_gradient(nn.space, cut, static_cast<int>(i)));
     }
     state_.comm_ends.resize(static_cast<std::size_t>(state_.input_base.back()));
     const std::size_t from = static_cast<std::size_t>(state_.input_base[twin.position]);
     const std::size_t to = static_cast<std::size_t>(state_.input_base[position]);
     for (std::size_t i = 0; i < node.inputs.size(); ++i) state_.comm_ends[to + i] = state_.comm_ends[from + i];
-    record_outputs(id);
+    // record_outputs, the local sizes taken from the twin's outputs (the same cut, shapes and facts).
+    for (std::size_t o = 0; o < node.outputs.size() && o < nn.space.output_dims.size(); ++o) {
+      const TensorId t = node.outputs[o];
+      if (t == kNone || ng_.facts(t).constant) continue;
+      state_.produced[t] = OperandLayout::output(nn.space, state_.ops_plan->node_cuts[id], static_cast<int>(o));
+      state_.produced_elements[t] = state_.produced_elements[other.outputs[o]];
+    }
     state_.analysis.ops.push_back(std::move(w));
     return true;
   }

@@ -12,6 +12,7 @@ std::uint64_t axes_of_absent_loops(const std::vector<int>& dims, const NodeCut& 
                                    bool reductions_only) {
   std::uint64_t axes = 0;
   for (std::size_t l = 0; l < cut.loop_axes.size(); ++l) {
+    if (cut.loop_axes[l].empty()) continue;  // most loops are not cut: no search of the dims
     if (reductions_only && !(l < space.loops.size() && space.loops[l].reduction)) continue;
     if (std::find(dims.begin(), dims.end(), static_cast<int>(l)) != dims.end()) continue;
     for (int a : cut.loop_axes[l]) {
