@@ -19,6 +19,8 @@ const std::set<std::string> kPositionalOps = {"Trilu", "Range", "OneHot", "NonZe
                                               "ScatterElements", "GatherElements", "GatherND",
                                               "Shape", "Size", "RandomNormalLike", "RandomUniformLike",
                                               "EyeLike", "Resize", "DepthToSpace", "SpaceToDepth"};
+// Movement operators whose attributes or inputs place the output along an axis globally.
+const std::set<std::string> kOffsetOps = {"Slice", "Pad", "Tile"};
 // Operators with an `axis` attribute that names a dim that must stay whole (CumSum: its
 // axis input, a running sum along that dim only).
 const std::set<std::string> kAxisOps = {"Softmax", "LogSoftmax", "Hardmax", "TopK", "ArgMax", "ArgMin", "Concat",
@@ -123,6 +125,14 @@ std::optional<std::string> cut_rewrite_problem(const Graph& g, NodeId id, const 
     if (axis_loop && *axis_loop == l && n.op_type != "Split")
       return "loop '" + loop.name + "' is the axis of " + n.op_type;
     if (reshaping) continue;  // extents differ by design; local element counts are checked later
+    // Slice's starts, Pad's pads and Tile's repeats are global: a loop of the output that no
+    // dim of the data input follows (a sliced, padded or tiled axis) has no local form.
+    if (kOffsetOps.count(n.op_type) && !space.input_dims.empty() && !space.output_dims.empty()) {
+      const auto& in = space.input_dims[0];
+      const auto& out = space.output_dims[0];
+      if (std::count(out.begin(), out.end(), l) && !std::count(in.begin(), in.end(), l))
+        return "loop '" + loop.name + "' is an axis that " + n.op_type + " offsets (its starts are global)";
+    }
     // Packed attention's [b, s, heads·d] operands: the heads are the packed dim's outer factor.
     if (n.domain == "com.microsoft" && space.kind == OpKind::attention && loop.name == "h") continue;
     auto check = [&](const std::vector<std::vector<int>>& dims, const std::vector<TensorId>& tensors) -> std::optional<std::string> {
