@@ -261,17 +261,24 @@ IterationSpace pointwise_space(const OpContext& ctx, OpKind kind, GiNaC::ex flop
 
 GiNaC::ex div_floor(const GiNaC::ex& a, std::int64_t b) {
   if (b == 1) return a;
+  if (b == 0) throw std::runtime_error("division of an extent by 0");
   if (auto n = as_int(a)) {
     std::int64_t q = *n / b;
     if ((*n % b != 0) && ((*n < 0) != (b < 0))) --q;
     return GiNaC::ex(static_cast<long>(q));
   }
-  return simplify(a / GiNaC::ex(static_cast<long>(b)));
+  if (b < 0) return floor_div(simplify(-a), GiNaC::ex(static_cast<long>(-b)));
+  return floor_div(simplify(a), GiNaC::ex(static_cast<long>(b)));
 }
 
 GiNaC::ex div_ceil(const GiNaC::ex& a, std::int64_t b) {
+  if (b == 0) throw std::runtime_error("division of an extent by 0");
   if (auto n = as_int(a)) return -div_floor(GiNaC::ex(static_cast<long>(-*n)), b);
-  return div_floor(a, b);
+  // ceil(a / b) of integers is floor((a + |b| - 1) / |b|), with a's sign turned for b < 0.
+  const GiNaC::ex num = b < 0 ? -a : a;
+  const std::int64_t den = b < 0 ? -b : b;
+  if (den == 1) return simplify(num);
+  return floor_div(simplify(num + static_cast<long>(den - 1)), GiNaC::ex(static_cast<long>(den)));
 }
 
 namespace {
@@ -303,6 +310,11 @@ GiNaC::ex floor_div_eval(const GiNaC::ex& a, const GiNaC::ex& b) {
   if (constant.is_integer()) {
     const GiNaC::numeric whole = floor_of(constant / d);
     if (!whole.is_zero()) return floor_div(e - whole * d, b) + whole;
+    // 0 <= constant < d over a multiple of d (dims are integers): floor((d·p + c) / d) == p.
+    const GiNaC::ex rest = GiNaC::expand(e - constant);
+    if (!constant.is_zero() && rest.info(GiNaC::info_flags::integer_polynomial) &&
+        GiNaC::irem(rest.integer_content(), d).is_zero())
+      return GiNaC::expand(rest / d);
   }
   return floor_div(e, b).hold();
 }

@@ -88,7 +88,9 @@ std::vector<OutputInfo> einsum_infer(const OpContext& ctx);
 IterationSpace einsum_space(const OpContext& ctx);
 
 // --- sliding windows (Conv, ConvTranspose, pools) -------------------------------------
-GiNaC::ex div_floor(const GiNaC::ex& a, std::int64_t b);  // exact for numbers; a/b if symbolic
+// floor(a / b) and ceil(a / b) of an integer extent: exact for numbers, floor_div (below)
+// over symbolic extents (a / b where b divides them). Slice and Range steps, Split's parts.
+GiNaC::ex div_floor(const GiNaC::ex& a, std::int64_t b);
 GiNaC::ex div_ceil(const GiNaC::ex& a, std::int64_t b);
 // floor(a / b) for a positive integer b, kept symbolic while a is: a GiNaC function that
 // evaluates once a is a number (bound dims), is a / b when b divides every coefficient of

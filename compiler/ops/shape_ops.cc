@@ -180,8 +180,9 @@ Shape split_sizes(const OpContext& ctx, const GiNaC::ex& extent) {
   }
   const auto n = static_cast<std::int64_t>(num_outputs(ctx));
   if (n == 0) throw std::runtime_error("Split has no outputs");
+  // ceil-sized parts and a shorter last one (opset 18's num_outputs rule).
   Shape sizes(n, div_ceil(extent, n));
-  if (auto e = as_int(extent)) sizes.back() = GiNaC::ex(static_cast<long>(*e - (n - 1) * *as_int(sizes[0])));
+  sizes.back() = simplify(extent - (n - 1) * sizes[0]);
   return sizes;
 }
 

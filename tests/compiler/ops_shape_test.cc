@@ -117,6 +117,40 @@ TEST(OpsShape, SliceOpset9AttributesAndOpset13Inputs) {
   EXPECT_TRUE(same_shape(*v[0].value, {s, 64}));
 }
 
+// Steps over symbolic extents keep floor and ceil (ONNX: ceil((end - start) / step) elements),
+// checked at odd and even bindings; exact quotients stay plain quotients.
+TEST(OpsShape, SteppedSliceRangeAndSplitKeepCeilOverSymbolicExtents) {
+  OpHarness h;
+  auto b = h.sym("b"), s = h.sym("s");
+  auto at = [&](const GiNaC::ex& e, int value) { return e.subs(s == value); };
+  // x[:, ::2]: ceil(s / 2).
+  auto even = h.run("Slice", {h.tensor({b, s}), h.ints({0}), h.ints({INT64_MAX}), h.ints({1}), h.ints({2})}, {}, 13);
+  const GiNaC::ex half = even.outputs[0]->shape[1];
+  EXPECT_TRUE(at(half, 17).is_equal(9));
+  EXPECT_TRUE(at(half, 16).is_equal(8));
+  // x[:, 1::3]: ceil((s - 1) / 3).
+  auto third = h.run("Slice", {h.tensor({b, s}), h.ints({1}), h.ints({INT64_MAX}), h.ints({1}), h.ints({3})}, {}, 13);
+  EXPECT_TRUE(at(third.outputs[0]->shape[1], 17).is_equal(6));  // 1, 4, ..., 16
+  EXPECT_TRUE(at(third.outputs[0]->shape[1], 16).is_equal(5));  // 1, 4, ..., 13
+  // Full reversal with step -2: ceil(s / 2).
+  auto rev = h.run("Slice", {h.tensor({s}), h.ints({-1}), h.ints({INT64_MIN}), h.ints({0}), h.ints({-2})}, {}, 13);
+  EXPECT_TRUE(at(rev.outputs[0]->shape[0], 7).is_equal(4));  // 6, 4, 2, 0
+  // Range(0, s, 3): ceil(s / 3); Range(s, 0, -2): ceil(s / 2).
+  auto up = h.infer("Range", {h.scalar_int(0), h.tensor({}, ElementType::i64, Values{s}), h.scalar_int(3)});
+  EXPECT_TRUE(at(up[0].shape[0], 10).is_equal(4));
+  EXPECT_TRUE(at(up[0].shape[0], 9).is_equal(3));
+  auto down = h.infer("Range", {h.tensor({}, ElementType::i64, Values{s}), h.scalar_int(0), h.scalar_int(-2)});
+  EXPECT_TRUE(at(down[0].shape[0], 7).is_equal(4));  // 7, 5, 3, 1
+  // Split into 3 equal parts (opset 18 num_outputs): ceil(s / 3) each, the rest last.
+  auto parts = h.run("Split", {h.tensor({b, s})}, {{"axis", std::int64_t{1}}, {"num_outputs", std::int64_t{3}}}, 18, 3);
+  EXPECT_TRUE(at(parts.outputs[0]->shape[1], 10).is_equal(4));
+  EXPECT_TRUE(at(parts.outputs[2]->shape[1], 10).is_equal(2));
+  EXPECT_TRUE(at(parts.outputs[2]->shape[1], 9).is_equal(3));
+  // Exact: x[:, ::2] of 2s is s, and a fused 3h split in three is h.
+  auto exact = h.run("Slice", {h.tensor({b, 2 * s}), h.ints({0}), h.ints({INT64_MAX}), h.ints({1}), h.ints({2})}, {}, 13);
+  EXPECT_TRUE(exact.outputs[0]->shape[1].is_equal(s));
+}
+
 TEST(OpsShape, ConcatExpandTilePad) {
   OpHarness h;
   auto b = h.sym("b"), s = h.sym("s");
