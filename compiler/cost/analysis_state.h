@@ -162,6 +162,7 @@ struct PlanAnalyzer::State {
     std::vector<char> gradient_delivered; // the same for its gradient
   };
   std::vector<std::vector<Twin>> twins;  // per class: those priced in this analysis
+  std::size_t twin_copies = 0;           // operators' work copied so far, over every analysis
   // The same for the plan analysed before ops_plan: a search that alternates between two
   // micro-batch sizes (Megatron's seed, interleaving depth after depth) reuses both.
   struct Kept {

@@ -88,6 +88,7 @@ PlanAnalyzer::PlanAnalyzer(Graph& graph, const hardware::Cluster& cluster, const
 PlanAnalyzer::~PlanAnalyzer() = default;
 
 void PlanAnalyzer::reuse_repeated_layers(bool on) { state_->reuse_twins = on; }
+std::size_t PlanAnalyzer::twin_copies() const { return state_->twin_copies; }
 
 const PlanAnalysis& PlanAnalyzer::analyze_in_place(const Plan& plan) {
   return analyzer_internal::Analyzer(graph_, cluster_, plan, ng_, *state_).run();

@@ -153,6 +153,8 @@ class PlanAnalyzer {
   // repeated layer when both are priced in the same context (on by default; the result is the
   // same either way: tests compare the two).
   void reuse_repeated_layers(bool on);
+  // How many operators' work was copied from a twin, over every analysis so far.
+  std::size_t twin_copies() const;
 
   Graph& graph() const { return graph_; }
   const hardware::Cluster& cluster() const { return cluster_; }

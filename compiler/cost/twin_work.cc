@@ -187,6 +187,7 @@ bool Analyzer::copy_twin(NodeId id, std::size_t position, bool train) {
       state_.produced_elements[t] = state_.produced_elements[other.outputs[o]];
     }
     state_.analysis.ops.push_back(std::move(w));
+    ++state_.twin_copies;
     return true;
   }
   if (priced.size() < kTwinContexts) priced.push_back({position, std::move(delivered), std::move(gradient_delivered)});

@@ -269,7 +269,11 @@ TEST(TwinLayers, CopiedWorkEqualsTheOperatorsOwnPricing) {
       PlanAnalyzer fresh_copied(g, cluster, ng), fresh_own(g, cluster, ng);
       fresh_own.reuse_repeated_layers(false);
       expect_same_analysis(fresh_copied.analyze(plans[k]), fresh_own.analyze(plans[k]), g);
+      // Six identical layers: the comparison above exercised copies, the other side none.
+      EXPECT_GT(fresh_copied.twin_copies(), 0u);
+      EXPECT_EQ(fresh_own.twin_copies(), 0u);
     }
+    EXPECT_GT(copied.twin_copies(), 0u);
   }
 }
 
