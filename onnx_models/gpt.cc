@@ -18,21 +18,13 @@ void build_gpt(GraphBuilder& g, const ModelConfig& c) {
   std::string mask = mask_for_scores(g, causal_mask(g, positions), false);
   for (int64_t layer = 0; layer < c.layers; ++layer) {
     g.push("h." + std::to_string(layer));
-    g.push("attn");
-    AttentionSpec attn;
+    PreNormLayer block{"ln_1", "attn", "ln_2", "mlp", h, c.norm_epsilon, {}};
+    AttentionSpec& attn = block.attention_spec;
     attn.hidden = h, attn.heads = c.heads, attn.kv_heads = c.heads;
     attn.fused_qkv = true, attn.qkv_bias = true, attn.out_bias = true;
     attn.out_name = "c_proj";
     attn.mask = mask;
-    g.pop();
-    std::string a = layer_norm(g, x, "ln_1", h, c.norm_epsilon);
-    g.push("attn");
-    x = g.op("Add", {x, self_attention(g, a, attn)});
-    g.pop();
-    std::string m = layer_norm(g, x, "ln_2", h, c.norm_epsilon);
-    g.push("mlp");
-    x = g.op("Add", {x, gelu_mlp(g, m, h, c.intermediate, "c_fc", "c_proj")});
-    g.pop();
+    x = pre_norm_layer(g, x, block, [&](const std::string& m) { return gelu_mlp(g, m, h, c.intermediate, "c_fc", "c_proj"); });
     g.pop();
   }
   x = layer_norm(g, x, "ln_f", h, c.norm_epsilon);

@@ -283,6 +283,20 @@ std::string latent_attention(GraphBuilder& g, const std::string& x, const Latent
   return linear(g, context, "o_proj", heads * spec.v, h, false);
 }
 
+std::string pre_norm_layer(GraphBuilder& g, const std::string& x, const PreNormLayer& layer,
+                           const std::function<std::string(const std::string&)>& mlp) {
+  auto residual = [&](const std::string& in, const std::string& norm, const std::string& module, auto&& part) {
+    const std::string normed = layer_norm(g, in, norm, layer.hidden, layer.epsilon);
+    if (!module.empty()) g.push(module);
+    std::string out = g.op("Add", {in, part(normed)});
+    if (!module.empty()) g.pop();
+    return out;
+  };
+  const std::string y = residual(x, layer.norm1, layer.attention,
+                                 [&](const std::string& a) { return self_attention(g, a, layer.attention_spec); });
+  return residual(y, layer.norm2, layer.mlp, mlp);
+}
+
 std::string gelu_mlp(GraphBuilder& g, const std::string& x, std::int64_t hidden, std::int64_t intermediate,
                      const char* in_name, const char* out_name) {
   std::string up = linear(g, x, in_name, hidden, intermediate, true);

@@ -2,6 +2,7 @@
 // Transformer building blocks written as PyTorch's exporter writes them (opset 17).
 // Activations are [batch, seq, hidden]; linear weights are stored [in, out].
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,18 @@ struct LatentAttentionSpec {
   std::string mask;  // broadcastable to [b, heads, s, s]
 };
 std::string latent_attention(GraphBuilder& g, const std::string& x, const LatentAttentionSpec& spec);
+
+// The pre-LayerNorm encoder layer of GPT-2, ViT and CLIP: x + attention(LN1(x)), then
+// y + mlp(LN2(y)); each residual Add sits in its part's module ("" for none), as exporters
+// name them.
+struct PreNormLayer {
+  std::string norm1, attention, norm2, mlp;  // module names
+  std::int64_t hidden = 0;
+  double epsilon = 1e-5;
+  AttentionSpec attention_spec;
+};
+std::string pre_norm_layer(GraphBuilder& g, const std::string& x, const PreNormLayer& layer,
+                           const std::function<std::string(const std::string&)>& mlp);
 
 // Rank the mask to the scores of self_attention: [b, s, s] -> [b, 1, s, s] or [b, 1, 1, s, s].
 std::string mask_for_scores(GraphBuilder& g, const std::string& mask3, bool grouped);

@@ -42,18 +42,14 @@ std::string clip_patch_features(GraphBuilder& g, const std::string& pixels, cons
   g.push("encoder");
   for (int64_t layer = 0; layer < v.layers; ++layer) {
     g.push("layers." + std::to_string(layer));
-    AttentionSpec attn;
+    PreNormLayer block{"layer_norm1", "self_attn", "layer_norm2", "mlp", h, v.norm_epsilon, {}};
+    AttentionSpec& attn = block.attention_spec;
     attn.hidden = h, attn.heads = v.heads, attn.kv_heads = v.heads;
     attn.qkv_bias = true, attn.out_bias = true;
     attn.out_name = "out_proj";
-    std::string a = layer_norm(g, x, "layer_norm1", h, v.norm_epsilon);
-    g.push("self_attn");
-    x = g.op("Add", {x, self_attention(g, a, attn)});
-    g.pop();
-    std::string m = layer_norm(g, x, "layer_norm2", h, v.norm_epsilon);
-    g.push("mlp");
-    x = g.op("Add", {x, linear(g, quick_gelu(g, linear(g, m, "fc1", h, v.intermediate, true)), "fc2", v.intermediate, h, true)});
-    g.pop();
+    x = pre_norm_layer(g, x, block, [&](const std::string& m) {
+      return linear(g, quick_gelu(g, linear(g, m, "fc1", h, v.intermediate, true)), "fc2", v.intermediate, h, true);
+    });
     g.pop();
   }
   g.pop();

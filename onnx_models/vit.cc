@@ -39,17 +39,15 @@ void build_vit(GraphBuilder& g, const ModelConfig& c) {
   g.push("encoder");
   for (int64_t layer = 0; layer < c.layers; ++layer) {
     g.push("layer." + std::to_string(layer));
-    std::string a = layer_norm(g, x, "layernorm_before", h, c.norm_epsilon);
-    g.push("attention");
-    AttentionSpec attn;
+    PreNormLayer block{"layernorm_before", "attention", "layernorm_after", "", h, c.norm_epsilon, {}};
+    AttentionSpec& attn = block.attention_spec;
     attn.hidden = h, attn.heads = c.heads, attn.kv_heads = c.heads;
     attn.qkv_bias = true, attn.out_bias = true;
     attn.q_name = "attention.query", attn.k_name = "attention.key", attn.v_name = "attention.value";
     attn.out_name = "output.dense";
-    x = g.op("Add", {self_attention(g, a, attn), x});
-    g.pop();
-    std::string m = layer_norm(g, x, "layernorm_after", h, c.norm_epsilon);
-    x = g.op("Add", {gelu_mlp(g, m, h, c.intermediate, "intermediate.dense", "output.dense"), x});
+    x = pre_norm_layer(g, x, block, [&](const std::string& m) {
+      return gelu_mlp(g, m, h, c.intermediate, "intermediate.dense", "output.dense");
+    });
     g.pop();
   }
   g.pop();
