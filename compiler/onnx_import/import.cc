@@ -250,10 +250,12 @@ class Importer {
     } catch (const std::exception& e) {
       throw std::runtime_error(source_ + ": " + e.what());
     }
-    if (options.warn_opaque)
+    if (options.warn_opaque) {
       for (const auto& op : opaque)
         std::cerr << "symtensor: warning: " << source_ << ": operator " << op
                   << " has no semantics; treated as opaque and replicated\n";
+      for (const auto& note : shared_weight_notes(graph_)) std::cerr << "symtensor: warning: " << source_ << ": " << note << "\n";
+    }
     for (const auto& [name, value] : options.bindings) {
       if (!graph_.symbols.contains(name)) throw std::runtime_error(source_ + ": --bind " + name + ": " + unknown_dim_message(name));
       graph_.symbols.bind(name, value);

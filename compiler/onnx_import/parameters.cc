@@ -1,8 +1,11 @@
 #include "compiler/onnx_import/parameters.h"
 
+#include <cctype>
+#include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "compiler/onnx_import/import.h"
 
@@ -73,6 +76,20 @@ bool more_than_one_element(const Tensor& t) {
   return !(GiNaC::is_a<GiNaC::numeric>(n) && GiNaC::ex_to<GiNaC::numeric>(n) <= 1);
 }
 
+// "/layers.12/mlp/MatMul_3" -> "/layers.#/mlp/MatMul_#".
+std::string numbers_blanked(const std::string& name) {
+  std::string out;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(name[i]))) {
+      out += name[i];
+      continue;
+    }
+    out += '#';
+    while (i + 1 < name.size() && std::isdigit(static_cast<unsigned char>(name[i + 1]))) ++i;
+  }
+  return out;
+}
+
 }  // namespace
 
 void classify_parameters(Graph& graph) {
@@ -107,6 +124,30 @@ void classify_parameters(Graph& graph) {
   for (TensorId in : graph.inputs)
     if (!graph.tensor(in).is_parameter) activations.push_back(in);
   graph.inputs = std::move(activations);
+}
+
+std::vector<std::string> shared_weight_notes(const Graph& graph) {
+  std::vector<std::string> notes;
+  for (std::size_t i = 0; i < graph.tensors().size(); ++i) {
+    const Tensor& t = graph.tensor(static_cast<TensorId>(i));
+    if (!t.is_parameter) continue;
+    std::vector<Use> uses;
+    collect_uses(graph, static_cast<TensorId>(i), uses);
+    // Grouped by operator type, slot and node name with its numbers blanked: the same place
+    // in layers.0, layers.1, ... (a head shared by the main model and an MTP module is not).
+    std::map<std::tuple<std::string, int, std::string>, std::vector<const Node*>> by_place;
+    for (const Use& u : uses)
+      if (is_weight_slot(*u.node, u.slot)) by_place[{u.node->op_type, u.slot, numbers_blanked(u.node->name)}].push_back(u.node);
+    for (const auto& [place, nodes] : by_place) {
+      if (nodes.size() < 2) continue;
+      notes.push_back("weight '" + t.name + "' feeds input " + std::to_string(std::get<1>(place)) + " of " +
+                      std::to_string(nodes.size()) + " " + std::get<0>(place) + " operators ('" + nodes[0]->name + "', '" +
+                      nodes[1]->name + "'" + (nodes.size() > 2 ? ", ..." : "") +
+                      "): counted once; if these are separate layers whose equal values the exporter merged, "
+                      "export them with distinct values");
+    }
+  }
+  return notes;
 }
 
 }  // namespace symtensor::compiler

@@ -12,6 +12,9 @@
 //   tied weights).
 // - A graph input listed in the metadata property `symtensor.parameters` is a parameter
 //   (the convention for weight-free models).
+#include <string>
+#include <vector>
+
 #include "compiler/ir/graph.h"
 
 namespace symtensor::compiler {
@@ -20,5 +23,12 @@ inline constexpr const char* kBuffersMetadataKey = "symtensor.buffers";
 
 // Sets Tensor::is_parameter; throws when metadata names a tensor the graph lacks.
 void classify_parameters(Graph& graph);
+
+// One line per parameter that feeds the same slot of several operators of one type (after
+// classify_parameters): a weight shared on purpose, or identical layers whose equal
+// initializers the exporter merged (PyTorch does for deep copies), which then count once in
+// the parameters, gradients and optimizer state. Tied embeddings (a Gather and a MatMul)
+// are not listed.
+std::vector<std::string> shared_weight_notes(const Graph& graph);
 
 }  // namespace symtensor::compiler

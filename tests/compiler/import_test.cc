@@ -6,6 +6,7 @@
 
 #include "compiler/analysis/model_stats.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/onnx_import/parameters.h"
 #include "tests/compiler/onnx_test_util.h"
 #include "tests/temp_path.h"
 
@@ -96,6 +97,28 @@ TEST(Import, ParametersFromInitializersConstantsAndMetadata) {
   const ModelStats s = compute_model_stats(g);
   EXPECT_TRUE(same(s.parameter_count, 16 * 16 + 16 * 8 + 8));
   EXPECT_TRUE(same(s.parameter_bytes, 4 * (16 * 16 + 16 * 8 + 8)));
+}
+
+// PyTorch's exporter merges equal initializers: two deep-copied Linear layers exported with
+// their initial values read as one weight feeding two MatMuls. The tied embedding (a Gather
+// and a MatMul of one table) is sharing by design and is not listed.
+TEST(Import, AWeightFeedingSeveralIdenticalOperatorsIsNoted) {
+  auto m = make_model();
+  add_input(m, "ids", {std::string("batch")}, onnx::TensorProto::INT64);
+  add_initializer(m, float_tensor("table", {10, 16}));
+  add_node(m, "Gather", {"table", "ids"}, {"x"});
+  add_initializer(m, float_tensor("w", {16, 16}));
+  add_node(m, "MatMul", {"x", "w"}, {"h1"}, "layers.0/MatMul");
+  add_node(m, "MatMul", {"h1", "w"}, {"h2"}, "layers.1/MatMul");
+  add_node(m, "Transpose", {"table"}, {"table_t"});
+  add_node(m, "MatMul", {"h2", "table_t"}, {"logits"});
+  add_output(m, "logits", {std::string("batch"), std::int64_t{10}});
+  Graph g = import_onnx_model(m, "merged");
+  const auto notes = shared_weight_notes(g);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].rfind("weight 'w' feeds input 1 of 2 MatMul operators ('layers.0/MatMul', 'layers.1/MatMul')", 0), 0u)
+      << notes[0];
+  EXPECT_TRUE(same(compute_model_stats(g).parameter_count, 10 * 16 + 16 * 16));  // counted once, as the note says
 }
 
 TEST(Import, MetadataNamingAMissingInputIsAnError) {
