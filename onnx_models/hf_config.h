@@ -7,7 +7,8 @@
 // qwen2, qwen3 (q_norm/k_norm, head_dim), qwen3_moe (every layer sparse), gemma3_text
 // (local/global layers, GeGLU, four (1 + w) norms a layer, scaled embedding), deepseek_v2 and
 // deepseek_v3 (multi-head latent attention, yarn rope, dense first layers, routed and shared
-// experts, V3's sigmoid group-limited router; the MTP layer is not written), gpt_oss
+// experts, V3's sigmoid group-limited router; the MTP layer only with --mtp: HF's code leaves it
+// out), gpt_oss
 // (alternating sliding-window and full layers, attention sinks, biased attention, yarn rope
 // with an untruncated correction range, biased router and experts, clamped SwiGLU; the mxfp4
 // quantization_config is not an architecture field and is not read), nemotron (Nemotron-4,

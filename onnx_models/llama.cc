@@ -20,6 +20,7 @@
 // 1 + weight, biased), rotates the first partial_rotary of each head and has the squared-ReLU
 // MLP up_proj -> relu(x)^2 -> down_proj.
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -71,8 +72,8 @@ void build_llama(GraphBuilder& g, const ModelConfig& c) {
   if (!mask.empty()) mask = mask_for_scores(g, mask, grouped);
   std::vector<std::pair<std::string, std::string>> presents;  // decode step: (value, output name)
   if (c.sliding_window > 0 && c.global_every > 0) global_mask = mask_for_scores(g, causal_mask(g, positions), grouped);
-  for (int64_t layer = 0; layer < c.layers; ++layer) {
-    g.push("layers." + std::to_string(layer));
+  // One decoder layer (its module pushed by the caller): the residual stream in and out.
+  auto decoder_layer = [&](std::string x, int64_t layer) {
     std::string a = norm(x, "input_layernorm");
     g.push("self_attn");
     if (c.kv_lora_rank > 0) {
@@ -133,18 +134,41 @@ void build_llama(GraphBuilder& g, const ModelConfig& c) {
                                          : swiglu_mlp(g, m, h, c.experts > 0 ? c.dense_intermediate : c.intermediate)});
     }
     g.pop();
+    return x;
+  };
+  for (int64_t layer = 0; layer < c.layers; ++layer) {
+    g.push("layers." + std::to_string(layer));
+    x = decoder_layer(x, layer);
     g.pop();
   }
+  const std::string decoded = x;
   x = norm(x, "norm");
   g.pop();
-  std::string logits;
-  if (c.tied_embeddings) {
-    std::string head = g.op("Transpose", {embed}, {{"perm", std::vector<int64_t>{1, 0}}});
-    logits = g.op("MatMul", {x, head});
-  } else {
-    logits = linear(g, x, "lm_head", h, c.vocab, false);
+  std::string head;
+  if (c.tied_embeddings)
+    head = g.op("Transpose", {embed}, {{"perm", std::vector<int64_t>{1, 0}}});
+  else
+    head = g.parameter("lm_head.weight", {h, c.vocab}, Init::uniform(1.0 / std::sqrt(static_cast<double>(h))));
+  g.output(g.op("MatMul", {x, head}), "logits", onnx::TensorProto::FLOAT, {"batch", seq, c.vocab});
+  // Multi-token prediction (ModelConfig::mtp_layers), on the shared embedding and head.
+  std::string hidden = decoded;
+  for (int64_t k = 1; k <= c.mtp_layers; ++k) {
+    g.push("mtp");
+    g.push("layers." + std::to_string(k - 1));
+    const std::string ahead = g.op("Concat", {g.op("Slice", {ids, g.ints({k}), g.ints({std::numeric_limits<int64_t>::max()}), g.ints({1})}),
+                                              g.op("Slice", {ids, g.ints({0}), g.ints({k}), g.ints({1})})},
+                                   {{"axis", int64_t{1}}});
+    const std::string joined = g.op("Concat", {norm(g.op("Gather", {embed, ahead}), "enorm"), norm(hidden, "hnorm")},
+                                    {{"axis", int64_t{-1}}});
+    hidden = linear(g, joined, "eh_proj", 2 * h, h, false);
+    g.push("transformer_layer");
+    hidden = decoder_layer(hidden, c.layers + k - 1);
+    g.pop();
+    const std::string logits = g.op("MatMul", {norm(hidden, "final_layernorm"), head});
+    g.pop();
+    g.pop();
+    g.output(logits, "mtp_logits_" + std::to_string(k), onnx::TensorProto::FLOAT, {"batch", seq, c.vocab});
   }
-  g.output(logits, "logits", onnx::TensorProto::FLOAT, {"batch", seq, c.vocab});
   for (const auto& [value, name] : presents)
     g.output(value, name, onnx::TensorProto::FLOAT, {"batch", c.kv_heads, "present_seq", head_size(c)});
 }

@@ -38,6 +38,8 @@ void validate(const ModelConfig& c) {
   require(!c.decode_step || c.family == Family::llama, c,
           std::string("--decode-step is written for the llama family (Llama, Mistral, Mixtral, Qwen, Nemotron, gpt-oss), not ") +
               family_name(c.family));
+  require(c.mtp_layers >= 0, c, "multi-token prediction layers must not be negative");
+  require(c.mtp_layers == 0 || !c.decode_step, c, "--mtp trains extra heads; the decode step has none");
   if (c.family == Family::resnet) {
     require(c.resnet_width > 0, c, "resnet width must be positive");
     for (std::int64_t blocks : c.resnet_blocks) require(blocks > 0, c, "resnet stage blocks must be positive");

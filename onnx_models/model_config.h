@@ -134,6 +134,14 @@ struct ModelConfig {
   // concatenated after them (DynamicCache.update) and returned as present_key_<i> and
   // present_value_<i> after the logits; no mask (the one query sees every key).
   bool decode_step = false;
+  // Multi-token prediction (DeepSeek-V3 section 2.2; Megatron-Core's --mtp-num-layers), llama
+  // family: depth k = 1..mtp_layers takes the hidden state before the final norm h_{k-1}
+  // (the decoder's for k = 1) and the embeddings of the tokens k ahead (input_ids rolled left
+  // by k), h_k = eh_proj([enorm(embed); hnorm(h_{k-1})]) through one more decoder layer (MoE
+  // like the last one), and its logits through final_layernorm and the shared output head
+  // (output mtp_logits_<k>). HF's modeling code leaves the layers out (the checkpoints'
+  // num_nextn_predict_layers), so it is written only when asked (`models --mtp N`).
+  std::int64_t mtp_layers = 0;
   Weights weights = Weights::none;
   std::uint64_t seed = 1;
 };

@@ -329,6 +329,11 @@ ModelConfig apply_overrides(ModelConfig c, const Overrides& o) {
     if (c.vision.layers == 0) throw std::runtime_error("model '" + c.name + "': --image-tiles applies to a model with a vision tower (llava-1.5-7b)");
     c.vision.tiles = *o.image_tiles;
   }
+  if (o.mtp_layers) {
+    if (c.family != Family::llama)
+      throw std::runtime_error("model '" + c.name + "': --mtp applies to the llama family (decoder-only language models)");
+    c.mtp_layers = *o.mtp_layers;
+  }
   if (o.weights) c.weights = *o.weights;
   if (o.seed) c.seed = *o.seed;
   if (c.family != Family::llama && (o.kv_heads || o.experts || o.top_k || o.capacity_factor))
@@ -379,6 +384,7 @@ std::string describe(const ModelConfig& c) {
       s << ")";
       if (c.shared_experts > 0) s << " + " << c.shared_experts << " shared";
     }
+    if (c.mtp_layers > 0) s << ", " << c.mtp_layers << " multi-token prediction layer" << (c.mtp_layers > 1 ? "s" : "");
     if (c.family == Family::vit)
       s << ", image " << c.image_size << "/" << c.patch_size << ", classes " << c.classes;
     else

@@ -44,6 +44,7 @@ struct Overrides {
   std::optional<std::int64_t> patch_size = std::nullopt;
   std::optional<std::int64_t> classes = std::nullopt;
   std::optional<std::int64_t> image_tiles = std::nullopt;  // a vision tower's tiles per image (LLaVA)
+  std::optional<std::int64_t> mtp_layers = std::nullopt;   // multi-token prediction depths (llama family)
   std::optional<Weights> weights = std::nullopt;
   std::optional<std::uint64_t> seed = std::nullopt;
 };

@@ -146,7 +146,12 @@ class StructureFinder {
       s_.head_norms.insert(s_.head_norms.end(), nodes.begin(), nodes.end());
       return;
     }
-    if (source == GemmNorm::latent && feeds_weight_gemm(g_.node(last).outputs.at(0))) {
+    // The input read outside the norm as well is a residual stream (a multi-token prediction
+    // layer's, behind its eh_proj), not a latent.
+    const auto& readers = g_.tensor(input).consumers;
+    const bool residual = std::any_of(readers.begin(), readers.end(),
+                                      [&](NodeId c) { return std::find(nodes.begin(), nodes.end(), c) == nodes.end(); });
+    if (source == GemmNorm::latent && !residual && feeds_weight_gemm(g_.node(last).outputs.at(0))) {
       for (NodeId n : nodes) head_norm_node_[n] = true;
       s_.latent_norms.insert(s_.latent_norms.end(), nodes.begin(), nodes.end());
       if (!down_projection_[gemm]) s_.down_projections.push_back(gemm);
@@ -290,6 +295,18 @@ class StructureFinder {
 
   void find_layers() {
     std::sort(s_.layer_anchors.begin(), s_.layer_anchors.end(), [&](NodeId a, NodeId b) { return position_[a] < position_[b]; });
+    // After a decoder layer, a residual stream that starts at a weight GEMM of concatenated
+    // inputs ([enorm(embedding); hnorm(hidden)] -> eh_proj). An input projection in front of
+    // the first layer is not one.
+    for (std::size_t l = 1; l < s_.layer_anchors.size(); ++l) {
+      const NodeId a = s_.layer_anchors[l];
+      const NodeId p = g_.tensor(s_.norm_inputs.at(s_.norm_region[a])).producer;
+      if (p == kNone || !s_.weight_gemm[p]) continue;
+      const bool concatenated = std::any_of(g_.node(p).inputs.begin(), g_.node(p).inputs.end(), [&](TensorId in) {
+        return in != kNone && g_.tensor(in).producer != kNone && g_.node(g_.tensor(in).producer).op_type == "Concat";
+      });
+      if (concatenated) s_.prediction_anchors.push_back(a);
+    }
     for (TensorId x : s_.norm_inputs) {
       const NodeId p = g_.tensor(x).producer;
       if (p != kNone && g_.node(p).op_type == "Add" && !s_.in_tp_region[p] && s_.norm_region[p] < 0 &&

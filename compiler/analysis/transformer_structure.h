@@ -10,6 +10,7 @@
 //   that GEMM's output — a per-head norm such as Qwen3's and Gemma 3's q_norm/k_norm over
 //   head_dim — is no region but part of the attention block (head_norms), cut over the heads;
 //   a norm of a weight GEMM's output (or a slice of it: one vector a token, not per head)
+//   read by nothing else (not a residual stream, as behind an MTP layer's eh_proj)
 //   that feeds a weight GEMM — the latent norms of multi-head latent attention, DeepSeek's
 //   q_a_layernorm and kv_a_layernorm — is no region either (latent_norms), and the GEMMs it
 //   normalizes the output of are down projections (q_a_proj, kv_a_proj_with_mqa), which the
@@ -44,8 +45,15 @@ struct TransformerStructure {
   std::vector<NodeId> column, row, attention, vocab_heads, embeddings, residual_adds;
   std::vector<bool> in_tp_region;    // per node: between a column and its row GEMMs
   std::vector<NodeId> layer_anchors; // one per layer, topological order
+  // The anchors of multi-token prediction layers (DeepSeek-V3's MTP, Megatron's
+  // --mtp-num-layers): a layer after another whose residual stream starts at a weight GEMM
+  // of concatenated inputs (eh_proj over the normed embeddings and hidden state), not at an
+  // Add or the embedding.
+  std::vector<NodeId> prediction_anchors;
 
   int layers() const { return static_cast<int>(layer_anchors.size()); }
+  int prediction_layers() const { return static_cast<int>(prediction_anchors.size()); }
+  int decoder_layers() const { return layers() - prediction_layers(); }
 };
 
 TransformerStructure find_transformer_structure(const Graph& graph, const std::vector<IterationSpace>& spaces);

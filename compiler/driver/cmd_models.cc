@@ -36,8 +36,8 @@ void list_presets(bool names_only) {
   }
   std::cout << "A family name (gpt, llama, bert, vit, resnet) stands for its first preset, to take overrides.\n"
                "`models --hf-config config.json -o F.onnx` writes a Hugging Face config's architecture (model_type\n"
-               "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma3_text; others are refused, naming what is\n"
-               "missing).\n"
+               "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss, gemma3_text,\n"
+               "nemotron; others are refused, naming what is missing).\n"
                "Every NAME also exists as NAME-tiny: 2 layers, hidden 64, 4 heads, small vocabulary,\n"
                "random weights (ResNet: one block per stage, width 8), same structure otherwise.\n";
 }
@@ -94,6 +94,9 @@ void add_models_command(CLI::App& app) {
   cmd->add_option("--classes", v.classes, "output classes (vit, resnet)");
   cmd->add_option("--image-tiles", v.image_tiles,
                   "image tiles per image (llava-1.5-7b: 576 sequence positions each, any-resolution tiling)");
+  cmd->add_option("--mtp", v.mtp_layers,
+                  "llama family: N multi-token prediction layers (DeepSeek-V3's MTP, Megatron's --mtp-num-layers), "
+                  "each a decoder layer with its own logits output");
   cmd->add_option("--weights", o->weights, "none (weights are shaped graph inputs) or random (initializers)");
   cmd->add_option("--seed", v.seed, "seed of the random weights");
   cmd->add_flag("--decode-step", o->decode_step,

@@ -72,6 +72,7 @@ std::vector<std::string> ModelArchitecture::deepseek_features() const {
                             qk_head_dim, qk_pos_head_dim, v_head_dim));
   if (shared_expert_ffn > 0) f.push_back(fmt::format("shared experts of width {}", shared_expert_ffn));
   if (dense_first_layers()) f.push_back("dense and MoE layers mixed " + moe_layer_pattern(moe_layers));
+  if (mtp_layers > 0) f.push_back(fmt::format("{} multi-token prediction layer{}", mtp_layers, mtp_layers > 1 ? "s" : ""));
   if (router_score == RouterScore::sigmoid || router_score == RouterScore::pre_softmax || router_groups > 0 || router_scaling > 0 ||
       expert_bias)
     f.push_back(fmt::format("a router of {} scores{}{}{}", router_score == RouterScore::sigmoid ? "sigmoid" : "softmax",

@@ -67,6 +67,7 @@ void model_flags(MegatronArgs& a, const ModelArchitecture& m, const ParallelReci
   a.comment("model: read from the ONNX graph");
   for (const auto& line : m.unknown) a.comment("PLACEHOLDER " + line);
   a.value("num-layers", r.layers > 0 ? r.layers : m.layers);
+  if (m.mtp_layers > 0) a.value("mtp-num-layers", m.mtp_layers);
   if (m.hidden > 0) a.value("hidden-size", m.hidden);
   if (m.ffn_hidden > 0) a.value("ffn-hidden-size", m.ffn_hidden);
   if (m.heads > 0) a.value("num-attention-heads", m.heads);

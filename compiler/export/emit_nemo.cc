@@ -18,6 +18,7 @@ std::string nemo_model_config(const ModelArchitecture& m, const ParallelRecipe& 
   s += "model_config_kwargs = dict(\n";
   const auto field = [&s](std::string_view name, const auto& v) { s += fmt::format("    {}={},\n", name, v); };
   field("num_layers", r.layers > 0 ? r.layers : m.layers);
+  if (m.mtp_layers > 0) field("mtp_num_layers", m.mtp_layers);
   if (m.hidden > 0) field("hidden_size", m.hidden);
   if (m.ffn_hidden > 0) field("ffn_hidden_size", m.ffn_hidden);
   if (m.heads > 0) field("num_attention_heads", m.heads);

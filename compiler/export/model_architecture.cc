@@ -38,7 +38,8 @@ class ArchitectureReader {
   }
 
   ModelArchitecture read() {
-    a_.layers = s_.layers();
+    a_.layers = s_.decoder_layers();
+    a_.mtp_layers = s_.prediction_layers();
     if (a_.layers > 0) {
       const int region = s_.norm_region.at(s_.layer_anchors.front());
       a_.hidden = last_dim(s_.norm_inputs.at(region)).value_or(0);
@@ -385,7 +386,8 @@ class ArchitectureReader {
     if (dense.size() > 1)
       a_.megatron_gaps.push_back(fmt::format("dense MLPs of widths {}: --ffn-hidden-size takes one", fmt::join(dense, ", ")));
     if (!shared.empty()) a_.shared_expert_ffn = *shared.rbegin();
-    const int moe_layers = static_cast<int>(moe_width_.size());
+    // Decoder layers only: a multi-token prediction layer after them is told apart.
+    const int moe_layers = static_cast<int>(std::count(a_.moe_layers.begin(), a_.moe_layers.end(), 1));
     if (shared.size() > 1 || (shared_layers > 0 && shared_layers != moe_layers))
       a_.megatron_gaps.push_back(fmt::format("shared experts of widths {} in {} of {} MoE layers: "
                                              "--moe-shared-expert-intermediate-size gives every MoE layer one width",
@@ -659,7 +661,8 @@ class ArchitectureReader {
     TensorId token_table = kNone;
     for (NodeId e : s_.embeddings) {
       const TensorId table = source_parameter(g_.node(e).inputs.at(0));
-      if (table == kNone || g_.tensor(table).shape.empty()) continue;
+      // The token table read again (a multi-token prediction layer's lookup) is no position table.
+      if (table == kNone || table == token_table || g_.tensor(table).shape.empty()) continue;
       const long long rows = extent(g_.tensor(table).shape.front()).value_or(0);
       if (token_table == kNone && (a_.vocab == 0 || rows == a_.vocab)) {
         token_table = table;

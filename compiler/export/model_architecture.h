@@ -23,7 +23,8 @@ std::string_view megatron_name(NormKind k);       // "LayerNorm", "RMSNorm", ""
 std::string_view megatron_name(PositionKind k);   // "learned_absolute", "rope", "none", ""
 
 struct ModelArchitecture {
-  int layers = 0;
+  int layers = 0;                // decoder layers
+  int mtp_layers = 0;            // multi-token prediction layers after them (TransformerStructure::prediction_anchors)
   long long hidden = 0;
   long long ffn_hidden = 0;      // dense MLP width; the experts' when every MLP is a MoE
   long long heads = 0;

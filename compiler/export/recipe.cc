@@ -90,7 +90,8 @@ ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, co
   const TransformerStructure s = find_transformer_structure(graph, spaces);
   const hardware::DeviceMesh mesh = plan_mesh(plan, cluster);
   const auto name = [&](NodeId n) { return graph.node(n).name; };
-  r.layers = s.layers();
+  r.layers = s.decoder_layers();
+  r.mtp_layers = s.prediction_layers();
 
   const auto column_width = [&](NodeId n) { return gemm_output_loop(spaces[n], weight_operand(graph, s, n)); };
   // Expert GEMMs have their own grid (ep x etp x edp over the tp x dp ranks): the dense
@@ -221,6 +222,12 @@ ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, co
   r.layers_per_stage.assign(r.pp, 0);
   for (NodeId a : s.layer_anchors) {
     const int st = plan.stage_of_node.empty() ? 0 : plan.stage_of_node[a];
+    if (std::count(s.prediction_anchors.begin(), s.prediction_anchors.end(), a)) {
+      if (st != r.pp - 1)
+        r.not_expressible.push_back(fmt::format("{}: a multi-token prediction layer on pipeline stage {} (Megatron-LM puts them on the last, {})",
+                                                name(a), st, r.pp - 1));
+      continue;
+    }
     if (st >= 0 && st < r.pp) ++r.layers_per_stage[st];
   }
   if (r.pp > 2 && r.uneven_stages()) {

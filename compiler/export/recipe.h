@@ -55,8 +55,9 @@ struct ParallelRecipe {
   // so at tp (128 unless the padding asks for another; megatron_vocab_divisor).
   long long padded_vocab = 0;
   int vocab_div = 128;
-  int layers = 0;                        // transformer layers found
-  std::vector<int> layers_per_stage;     // per pipeline stage (device stage)
+  int layers = 0;                        // decoder layers found (multi-token prediction's aside)
+  int mtp_layers = 0;                    // multi-token prediction layers (on the last stage)
+  std::vector<int> layers_per_stage;     // per pipeline stage (device stage): decoder layers
   // What the recipe cannot say about this plan, one line each (an axis that is neither
   // tp, cp, dp nor pp; inconsistent cuts between layers; layers of unequal stages that are
   // not only the first and last).

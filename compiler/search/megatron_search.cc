@@ -62,7 +62,7 @@ class MegatronSearch {
     MegatronLayouts layouts(graph_, analyzer_.numeric().spaces());
     const std::vector<IterationSpace>& spaces = layouts.spaces();
     const TransformerStructure& structure = layouts.structure();
-    const int layers = structure.layers();
+    const int layers = structure.decoder_layers();  // Megatron's --num-layers: MTP layers aside
     layers_ = layers;
     const long long heads = attention_heads(graph_, spaces, structure);
     const long long experts = expert_count(graph_, spaces, structure);

@@ -262,11 +262,13 @@ class MegatronBuilder {
   // layer l's anchor; nodes fed only by graph inputs and constants take their earliest
   // consumer's stage.
   void assign_stages() {
-    const int L = s_.layers(), pp = k_.pp;
-    // Layer l's stage: contiguous runs of megatron_stage_layers' counts.
+    const int L = s_.decoder_layers(), pp = k_.pp;
+    // Layer l's stage: contiguous runs of megatron_stage_layers' counts over the decoder
+    // layers; multi-token prediction layers (after them) on the last stage, as Megatron-Core.
     const std::vector<int> counts = megatron_stage_layers(k_, L);
     std::vector<int> stage_of_layer;
     for (int s = 0; s < pp; ++s) stage_of_layer.insert(stage_of_layer.end(), counts[s], s);
+    stage_of_layer.insert(stage_of_layer.end(), s_.prediction_layers(), pp - 1);
     const std::size_t n = g_.nodes().size();
     std::vector<int> stage(n, -1);
     const std::vector<NodeId>& order = order_;

@@ -41,7 +41,8 @@ struct ArgSpec {
 inline const std::map<std::string, ArgSpec>& megatron_table() {
   static const std::map<std::string, ArgSpec> t = {
       // 1a model
-      {"num-layers", {Kind::integer}}, {"hidden-size", {Kind::integer}}, {"ffn-hidden-size", {Kind::integer}},
+      {"num-layers", {Kind::integer}}, {"mtp-num-layers", {Kind::integer}}, {"hidden-size", {Kind::integer}},
+      {"ffn-hidden-size", {Kind::integer}},
       {"num-attention-heads", {Kind::integer}}, {"group-query-attention", {Kind::flag}}, {"num-query-groups", {Kind::integer}},
       {"kv-channels", {Kind::integer}}, {"swiglu", {Kind::flag}}, {"squared-relu", {Kind::flag}}, {"qk-layernorm", {Kind::flag}},
       {"apply-layernorm-1p", {Kind::flag}}, {"rotary-percent", {Kind::number}},

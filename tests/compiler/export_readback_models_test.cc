@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/analysis/model_stats.h"
+#include "compiler/analysis/transformer_structure.h"
 #include "compiler/search/export_searched.h"
 #include "tests/compiler/export_readback_fixture.h"
 #include "tests/onnx_models/tiny_hf_configs.h"
@@ -159,6 +161,44 @@ TEST_F(DeepSeekExport, MegatronSaysWhatItCannotExpress) {
   const MegatronArgs a = parse_megatron(export_plan(ExportTarget::megatron, g, c, p).config);
   EXPECT_EQ(a.i("kv-lora-rank"), 16);
   EXPECT_EQ(a.i("moe-router-topk"), 2);
+}
+
+// `models --mtp 1`: Megatron-LM is told --num-layers of the decoder and --mtp-num-layers 1,
+// with the MTP layer on the last pipeline stage beside that stage's own decoder layer, as
+// Megatron-Core places it; NeMo the same fields; torchtitan names it among what it lacks.
+TEST_F(DeepSeekExport, MultiTokenPredictionIsToldAsItsOwnLayersOnTheLastStage) {
+  models::ModelConfig config = models::load_hf_config(file("deepseek_v3_tiny.json", kDeepSeekTiny));
+  config.name = "deepseek-v3-tiny-mtp";
+  config.mtp_layers = 1;
+  Graph g = model(config);
+  const hardware::Cluster c = cluster("dgx-a100", 1, 3);
+  const Plan p = plan(g, c, "tp=1,pp=3,mb=1");
+  const TransformerStructure s = find_transformer_structure(g, node_iteration_spaces(g));
+  ASSERT_EQ(s.layers(), 4);
+  ASSERT_EQ(s.prediction_layers(), 1);
+  for (std::size_t l = 0; l < s.layer_anchors.size(); ++l)  // decoder layers 0, 1, 2 on stages 0, 1, 2; MTP on 2
+    EXPECT_EQ(p.stage_of_node[s.layer_anchors[l]], std::min<int>(static_cast<int>(l), 2)) << l;
+  EXPECT_EQ(s.layer_anchors.back(), s.prediction_anchors[0]);
+  const ExportResult r = export_plan(ExportTarget::megatron, g, c, p);
+  ASSERT_TRUE(r.exact()) << r.not_expressible.front() << "\n" << r.config;
+  const MegatronArgs a = parse_megatron(r.config);
+  EXPECT_EQ(a.i("num-layers"), 3);
+  EXPECT_EQ(a.i("mtp-num-layers"), 1);
+  EXPECT_EQ(a.i("pipeline-model-parallel-size"), 3);
+  EXPECT_FALSE(a.has("decoder-last-pipeline-num-layers"));  // 1 + 1 + 1 decoder layers, MTP beside the last
+  const auto layers = layer_pattern(a.s("moe-layer-freq"), 3);
+  ASSERT_TRUE(layers.has_value());
+  EXPECT_EQ(*layers, (std::vector<int>{0, 1, 1}));
+  const ExportResult n = export_plan(ExportTarget::nemo, g, c, p);
+  EXPECT_TRUE(n.exact()) << n.not_expressible.front();
+  const nlohmann::json k = nemo_model(n.config);
+  if (k.is_null()) GTEST_SKIP() << "no python3";
+  EXPECT_EQ(k["num_layers"], 3);
+  EXPECT_EQ(k["mtp_num_layers"], 1);
+  const ExportResult t = export_plan(ExportTarget::torchtitan, g, c, p);
+  int named = 0;
+  for (const auto& line : t.not_expressible) named += line.find("1 multi-token prediction layer") != std::string::npos;
+  EXPECT_EQ(named, 1);
 }
 
 // torchtitan's llama3 builds none of it; DeepSpeed's AutoTP split of MLA is not documented;

@@ -39,7 +39,7 @@ using hf_testing::write_json;
 // ---- DeepSeek-V2/V3: multi-head latent attention, dense first layers, routed + shared experts.
 
 // DeepSeek-V3's published config.json (deepseek-ai/DeepSeek-V3; the MTP layer,
-// num_nextn_predict_layers, is not written).
+// num_nextn_predict_layers, is written only when asked, ModelConfig::mtp_layers).
 constexpr const char* kDeepSeekV3 = R"({
   "architectures": ["DeepseekV3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
   "aux_loss_alpha": 0.001, "bos_token_id": 0, "eos_token_id": 1, "ep_size": 1, "first_k_dense_replace": 3,
@@ -144,7 +144,7 @@ TEST(HfDeepSeek, V3HasThePublishedTotalAndFlopsOfItsActiveParameters) {
   // H s² (d + dv) a layer.
   EXPECT_THAT(stats.fused.at("attention"), ::testing::StartsWith("61; causal"));
   EXPECT_DOUBLE_EQ(graph.symbols.evaluate(stats.attention_flops).value_or(0), 61 * 128 * s * s * (192 + 128));
-  EXPECT_THAT(stats.fused.at("moe"), ::testing::HasSubstr("top-8 of 256 experts, capacity 1/32*seq"));
+  EXPECT_THAT(stats.fused.at("moe"), ::testing::HasSubstr("top-8 of 256 experts, capacity floor_div(31+seq,32)"));
 }
 
 class HfDeepSeekTiny : public ::testing::TestWithParam<const char*> {};
@@ -212,6 +212,42 @@ TEST(HfDeepSeek, V2LiteHasItsPublishedCount) {
   EXPECT_EQ(tiny.expert_groups, 2);
   EXPECT_GT(tiny.kv_lora_rank, 0);
   EXPECT_NO_THROW(build_model(tiny));
+}
+
+// Multi-token prediction (`models --mtp 1`): one more decoder layer behind eh_proj [2h, h]
+// and three RMSNorms (enorm, hnorm, final_layernorm), on the shared embedding and head; its
+// work per token is one more layer's, eh_proj's and the head's again.
+TEST(HfDeepSeek, MultiTokenPredictionIsOneMoreLayerAProjectionAndTheSharedHead) {
+  ModelConfig base = config_from_hf_json(kDeepSeekV3Tiny, "tiny.json");
+  base.weights = Weights::random;
+  ModelConfig mtp = base, deeper = base;
+  mtp.mtp_layers = 1;
+  deeper.layers += 1;
+  onnx::ModelProto with_mtp = build_model(mtp);
+  expect_valid_onnx(with_mtp);
+  ASSERT_EQ(with_mtp.graph().output_size(), 2);
+  EXPECT_EQ(with_mtp.graph().output(1).name(), "mtp_logits_1");
+  const onnx::ModelProto one_more = build_model(deeper);
+  const std::int64_t h = base.hidden, V = base.vocab;
+  EXPECT_EQ(count_parameters(with_mtp), count_parameters(one_more) + 2 * h * h + 3 * h);
+  compiler::Graph g_mtp = import_tiny(with_mtp, "mtp"), g_deeper = import_tiny(one_more, "deeper");
+  const compiler::ModelStats a = compiler::compute_model_stats(g_mtp), b = compiler::compute_model_stats(g_deeper);
+  const double tokens = 2 * 8;
+  const double gemm_mtp = g_mtp.symbols.evaluate(a.gemm_flops).value_or(0);
+  const double gemm_deeper = g_deeper.symbols.evaluate(b.gemm_flops).value_or(0);
+  EXPECT_DOUBLE_EQ(gemm_mtp - gemm_deeper, tokens * (2.0 * 2 * h * h + 2.0 * h * V));
+  EXPECT_DOUBLE_EQ(g_mtp.symbols.evaluate(a.attention_flops).value_or(0),
+                   g_deeper.symbols.evaluate(b.attention_flops).value_or(0));
+  // The MTP layer is a layer to place; its enorm and hnorm start none (eh_proj's output is
+  // the layer's residual stream, not a latent).
+  EXPECT_EQ(compiler::palm_flops(g_mtp).layers, base.layers + 1);
+  // DeepSeek-V3 with its published MTP module: 14B more in the checkpoint, which stores the
+  // module's own copies of the embedding and the head (2 x 129280 x 7168); counted here once.
+  ModelConfig v3 = load_hf_config(write_json("deepseek_v3.json", kDeepSeekV3));
+  const double main_model = static_cast<double>(count_parameters(build_model(v3)));
+  v3.mtp_layers = 1;
+  const double module = static_cast<double>(count_parameters(build_model(v3))) - main_model + 2.0 * 129280 * 7168;
+  EXPECT_LT(std::abs(module - 14e9), 0.05 * 14e9) << module;
 }
 
 TEST(HfDeepSeek, WhatIsNotWrittenIsRefused) {

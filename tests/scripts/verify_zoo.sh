@@ -32,6 +32,8 @@ cases=(
   "llava-1.5-7b-tiny|--pp 2 --dp 2|batch=4,seq=8"
   "llava-1.5-7b-tiny|--pp 3 --tp 2|batch=4,seq=8"
   "llava-1.5-7b-tiny|--dp 2 --tp 2 --sp|batch=4,seq=8"  # the sequence cut stops at the Slice that drops the image placeholders
+  "deepseek-v3-tiny+mtp|--pp 2 --tp 2|batch=2,seq=8"  # the MTP layer: ids rolled, [enorm; hnorm] concatenated
+  "deepseek-v3-tiny+mtp|--dp 2 --tp 2 --sp|batch=2,seq=8"
   "resnet50-tiny|--dp 2|batch=2"
   "resnet50-tiny|--pp 2 --tp 2|batch=2"
   "resnet50-tiny|--dp 4 --tp 2|batch=4"

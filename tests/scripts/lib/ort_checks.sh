@@ -10,12 +10,15 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # model_file NAME: a zoo preset written once into $work (NAME+none: weight-free, parameters
-# as graph inputs), or torch:NAME, a committed export.
+# as graph inputs; NAME+mtp: with one multi-token prediction layer), or torch:NAME, a
+# committed export.
 model_file() {
   case "$1" in
     torch:*) echo "$root/tests/data/torch/${1#torch:}.onnx" ;;
     *+none) [ -f "$work/$1.onnx" ] || "$symtensor" models "${1%+none}" --weights none -o "$work/$1.onnx" >/dev/null
             echo "$work/$1.onnx" ;;
+    *+mtp) [ -f "$work/$1.onnx" ] || "$symtensor" models "${1%+mtp}" --mtp 1 -o "$work/$1.onnx" >/dev/null
+           echo "$work/$1.onnx" ;;
     *) [ -f "$work/$1.onnx" ] || "$symtensor" models "$1" -o "$work/$1.onnx" >/dev/null; echo "$work/$1.onnx" ;;
   esac
 }
