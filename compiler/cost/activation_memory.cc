@@ -115,7 +115,10 @@ void Analyzer::add_saved(const std::vector<SavedTensor>& saved, const std::funct
     if (s.view_of_kept && !low_precision_gemm(holder)) continue;
     if (ng_.facts(s.tensor).routing_table) continue;  // index-sized
     const double elements = saved_elements(s, holder);
-    const double bytes = elements * (s.mask ? 1.0 : low_precision_gemm(holder) ? low_precision_copy_bytes() / 2 : activation_bytes_);
+    // The busiest expert rank keeps routed_load times the routed tokens the experts save.
+    const double load = routed_capacity_of_node(ng_, holder) == kNotRouted ? 1 : routed_load(ng_.facts(s.tensor).routed_capacity);
+    const double bytes =
+        load * elements * (s.mask ? 1.0 : low_precision_gemm(holder) ? low_precision_copy_bytes() / 2 : activation_bytes_);
     const int layer = ng_.node_layers()[holder];
     if (offloaded && layer >= 0 && layer < static_cast<int>(offloaded->bytes.size())) {
       offloaded->bytes[layer] += bytes;

@@ -82,8 +82,8 @@ class Analyzer {
     return a.mode == b.mode && a.precision == b.precision && a.global_batch == b.global_batch &&
            a.micro_batches == b.micro_batches && a.pipeline_axis == b.pipeline_axis && a.mesh_factors == b.mesh_factors &&
            a.context_parallel_comm == b.context_parallel_comm && a.moe_dispatcher == b.moe_dispatcher &&
-           a.moe_comm_overlap == b.moe_comm_overlap && a.node_cuts.size() == b.node_cuts.size() &&
-           a.stage_of_node.size() == b.stage_of_node.size();
+           a.moe_comm_overlap == b.moe_comm_overlap && a.moe_load_imbalance == b.moe_load_imbalance &&
+           a.node_cuts.size() == b.node_cuts.size() && a.stage_of_node.size() == b.stage_of_node.size();
   }
   static bool same_operator_work(const Plan& a, const Plan& b) {
     return same_operator_context(a, b) && a.stage_of_node == b.stage_of_node && a.node_cuts == b.node_cuts;
@@ -143,6 +143,20 @@ class Analyzer {
   // An all-to-all of routed tokens that crosses nodes, as a deduplicating dispatcher sends it:
   // its bytes scaled by deduplicated_share over the nodes its group spans.
   void deduplicate(CommOp& op, const RoutedTokens& routed) const;
+
+  // Plan::moe_load_imbalance where `capacity` (TensorFacts::routed_capacity) is dropless
+  // routing's and the plan cuts the experts over ranks (expert_parallel), else 1: the busiest
+  // expert rank's routed work over the graph's (moe_load.h).
+  double routed_load(float capacity) const;
+  // Whether an expert GEMM's expert loop is cut over devices: without expert parallelism every
+  // rank runs all experts on its own tokens, and the routing's skew moves no work between ranks.
+  // Found once per analysis (a skewed plan only).
+  bool expert_parallel() const;
+  // The busiest rank's work of an operator computing on routed tokens (routed_work.cc): its
+  // FLOPs, token bytes, kernel time and buffers times routed_load; its weights read once.
+  void scale_routed_work(OpWork& w, const Node& node, const NumericNode& nn, const NodeCut& cut) const;
+  // A collective moving routed tokens `t`: its bytes times routed_load, priced again.
+  void scale_routed_comm(CommOp& op, TensorId t) const;
 
   // The experts and top-k of a routed-token tensor `t` consumed by `consumer` under a
   // deduplicating dispatcher.
@@ -280,6 +294,7 @@ class Analyzer {
   RedistributionMemo& memo_;  // state_'s memo for this plan's mesh
   std::vector<std::pair<int, int>> old_ends_;  // op_work's: the kept work's comm_ends of one operator
   std::vector<char> in_recomputed_layer_;      // per node, under layer_recompute()
+  mutable int expert_parallel_ = -1;           // expert_parallel(), -1 until found
 };
 
 }  // namespace symtensor::compiler::analyzer_internal

@@ -13,6 +13,8 @@ const PlanAnalysis& Analyzer::run() {
   a.p2p_bytes.assign(std::max(stages - 1, 0), 0.0);
   a.device_memory = cluster_.device.usable_memory();
   a.state_bytes = cluster_.stack.memory;
+  a.moe_load = moe_load(ng_, plan_.moe_load_imbalance);
+  if (a.moe_load.moe()) a.moe_load.expert_parallel = expert_parallel();
   for (OpWork& w : a.ops) {
     w.saved_bytes = 0, w.recomputed = false, w.offload_fwd_seconds = w.offload_bwd_seconds = 0;  // add_activations' part
     add_working_buffers(a.stage_memory[w.stage], w);
@@ -92,6 +94,7 @@ bool Analyzer::prepare_operator_work() {
     reuse = true;
   }
   const bool train = plan_.mode == ExecutionMode::train;
+  check_moe_load_imbalance(plan_.moe_load_imbalance, "plan: moe_load_imbalance");
   const double global_batch = plan_.global_batch > 0 ? plan_.global_batch : ng_.batch_binding();
   if (ng_.batch_symbol() && global_batch <= 0)
     throw std::runtime_error("the batch size is not known: bind it (--bind batch=N)");

@@ -8,6 +8,7 @@
 
 #include "compiler/analysis/model_stats.h"
 #include "compiler/analysis/transformer_structure.h"
+#include "compiler/cost/moe_load.h"
 #include "compiler/cost/saved_activations.h"
 
 namespace symtensor::compiler {
@@ -129,6 +130,8 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
     }
     if (!p.uses.empty()) parameters_.push_back(std::move(p));
   }
+  const std::vector<float> routed = routed_capacities(*this);
+  for (TensorId t = 0; t < static_cast<TensorId>(facts_.size()); ++t) facts_[t].routed_capacity = routed[t];
   saved_ = compiler::saved_tensors(*this);
   checkpoints_ = compiler::layer_checkpoints(*this);
   op_checkpoints_ = compiler::op_checkpoints(*this, op_checkpoint_nodes_);

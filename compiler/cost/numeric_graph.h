@@ -60,6 +60,10 @@ struct TensorFacts {
   // holds k expert indices and weights per token. Priced as index-sized: no bytes moved, kept
   // or sent.
   bool routing_table = false;
+  // Tokens in the experts' buffers (a MoeDispatch's output, what the experts compute from it,
+  // a MoeCombine's expert input): their routing, kDroplessRouting or the capacity factor;
+  // kNotRouted (-1) for other tensors (compiler/cost/moe_load.h).
+  float routed_capacity = -1;
 };
 
 // A parameter and every operand slot (node, input index) that reads it, in consumer order.

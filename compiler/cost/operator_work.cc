@@ -129,6 +129,7 @@ void Analyzer::input_work(OpWork& w, const Node& node, const NumericNode& nn, co
     op.overlapped = ring || (beside_gemm && op.kind != hardware::Collective::all_to_all);
     op.beside_microbatch = beside_microbatch && op.kind == hardware::Collective::all_to_all;
     deduplicate(op, routed);
+    scale_routed_comm(op, t);
   };
   if (first_delivery(state_.delivered[t], want) && !(*have == want))
     for (auto& op : redistribute(t, have->sharding(), want.sharding())) {
@@ -203,6 +204,7 @@ OpWork Analyzer::op_work(NodeId id, std::size_t position, bool train, const OpWo
   if (low_precision_gemm(id)) add_quantization(w, node, nn, cut, train);
   if (nn.kind == OpKind::attention) price_attention(w, nn, cut, train && gradient_inputs > 0);
   if (nn.no_kernel) w.fwd_seconds = w.bwd_seconds = 0;
+  scale_routed_work(w, node, nn, cut);
   return w;
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/cost/moe_load.h"
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/ir/graph.h"
 #include "compiler/plan/plan.h"
@@ -105,6 +106,7 @@ struct PlanAnalysis {
   double optimizer_seconds_per_stage = 0;
   double device_memory = 0;       // capacity, bytes
   hardware::StackMemory state_bytes;  // the model states' bytes per parameter, as the stack keeps them
+  MoeLoad moe_load;                   // the routing load priced (Plan::moe_load_imbalance)
 };
 
 // A plan's analysis summed per pipeline stage, one micro-batch: what the step estimate

@@ -51,6 +51,11 @@ void run(CompareCli& cli) {
               << compiler::format_percent(s.mfu_6n()) << ", peak " << compiler::format_bytes(s.peak_memory_bytes())
               << (s.fits() ? "" : " (does not fit)") << " [" << s.evaluator() << "]\n";
   }
+  for (const auto& s : r.strategies)
+    if (s.ok && s.simulated && s.simulation.moe_load.moe()) {
+      std::cout << "MoE load: " << compiler::describe_moe_load(s.simulation.moe_load) << "\n";
+      break;
+    }
   if (r.step_lower_bound_s > 0) std::cout << "bound: " << compiler::describe_step_lower_bound(r) << "\n";
   std::cout << (r.chosen >= 0 ? "chosen: " + r.strategies[r.chosen].label : std::string("no plan fits")) << "\n"
             << "report: " << cli.out << "/report.html (and report.md, results.csv, results.json)\n";
@@ -63,6 +68,7 @@ void add_compare_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("compare", "Plan, estimate and simulate each strategy; write the report");
   cmd->add_option("model", cli->options.model, "ONNX model")->required();
   add_cluster_options(cmd, cli->cluster);
+  add_moe_load_option(cmd, cli->options.strategy.moe_load_imbalance);
   cli->stack = cmd->get_option("--stack");
   add_unbounded_option(cmd, cli->unbounded);
   cmd->add_option("--bind", cli->options.bind, "dim values, e.g. batch=8,seq=2048");

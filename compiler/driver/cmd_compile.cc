@@ -49,6 +49,7 @@ struct CompileOptions {
   ClusterChoice cluster;
   CLI::Option *stack_option = nullptr, *headroom_option = nullptr, *cluster_option = nullptr;
   bool allow_oom = false, onnx = false, unbounded = false;
+  std::optional<double> moe_load;  // --moe-load-imbalance
 };
 
 std::string mesh_text(const compiler::Plan& plan, const hardware::DeviceMesh& mesh) {
@@ -65,6 +66,7 @@ void run_compile(CompileOptions o) {
     take_recorded_software(o.plan, given_software(o.stack_option, o.headroom_option, o.cluster_option), o.cluster, o.input);
   const hardware::Cluster loaded = o.without.empty() ? load_cluster(o.cluster) : cluster_without(load_cluster(o.cluster), o.without);
   compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);
+  so.moe_load_imbalance = o.moe_load;
   std::string strategy = o.strategy;
   if (!o.plan.empty()) {
     if (!strategy.empty() && strategy != "file") throw std::runtime_error("--plan and --strategy " + strategy + " exclude each other");
@@ -164,6 +166,7 @@ void run_compile(CompileOptions o) {
   std::cout << fmt::format("{:<18}{}\n", "throughput",
                            compiler::describe_throughput(step.samples_per_s, compiler::bound_sequence_length(graph)));
   std::cout << fmt::format("{:<18}{}\n", "MFU", compiler::format_percent(step.mfu));
+  if (analysis.moe_load.moe()) std::cout << fmt::format("{:<18}{}\n", "MoE load", compiler::describe_moe_load(analysis.moe_load));
   std::cout << "memory per device (peak vs capacity):\n";
   for (std::size_t s = 0; s < step.stage_peak_memory.size(); ++s) {
     const double need = step.stage_peak_memory[s];
@@ -196,6 +199,7 @@ void add_compile_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("compile", "Plan a model on a cluster, price the plan and write DIR/plan.yaml");
   cmd->add_option("model", o->input.path, "ONNX model file")->required();
   add_cluster_options(cmd, o->cluster);
+  add_moe_load_option(cmd, o->moe_load);
   o->stack_option = cmd->get_option("--stack");
   o->headroom_option = cmd->get_option("--memory-headroom");
   o->cluster_option = cmd->get_option("--cluster");

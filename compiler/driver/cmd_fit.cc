@@ -26,6 +26,7 @@ struct FitOptions {
   int seq_step = 64;
   bool unbounded = false;
   const CLI::Option* stack = nullptr;
+  std::optional<double> moe_load;  // --moe-load-imbalance
 };
 
 std::string plan_text(const compiler::FitPlan& p) {
@@ -68,6 +69,7 @@ void run_fit(const FitOptions& o) {
   q.sequence_dim = o.input.sequence_dim;
   q.strategy = o.strategy;
   q.options = strategy_options(o.mode, o.precision, "", "");
+  q.options.moe_load_imbalance = o.moe_load;
   const auto bound = bound_search(q.options, "", o.stack->count() > 0, cluster.stack.name, o.unbounded);
   q.seq_step = o.seq_step;
   q.progress = [](const std::string& line) { std::cerr << line << "\n"; };
@@ -91,6 +93,7 @@ void add_fit_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("fit", "What fits: the largest micro-batch, the longest sequence, the fewest devices");
   cmd->add_option("model", o->input.path, "ONNX model file")->required();
   add_cluster_options(cmd, o->cluster);
+  add_moe_load_option(cmd, o->moe_load);
   o->stack = cmd->get_option("--stack");
   add_unbounded_option(cmd, o->unbounded);
   add_model_options(cmd, o->input, "dim values, e.g. batch=64,seq=2048 (batch and seq for the sequence and device queries)");

@@ -27,6 +27,7 @@ struct SimulateOptions {
   CLI::Option *stack_option = nullptr, *headroom_option = nullptr, *cluster_option = nullptr;
   bool full = false, json = false, no_overlap = false, ops = false;
   double bucket_mb = 25;
+  std::optional<double> moe_load;  // --moe-load-imbalance
 };
 
 void run_simulate(SimulateOptions o) {
@@ -38,7 +39,8 @@ void run_simulate(SimulateOptions o) {
     take_recorded_software(o.plan, given_software(o.stack_option, o.headroom_option, o.cluster_option), o.cluster, o.input);
   const hardware::Cluster loaded = load_cluster(o.cluster);
   compiler::Graph graph = import_model(o.input, !o.json);
-  const compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);
+  compiler::StrategyOptions so = strategy_options(o.mode, o.precision, o.megatron, o.plan);
+  so.moe_load_imbalance = o.moe_load;
   const compiler::Plan plan = compiler::make_plan(o.plan.empty() ? strategy : "file", graph, loaded, so);
   // On a mixed fleet the plan may run on one group alone (Megatron-best's (a)): simulate it there.
   const hardware::Cluster cluster = compiler::cluster_of_plan(loaded, plan);
@@ -69,6 +71,7 @@ void add_simulate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate one training step of a plan: step time, MFU, breakdown, memory");
   cmd->add_option("model", o->input.path, "ONNX model file")->required();
   add_cluster_options(cmd, o->cluster);
+  add_moe_load_option(cmd, o->moe_load);
   o->stack_option = cmd->get_option("--stack");
   o->headroom_option = cmd->get_option("--memory-headroom");
   o->cluster_option = cmd->get_option("--cluster");

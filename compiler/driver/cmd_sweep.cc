@@ -124,6 +124,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--gpus", cli->gpus, "GPU counts: 8,16,64 or 8..1024 (powers of two)");
   cmd->add_option("--bind", cli->options.bind, "dim values, e.g. batch=1024,seq=4096");
   add_software_options(cmd, cli->options.software);
+  add_moe_load_option(cmd, cli->options.strategy.moe_load_imbalance);
   cli->stack = cmd->get_option("--stack");
   add_unbounded_option(cmd, cli->unbounded);
   add_attention_option(cmd, cli->attention);

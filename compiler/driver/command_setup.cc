@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/cost/moe_load.h"
 #include "compiler/onnx_import/import.h"
 #include "hardware/cluster_loss.h"
 #include "hardware/names.h"
@@ -122,6 +123,28 @@ void add_unbounded_option(CLI::App* cmd, bool& unbounded, const std::string& tar
 
 std::string bound_text(compiler::ExportTarget target) {
   return fmt::format("inside {}: the fastest plan it runs as written (--unbounded: every plan)", compiler::to_string(target));
+}
+
+void add_moe_load_option(CLI::App* cmd, std::optional<double>& imbalance) {
+  cmd->add_option("--moe-load-imbalance", imbalance,
+                  "MoE routing load: the busiest expert-parallel rank's routed tokens over the mean (default 1, "
+                  "token-count balanced); dropless routing prices that rank's expert work, exchanges and memory, "
+                  "capacity routing reports the tokens it drops")
+      ->check([](const std::string& text) {
+        try {
+          std::size_t used = 0;
+          const double f = std::stod(text, &used);
+          if (used != text.size()) return text + " is not a number";
+          compiler::check_moe_load_imbalance(f, "--moe-load-imbalance");
+        } catch (const std::invalid_argument&) {
+          return text + " is not a number";
+        } catch (const std::out_of_range&) {
+          return text + " is out of range";
+        } catch (const std::runtime_error& e) {
+          return std::string(e.what()).substr(std::string("--moe-load-imbalance: ").size());
+        }
+        return std::string();
+      });
 }
 
 compiler::StrategyOptions strategy_options(const std::string& mode, const std::string& precision,

@@ -67,6 +67,10 @@ void add_unbounded_option(CLI::App* cmd, bool& unbounded, const std::string& tar
 // The line the commands print when their search is bounded: "inside T: the fastest plan it runs ...".
 std::string bound_text(compiler::ExportTarget target);
 
+// --moe-load-imbalance F (StrategyOptions::moe_load_imbalance): the busiest expert rank's
+// routed tokens over the mean, >= 1 (compiler/cost/moe_load.h); checked as CLI11 reads it.
+void add_moe_load_option(CLI::App* cmd, std::optional<double>& imbalance);
+
 // Strategy options from the command line; an empty mode or precision means train, bf16.
 compiler::StrategyOptions strategy_options(const std::string& mode, const std::string& precision,
                                            const std::string& megatron, const std::string& plan_file);

@@ -31,6 +31,7 @@ SimulationReport make_report(const PlanAnalysis& a, const Plan& plan, const hard
   r.devices = cluster.num_devices();
   r.step_time_s = result.step_time_s;
   r.device_memory_bytes = result.device_memory_bytes;
+  r.moe_load = a.moe_load;
   const double stages = std::max(plan.pipeline_stages(), 1);
   const double replicas = r.devices / stages;  // devices per stage, each doing its op's local work
   const double training = plan.mode == ExecutionMode::train ? 1 : 0;
@@ -96,6 +97,7 @@ nlohmann::json report_to_json(const SimulationReport& r, const Plan& plan) {
                       {"overage_bytes", s.overage_bytes}});
   nlohmann::json tokens = r.tokens_per_s > 0 ? nlohmann::json(r.tokens_per_s) : nlohmann::json(nullptr);
   return {{"mode", r.full_mode ? "full" : "symmetric"},
+          {"moe_load", moe_load_json(r.moe_load)},
           {"devices", r.devices},
           {"step_time_s", r.step_time_s},
           {"samples_per_s", r.samples_per_s},
@@ -152,6 +154,7 @@ std::string report_text(const SimulationReport& r, const Plan& plan, const std::
     if (s.out_of_memory) o << "  OUT OF MEMORY by " << format_bytes(s.overage_bytes);
     o << "\n";
   }
+  if (r.moe_load.moe()) o << "MoE routing load: " << describe_moe_load(r.moe_load) << "\n";
   if (!r.fits) o << "the plan does not fit in device memory\n";
   return o.str();
 }

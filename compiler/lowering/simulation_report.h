@@ -49,6 +49,7 @@ struct SimulationReport {
   double device_memory_bytes = 0;
   bool fits = true;
   std::vector<StageReport> stages;
+  MoeLoad moe_load;  // the routing load priced (compiler/cost/moe_load.h)
 };
 
 // `tokens_per_sample` (e.g. the sequence length) gives tokens/s; 0 leaves it out. `palm`:

@@ -89,6 +89,10 @@ struct Plan {
   // adjacent one. Priced as exchanges off the compute stream that a chunk's pass waits for at
   // its end, not at the expert GEMM (CommOp::beside_microbatch).
   bool moe_comm_overlap = false;
+  // The routing load (--moe-load-imbalance): the busiest expert-parallel rank's routed tokens
+  // over the mean, >= 1 (1: token-count balanced). Every prediction prices that rank
+  // (compiler/cost/moe_load.h).
+  double moe_load_imbalance = 1;
 
   int pipeline_stages() const;  // size of the pipeline axis, or 1
 };

@@ -38,6 +38,8 @@ constexpr const char* kHeader =
     "#   moe_dispatcher (optional): alltoall (absent), deepep or hybridep (one copy of a token\n"
     "#   per remote node, not per expert). moe_comm_overlap (optional): true runs the expert\n"
     "#   all-to-alls beside the adjacent micro-batch's compute (Megatron's combined 1F1B).\n"
+    "#   moe_load_imbalance (optional): the busiest expert rank's routed tokens over the mean\n"
+    "#   (absent: 1, balanced); predictions price that rank (compiler/cost/moe_load.h).\n"
     "# nodes: every operator by name, in topological order: its pipeline stage and its cut,\n"
     "#   loop name (of its iteration space; name#index when a name repeats) -> mesh axes,\n"
     "#   major to minor. Loops not listed are not cut. padded (optional): loop -> the extent it\n"
@@ -117,6 +119,7 @@ std::string plan_to_yaml(const Plan& plan, Graph& graph, const hardware::Cluster
   if (plan.moe_dispatcher != MoeDispatcher::alltoall)
     out << YAML::Key << "moe_dispatcher" << YAML::Value << std::string(to_string(plan.moe_dispatcher));
   if (plan.moe_comm_overlap) out << YAML::Key << "moe_comm_overlap" << YAML::Value << true;
+  if (plan.moe_load_imbalance != 1) out << YAML::Key << "moe_load_imbalance" << YAML::Value << plan.moe_load_imbalance;
 
   std::vector<IterationSpace> spaces;
   for (NodeId id = 0; id < static_cast<NodeId>(n); ++id) spaces.push_back(iteration_space_of(graph, id));

@@ -244,7 +244,7 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   }
   r.only_keys(root, "", {"format", "strategy", "model", "cluster", "stack", "mode", "precision", "mesh", "batch", "schedule",
                          "virtual_stages", "recompute", "recompute_layers", "offload_layers", "zero_stage", "distributed_optimizer", "replicate_axes", "sequence_parallel",
-                         "context_parallel_comm", "moe_dispatcher", "moe_comm_overlap", "nodes", "inputs",
+                         "context_parallel_comm", "moe_dispatcher", "moe_comm_overlap", "moe_load_imbalance", "nodes", "inputs",
                          "tensors", "predicted"});
   const std::string format = r.get<std::string>(root, "format", "format");
   if (format != "symtensor-plan/1") r.fail(root["format"], "format", "'" + format + "', expected 'symtensor-plan/1'");
@@ -326,6 +326,12 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
     plan.moe_dispatcher = r.parse(root, "moe_dispatcher", "moe_dispatcher",
                                   [](const std::string& s) { return parse_moe_dispatcher(s); });
   if (root["moe_comm_overlap"].IsDefined()) plan.moe_comm_overlap = r.get<bool>(root, "moe_comm_overlap", "moe_comm_overlap");
+  if (root["moe_load_imbalance"].IsDefined()) {
+    plan.moe_load_imbalance = r.get<double>(root, "moe_load_imbalance", "moe_load_imbalance");
+    if (!std::isfinite(plan.moe_load_imbalance) || plan.moe_load_imbalance < 1)
+      r.fail(root["moe_load_imbalance"], "moe_load_imbalance",
+             "the busiest expert rank's tokens over the mean: a finite number >= 1");
+  }
   if (!plan.recompute_layers.empty() && static_cast<int>(plan.recompute_layers.size()) != plan.pipeline_stages())
     r.fail(root["recompute_layers"], "recompute_layers",
            fmt::format("{} counts for {} pipeline stages", plan.recompute_layers.size(), plan.pipeline_stages()));

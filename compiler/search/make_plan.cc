@@ -28,7 +28,9 @@ Plan make_plan(const std::string& strategy, Graph& graph, const hardware::Cluste
   if (strategy == "megatron") return make_megatron_best_plan(graph, cluster, options);
   if (strategy == "file") {
     if (options.plan_file.empty()) throw std::runtime_error("strategy 'file' needs a plan file (--plan plan.yaml)");
-    return read_plan_yaml(options.plan_file, graph, cluster);
+    Plan plan = read_plan_yaml(options.plan_file, graph, cluster);
+    if (options.moe_load_imbalance) plan.moe_load_imbalance = *options.moe_load_imbalance;
+    return plan;
   }
   if (strategy == "symtensor") return make_symtensor_plan(graph, cluster, options);
   if (strategy == "ilp") return make_ilp_plan(graph, cluster, options);

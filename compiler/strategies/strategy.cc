@@ -17,6 +17,7 @@ Plan plan_skeleton(const std::string& strategy, const Graph& graph, const hardwa
   plan.stack = cluster.stack.name;
   plan.mode = options.mode;
   plan.precision = options.precision;
+  plan.moe_load_imbalance = options.moe_load_imbalance.value_or(1);
   if (graph.batch_dim.empty()) {
     const auto why = graph.metadata.find(kStaticBatchMetadataKey);
     throw std::runtime_error(strategy + ": '" + graph.source + "' has no batch dim: " +

@@ -19,6 +19,9 @@ struct StrategyOptions {
   hardware::Precision precision = hardware::Precision::bf16;
   std::string megatron;   // knobs "tp=8,pp=8,mb=1,vp=3,sp=1,recompute=selective,distopt=1"
   std::string plan_file;  // strategy "file": the plan.yaml to read
+  // Plan::moe_load_imbalance (--moe-load-imbalance): every strategy's plans carry it; a plan
+  // file's own value unless given.
+  std::optional<double> moe_load_imbalance;
   // The export target whose limits bound the search (compile --stack T / --export T): the
   // symtensor and megatron strategies return the fastest plan the target runs as written
   // (compiler/export/target_limits.h); empty: every plan. dp, zero3, ilp and file ignore it.
