@@ -64,6 +64,12 @@ std::vector<PublishedRun> load_runs() {
 
 // The architectures of runs.csv's README, from the zoo's families.
 models::ModelConfig architecture(const std::string& name) {
+  // NAME+mtp: the run trains one multi-token prediction layer (its source says "(MTP)").
+  if (name.ends_with("+mtp")) {
+    models::ModelConfig c = architecture(name.substr(0, name.size() - 4));
+    c.mtp_layers = 1;
+    return c;
+  }
   // GPT-3's own vocabulary (50257): Megatron's layout pads it to a multiple of 128 x tp, as
   // NeMo runs it (50688 at tp=4).
   if (name == "gpt3-175b") return models::preset_config("gpt3-175b");
