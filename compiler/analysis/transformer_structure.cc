@@ -306,6 +306,7 @@ class StructureFinder {
         return in != kNone && g_.tensor(in).producer != kNone && g_.node(g_.tensor(in).producer).op_type == "Concat";
       });
       if (concatenated) s_.prediction_anchors.push_back(a);
+      else s_.prediction_anchors.clear();  // only a trailing run of them: a decoder layer after one is none
     }
     for (TensorId x : s_.norm_inputs) {
       const NodeId p = g_.tensor(x).producer;

@@ -138,6 +138,8 @@ std::vector<std::string> shared_weight_notes(const Graph& graph) {
     std::map<std::tuple<std::string, int, std::string>, std::vector<const Node*>> by_place;
     for (const Use& u : uses)
       if (is_weight_slot(*u.node, u.slot)) by_place[{u.node->op_type, u.slot, numbers_blanked(u.node->name)}].push_back(u.node);
+    // Every use at one place (a head shared by the main model and MTP modules is at two).
+    if (by_place.size() != 1) continue;
     for (const auto& [place, nodes] : by_place) {
       if (nodes.size() < 2) continue;
       notes.push_back("weight '" + t.name + "' feeds input " + std::to_string(std::get<1>(place)) + " of " +

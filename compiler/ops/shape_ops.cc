@@ -183,6 +183,9 @@ Shape split_sizes(const OpContext& ctx, const GiNaC::ex& extent) {
   // ceil-sized parts and a shorter last one (opset 18's num_outputs rule).
   Shape sizes(n, div_ceil(extent, n));
   sizes.back() = simplify(extent - (n - 1) * sizes[0]);
+  const auto whole = as_int(extent), last = as_int(sizes.back());
+  if (whole && last && *last <= 0)
+    throw std::runtime_error("Split of " + std::to_string(*whole) + " into " + std::to_string(n) + " equal parts leaves no last part");
   return sizes;
 }
 

@@ -131,7 +131,7 @@ std::optional<std::string> cut_rewrite_problem(const Graph& g, NodeId id, const 
       const auto& in = space.input_dims[0];
       const auto& out = space.output_dims[0];
       if (std::count(out.begin(), out.end(), l) && !std::count(in.begin(), in.end(), l))
-        return "loop '" + loop.name + "' is an axis that " + n.op_type + " offsets (its starts are global)";
+        return "loop '" + loop.name + "' is an axis that " + n.op_type + " offsets (its starts, pads or repeats are global)";
     }
     // Packed attention's [b, s, heads·d] operands: the heads are the packed dim's outer factor.
     if (n.domain == "com.microsoft" && space.kind == OpKind::attention && loop.name == "h") continue;

@@ -12,6 +12,7 @@ ExportResult export_plan(ExportTarget target, Graph& graph, const hardware::Clus
     StrategyOptions options;
     options.mode = plan.mode;
     options.precision = plan.precision;
+    options.moe_load_imbalance = plan.moe_load_imbalance;  // the nearest plan priced at the same load
     options.bound = target;
     return make_plan("symtensor", graph, cluster, options);
   });

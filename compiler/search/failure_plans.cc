@@ -70,7 +70,7 @@ GridPlan on_largest_grid(Graph& graph, const hardware::Cluster& left, const std:
 std::optional<GridPlan> uneven_pipelines(Graph& graph, const hardware::Cluster& left, const StrategyOptions& options,
                                          StepEstimate& best_step) {
   if (!options.megatron.empty() || options.mode != ExecutionMode::train) return std::nullopt;
-  const int layers = MegatronLayouts(graph).structure().layers();
+  const int layers = MegatronLayouts(graph).structure().decoder_layers();  // Megatron's --num-layers
   const int nodes = hardware::node_count(left), devices = left.num_devices();
   std::optional<GridPlan> best;
   for (int pp = nodes; pp >= 2 && pp <= layers; pp += nodes) {

@@ -94,7 +94,7 @@ FitPlan fit_micro_batch(const FitQuery& q, const hardware::Cluster& cluster, int
       const double batch = static_cast<double>(b) * dp * pp;
       auto& g = graphs[batch];
       if (!g) g = std::make_unique<Graph>(import_with(q, {{q.batch_dim.empty() ? std::string("batch") : q.batch_dim, batch}}));
-      if (layers < 0) layers = find_transformer_structure(*g, node_iteration_spaces(*g)).layers();
+      if (layers < 0) layers = find_transformer_structure(*g, node_iteration_spaces(*g)).decoder_layers();
       if ((tp > 1 || pp > 1) && (layers == 0 || (pp > 1 && layers % pp != 0))) continue;
       MegatronLayouts layouts(*g);
       for (int sp : tp > 1 ? std::vector<int>{1} : std::vector<int>{0}) {

@@ -146,6 +146,9 @@ TEST(OpsShape, SteppedSliceRangeAndSplitKeepCeilOverSymbolicExtents) {
   EXPECT_TRUE(at(parts.outputs[0]->shape[1], 10).is_equal(4));
   EXPECT_TRUE(at(parts.outputs[2]->shape[1], 10).is_equal(2));
   EXPECT_TRUE(at(parts.outputs[2]->shape[1], 9).is_equal(3));
+  // 5 in 4 ceil-sized parts would leave -1 for the last: refused, not written.
+  EXPECT_THROW(h.run("Split", {h.tensor({b, 5})}, {{"axis", std::int64_t{1}}, {"num_outputs", std::int64_t{4}}}, 18, 4),
+               std::runtime_error);
   // Exact: x[:, ::2] of 2s is s, and a fused 3h split in three is h.
   auto exact = h.run("Slice", {h.tensor({b, 2 * s}), h.ints({0}), h.ints({INT64_MAX}), h.ints({1}), h.ints({2})}, {}, 13);
   EXPECT_TRUE(exact.outputs[0]->shape[1].is_equal(s));

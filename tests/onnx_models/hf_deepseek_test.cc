@@ -20,6 +20,7 @@
 #include "compiler/analysis/palm_flops.h"
 #include "compiler/analysis/transformer_structure.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/onnx_import/parameters.h"
 #include "compiler/ops/op_semantics.h"
 #include "tests/onnx_models/tiny_hf_configs.h"
 #include "tests/temp_path.h"
@@ -241,6 +242,11 @@ TEST(HfDeepSeek, MultiTokenPredictionIsOneMoreLayerAProjectionAndTheSharedHead) 
   // The MTP layer is a layer to place; its enorm and hnorm start none (eh_proj's output is
   // the layer's residual stream, not a latent).
   EXPECT_EQ(compiler::palm_flops(g_mtp).layers, base.layers + 1);
+  // Two depths: the embedding and head they share with the main model are no merged copies.
+  ModelConfig two = mtp;
+  two.mtp_layers = 2;
+  const compiler::Graph g_two = import_tiny(build_model(two), "mtp2");
+  EXPECT_TRUE(compiler::shared_weight_notes(g_two).empty());
   // DeepSeek-V3 with its published MTP module: 14B more in the checkpoint, which stores the
   // module's own copies of the embedding and the head (2 x 129280 x 7168); counted here once.
   ModelConfig v3 = load_hf_config(write_json("deepseek_v3.json", kDeepSeekV3));
