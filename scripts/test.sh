@@ -7,12 +7,12 @@ bash "$root/scripts/install_deps.sh"
 bash "$root/scripts/build.sh" "$root/build"
 (cd "$root/build" && ctest --output-on-failure -j "$jobs")
 if [ "${SYMTENSOR_SKIP_SANITIZE:-0}" != 1 ]; then
-  # The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer. The
-  # calibration tests run in the plain build only: they replay published runs through the same
-  # import, search and simulation code that the other tests cover under the sanitizers, and
-  # under ASan they alone took about 9 of the run's minutes on 2 cores.
+  # The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer. The tests that
+  # replay published runs (calibration, the MI355X and MoE validations) run in the plain build
+  # only: they drive the same import, search and simulation code that the other tests cover
+  # under the sanitizers, and under ASan they alone took about 15 of the run's minutes on 2 cores.
   TARGETS="hardware_tests simulator_tests onnx_models_tests compiler_tests symtensor" \
     bash "$root/scripts/build.sh" "$root/build-asan" -DSYMTENSOR_SANITIZE=ON
   (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0" ctest --output-on-failure -j "$jobs" -LE scripts -E '^Calibration\.')
+    LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0" ctest --output-on-failure -j "$jobs" -LE scripts -E '^(Calibration|Section4c/Mi355xOverB200|ValidationMoe)\.')
 fi
