@@ -167,6 +167,12 @@ bool Analyzer::update_operator_work(bool train) {
   std::vector<NodeId> changed;
   for (NodeId id = 0; id < static_cast<NodeId>(n); ++id)
     if (!(kept.node_cuts[id] == plan_.node_cuts[id])) changed.push_back(id);
+  // Under a skewed routing load every routed operator scales by whether any expert GEMM is cut
+  // over devices (expert_parallel()): a changed expert GEMM may turn that for operators far
+  // from it (gpt-oss's clamped GLU chain), whose cuts did not change.
+  if (plan_.moe_load_imbalance != 1)
+    for (NodeId id : changed)
+      if (ng_.node(id).expert_gemm) return false;
   std::vector<char> redo(n, 0), dirty(graph_.tensors().size(), 0);
   std::size_t redone = 0;
   auto mark = [&](NodeId id) {

@@ -8,6 +8,7 @@
 
 #include "compiler/base/units.h"
 #include "compiler/cost/numeric_graph.h"
+#include "compiler/plan/plan.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -16,17 +17,14 @@ bool is_routing_op(const Node& n, const char* op) {
   return n.op_type == op && n.domain == "ai.symtensor" && n.inputs.size() == 2;
 }
 
-// A MoeDispatch's routing: kDroplessRouting when its [b, s, E, C] table has exactly the even
-// share of slots, C = ceil(k s / E); else the capacity factor C E / (k s) (to 1/1000, as
-// model_architecture reads it). Top-k from the attribute, else from the slots.
+// A MoeDispatch's routing, from its [b, s, E, C] table; top-k from the attribute, else from the slots.
 float dispatch_capacity(const NumericGraph& ng, const Node& dispatch) {
   const auto& shape = ng.tensor_shape(dispatch.inputs[0]);
   if (shape.size() != 4) return kDroplessRouting;
   const double seq = shape[1].at(0), experts = shape[2].at(0), slots = shape[3].at(0);
   double top_k = static_cast<double>(dispatch.attr_int("top_k", 0));
   if (top_k <= 0 && seq > 0) top_k = std::round(experts * slots / seq);
-  if (!(seq > 0 && experts > 0 && top_k > 0) || slots == std::ceil(top_k * seq / experts)) return kDroplessRouting;
-  return static_cast<float>(std::round(1000.0 * slots * experts / (top_k * seq)) / 1000);
+  return routing_of_buffers(seq, experts, slots, top_k);
 }
 
 // The routing of the routed inputs of a node that computes on the experts' tokens.
@@ -42,10 +40,14 @@ float node_capacity(const NumericGraph& ng, NodeId id, const Capacity& capacity_
 }  // namespace
 
 double check_moe_load_imbalance(double imbalance, const std::string& option) {
-  if (!std::isfinite(imbalance) || imbalance < 1)
-    throw std::runtime_error(fmt::format("{}: {} is not a routing load (the busiest expert rank's tokens over the mean: "
-                                         "a finite number >= 1)", option, imbalance));
+  if (const std::string problem = moe_load_imbalance_problem(imbalance); !problem.empty())
+    throw std::runtime_error(option + ": " + problem);
   return imbalance;
+}
+
+float routing_of_buffers(double seq, double experts, double slots, double top_k) {
+  if (!(seq > 0 && experts > 0 && top_k > 0) || slots == std::ceil(top_k * seq / experts)) return kDroplessRouting;
+  return static_cast<float>(std::round(1000.0 * slots * experts / (top_k * seq)) / 1000);
 }
 
 double dropped_share(double imbalance, double capacity_factor) {
@@ -90,7 +92,9 @@ MoeLoad moe_load(const NumericGraph& ng, double imbalance) {
 }
 
 std::string describe_moe_load(const MoeLoad& load) {
-  if (!load.moe()) return "";
+  if (!load.moe())
+    return load.imbalance == 1 ? "" : fmt::format("{:g}x stated, but the model has no experts: nothing is priced differently",
+                                                  load.imbalance);
   std::string text = fmt::format("busiest expert rank at {:g}x the mean tokens", load.imbalance);
   if (load.imbalance == 1) text += " (token-count balanced; --moe-load-imbalance F for skewed routing)";
   if (load.dropless_layers > 0 && load.imbalance > 1)

@@ -15,7 +15,7 @@
 // A graph states its routing by its experts' buffers, C = ceil(cf k s / E) slots per expert
 // and sequence (onnx_models/layers.h): buffers of exactly the even share (cf = 1, the zoo's
 // default) are read as a dropless dispatcher's balanced load, any other capacity as capacity
-// routing.
+// routing; the exports read them the same way (no capacity factor for the even share).
 #include <string>
 #include <vector>
 
@@ -32,6 +32,11 @@ constexpr float kNotRouted = -1, kDroplessRouting = 0;
 // Returns F; throws "OPTION: F is not a routing load (the busiest expert rank's tokens over
 // the mean: a finite number >= 1)" otherwise. `option` names where it came from.
 double check_moe_load_imbalance(double imbalance, const std::string& option);
+
+// The routing a MoeDispatch's buffers of `slots` per expert state for `seq` tokens, `experts`
+// experts and top-k: kDroplessRouting when slots is exactly the even share ceil(k s / E) (or the
+// sizes are unknown), else the capacity factor slots E / (k s), to 1/1000.
+float routing_of_buffers(double seq, double experts, double slots, double top_k);
 
 // The busiest rank's share of routed tokens dropped: max(0, 1 - capacity_factor / F).
 double dropped_share(double imbalance, double capacity_factor);
@@ -55,11 +60,13 @@ struct MoeLoad {
   // tokens and a skewed routing moves no work (the cost model leaves it unscaled).
   bool expert_parallel = true;
   bool moe() const { return dropless_layers + capacity_layers > 0; }
+  bool told() const { return moe() || imbalance != 1; }  // worth a line in the reports
 };
 MoeLoad moe_load(const NumericGraph& ng, double imbalance);
 
 // "busiest expert rank at 1.5x the mean tokens (dropless: its expert work and exchanges x1.5)",
-// "... (capacity factor 1.25: 16.7% of its routed tokens dropped)"; empty without experts.
+// "... (capacity factor 1.25: 16.7% of its routed tokens dropped)"; without experts, that a
+// stated load changes nothing, else empty.
 std::string describe_moe_load(const MoeLoad& load);
 // {"imbalance": F, "routing": "dropless"|"capacity"|"mixed", "capacity_factor": cf,
 // "dropped_fraction": d, "expert_parallel": bool}; null without experts.

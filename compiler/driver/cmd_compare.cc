@@ -52,7 +52,7 @@ void run(CompareCli& cli) {
               << (s.fits() ? "" : " (does not fit)") << " [" << s.evaluator() << "]\n";
   }
   for (const auto& s : r.strategies)
-    if (s.ok && s.simulated && s.simulation.moe_load.moe()) {
+    if (s.ok && s.simulated && s.simulation.moe_load.told()) {
       std::cout << "MoE load: " << compiler::describe_moe_load(s.simulation.moe_load) << "\n";
       break;
     }

@@ -166,7 +166,7 @@ void run_compile(CompileOptions o) {
   std::cout << fmt::format("{:<18}{}\n", "throughput",
                            compiler::describe_throughput(step.samples_per_s, compiler::bound_sequence_length(graph)));
   std::cout << fmt::format("{:<18}{}\n", "MFU", compiler::format_percent(step.mfu));
-  if (analysis.moe_load.moe()) std::cout << fmt::format("{:<18}{}\n", "MoE load", compiler::describe_moe_load(analysis.moe_load));
+  if (analysis.moe_load.told()) std::cout << fmt::format("{:<18}{}\n", "MoE load", compiler::describe_moe_load(analysis.moe_load));
   std::cout << "memory per device (peak vs capacity):\n";
   for (std::size_t s = 0; s < step.stage_peak_memory.size(); ++s) {
     const double need = step.stage_peak_memory[s];

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/cost/moe_load.h"
+#include "compiler/plan/plan.h"
 #include "compiler/onnx_import/import.h"
 #include "hardware/cluster_loss.h"
 #include "hardware/names.h"
@@ -135,15 +135,12 @@ void add_moe_load_option(CLI::App* cmd, std::optional<double>& imbalance) {
           std::size_t used = 0;
           const double f = std::stod(text, &used);
           if (used != text.size()) return text + " is not a number";
-          compiler::check_moe_load_imbalance(f, "--moe-load-imbalance");
+          return compiler::moe_load_imbalance_problem(f);
         } catch (const std::invalid_argument&) {
           return text + " is not a number";
         } catch (const std::out_of_range&) {
           return text + " is out of range";
-        } catch (const std::runtime_error& e) {
-          return std::string(e.what()).substr(std::string("--moe-load-imbalance: ").size());
         }
-        return std::string();
       });
 }
 

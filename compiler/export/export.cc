@@ -37,7 +37,9 @@ std::string recipe_text(const ParallelRecipe& r) {
 // (the parallel plan aside): Megatron-LM and NeMo take the flags the architecture reader
 // found no counterpart for; torchtitan's llama3 builds none of DeepSeek's features
 // (FRAMEWORKS.md documents no deepseek_v3 flavor fields); DeepSpeed's AutoTP split of
-// latent attention is not documented. JAX's PartitionSpecs are per parameter: no model flags.
+// latent attention is not documented, nor a pipeline's multi-token prediction layers kept off
+// its even split. JAX's PartitionSpecs and DTensor's placements are per parameter (an MTP
+// layer's included) and build no pipeline: no model flags.
 std::vector<std::string> architecture_gaps(ExportTarget t, const ModelArchitecture& m, const ParallelRecipe& r) {
   std::vector<std::string> gaps;
   switch (t) {
@@ -60,6 +62,11 @@ std::vector<std::string> architecture_gaps(ExportTarget t, const ModelArchitectu
       if (m.mla && r.tp > 1)
         gaps.push_back(fmt::format("model: multi-head latent attention under AutoTP tp={}: which projections AutoTP splits is not documented "
                                    "(the plan keeps the down projections whole)", r.tp));
+      if (r.mtp_layers > 0 && r.pp > 1)
+        gaps.push_back(fmt::format("model: {} multi-token prediction layer{} under pp={}: the plan puts them on the last stage, and "
+                                   "PipelineModule's type:transformer partition counts every block it matches (give the MTP "
+                                   "module a class its regex does not match)",
+                                   r.mtp_layers, r.mtp_layers > 1 ? "s" : "", r.pp));
       break;
     case ExportTarget::dtensor:
     case ExportTarget::jax: break;

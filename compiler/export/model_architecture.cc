@@ -14,6 +14,7 @@
 #include "compiler/strategies/megatron.h"
 #include "compiler/strategies/propagation.h"
 #include "compiler/analysis/transformer_structure.h"
+#include "compiler/cost/moe_load.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -735,13 +736,14 @@ class ArchitectureReader {
     }
     for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes().size()); ++n) {
       const Node& node = g_.node(n);
-      // [b, s, E, C]: C = capacity_factor * top_k * s / E, rounded up.
+      // [b, s, E, C], read as the cost model reads it (the even share is dropless).
       if (node.op_type == "MoeDispatch" && a_.capacity_factor == 0 && a_.top_k > 0) {
         const Tensor& routing = g_.tensor(node.inputs.at(0));
         if (routing.shape.size() != 4) continue;
         const auto seq = extent(routing.shape[1]), slots = extent(routing.shape[3]);
-        if (seq && slots && *seq > 0)
-          a_.capacity_factor = std::round(1000.0 * static_cast<double>(*slots * a_.experts) / static_cast<double>(a_.top_k * *seq)) / 1000;
+        if (seq && slots)
+          a_.capacity_factor = routing_of_buffers(static_cast<double>(*seq), static_cast<double>(a_.experts),
+                                                  static_cast<double>(*slots), static_cast<double>(a_.top_k));
       }
     }
     if (a_.top_k == 0) a_.unknown.push_back("MoE top-k: no routing operator states it");

@@ -47,7 +47,7 @@ struct ModelArchitecture {
   bool dropout = false;          // the graph holds Dropout nodes
   bool qk_norm = false;          // per-head norms on the queries and keys (Qwen3, Gemma 3)
   long long experts = 0, top_k = 0, moe_ffn_hidden = 0;
-  double capacity_factor = 0;    // tokens per expert over top_k * tokens / experts; 0: dropless or unknown
+  double capacity_factor = 0;    // tokens per expert over top_k * tokens / experts; 0: dropless (buffers of the even share) or unknown
   // Fine-grained MoE (DeepSeek): per layer 1 when its MLP is a mixture of experts, 0 when
   // dense (empty without experts); the always-on shared experts' total width beside the routed.
   std::vector<int> moe_layers;

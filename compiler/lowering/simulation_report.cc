@@ -154,7 +154,7 @@ std::string report_text(const SimulationReport& r, const Plan& plan, const std::
     if (s.out_of_memory) o << "  OUT OF MEMORY by " << format_bytes(s.overage_bytes);
     o << "\n";
   }
-  if (r.moe_load.moe()) o << "MoE routing load: " << describe_moe_load(r.moe_load) << "\n";
+  if (r.moe_load.told()) o << "MoE routing load: " << describe_moe_load(r.moe_load) << "\n";
   if (!r.fits) o << "the plan does not fit in device memory\n";
   return o.str();
 }

@@ -1,5 +1,6 @@
 #include "compiler/plan/plan.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -53,6 +54,12 @@ MoeDispatcher parse_moe_dispatcher(std::string_view text) { return parse_enum(te
 hardware::DeviceMesh plan_mesh(const Plan& plan, const hardware::Cluster& cluster) {
   if (plan.mesh_factors.empty()) return hardware::DeviceMesh::from_cluster(cluster);
   return hardware::DeviceMesh::factored(cluster, plan.mesh_factors);
+}
+
+std::string moe_load_imbalance_problem(double imbalance) {
+  if (std::isfinite(imbalance) && imbalance >= 1) return "";
+  return fmt::format("{} is not a routing load (the busiest expert rank's tokens over the mean: a finite number >= 1)",
+                     imbalance);
 }
 
 std::string describe_recompute(RecomputePolicy policy, const std::vector<int>& layers) {

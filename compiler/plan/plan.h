@@ -97,6 +97,10 @@ struct Plan {
   int pipeline_stages() const;  // size of the pipeline axis, or 1
 };
 
+// Empty when `imbalance` is a routing load (Plan::moe_load_imbalance: finite, >= 1), else why
+// not: "F is not a routing load (the busiest expert rank's tokens over the mean: ...)".
+std::string moe_load_imbalance_problem(double imbalance);
+
 // "none", "selective", "full", or "full (layers 3/1)" under Plan::recompute_layers.
 std::string describe_recompute(RecomputePolicy policy, const std::vector<int>& layers);
 std::string describe_recompute(const Plan& plan);

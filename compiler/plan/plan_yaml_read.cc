@@ -328,9 +328,8 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   if (root["moe_comm_overlap"].IsDefined()) plan.moe_comm_overlap = r.get<bool>(root, "moe_comm_overlap", "moe_comm_overlap");
   if (root["moe_load_imbalance"].IsDefined()) {
     plan.moe_load_imbalance = r.get<double>(root, "moe_load_imbalance", "moe_load_imbalance");
-    if (!std::isfinite(plan.moe_load_imbalance) || plan.moe_load_imbalance < 1)
-      r.fail(root["moe_load_imbalance"], "moe_load_imbalance",
-             "the busiest expert rank's tokens over the mean: a finite number >= 1");
+    if (const std::string problem = moe_load_imbalance_problem(plan.moe_load_imbalance); !problem.empty())
+      r.fail(root["moe_load_imbalance"], "moe_load_imbalance", problem);
   }
   if (!plan.recompute_layers.empty() && static_cast<int>(plan.recompute_layers.size()) != plan.pipeline_stages())
     r.fail(root["recompute_layers"], "recompute_layers",

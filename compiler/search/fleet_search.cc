@@ -95,11 +95,13 @@ Plan restage(const Graph& graph, const std::vector<NodeId>& order, const Transfo
   const int stages = static_cast<int>(layers.size());
   if (stages != plan.pipeline_stages())
     throw std::runtime_error(fmt::format("restage: {} layer counts for {} pipeline stages", stages, plan.pipeline_stages()));
-  if (std::accumulate(layers.begin(), layers.end(), 0) != s.layers() ||
+  if (std::accumulate(layers.begin(), layers.end(), 0) != s.decoder_layers() ||
       std::any_of(layers.begin(), layers.end(), [](int n) { return n < 1; }))
-    throw std::runtime_error(fmt::format("restage: the layer counts do not give each stage some of the {} layers", s.layers()));
+    throw std::runtime_error(
+        fmt::format("restage: the layer counts do not give each stage some of the {} layers", s.decoder_layers()));
   std::vector<int> stage_of_layer;
   for (int st = 0; st < stages; ++st) stage_of_layer.insert(stage_of_layer.end(), layers[st], st);
+  stage_of_layer.insert(stage_of_layer.end(), s.prediction_layers(), stages - 1);  // MTP on the last, as Megatron places it
   std::vector<int> stage(graph.nodes().size(), -1);
   for (NodeId id : order) {
     int st = -1;
@@ -180,17 +182,20 @@ MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fle
       // Ties go to the group given first, as when the groups are searched in their order.
       const bool tie = best.subset.found && step.step_time_s == best.subset.step_time_s && g < best.subset_group;
       if (step.fits && (faster(step, best.subset) || tie)) best.subset = std::move(step), best.subset_group = g;
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
       // No Megatron plan fits this group alone: it is not a usable subset.
+      if (best.subset.missing.empty()) best.subset.missing = fmt::format("not on {} alone: {}", group.name, e.what());
     }
   }
+  if (best.subset.found) best.subset.missing.clear();
   try {
     const MegatronSearchResult r = megatron_search(graph, fleet, options);
     best.uniform = simulated(graph, r.plan, fleet,
                              fmt::format("Megatron-best uniform over all {} GPUs at the slowest group's pace ({})",
                                          fleet.num_devices(), knobs_label(r.knobs)),
                              simulations);
-  } catch (const std::exception&) {
+  } catch (const std::exception& e) {
+    best.uniform.missing = e.what();
   }
   best.simulations = simulations;
   return best;
@@ -216,7 +221,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
   // in the fleet).
   auto pipelines = [&](const hardware::Cluster& on, const std::vector<int>& to_fleet) {
     MegatronLayouts layouts(graph);
-    const int layers = layouts.structure().layers();
+    const int layers = layouts.structure().decoder_layers();  // split over the stages; MTP layers go to the last
     const std::vector<NodeId> order = graph.topological_order();
     NumericGraph ng(graph);
     PlanAnalyzer analyzer(graph, on, ng);
@@ -506,7 +511,7 @@ std::string describe_fleet_result(const FleetSearchResult& r, const hardware::Cl
     s += "\n";
   }
   auto line = [](const char* what, const FleetStep& step) {
-    if (!step.found) return fmt::format("  {}: none\n", what);
+    if (!step.found) return fmt::format("  {}: none{}\n", what, step.missing.empty() ? "" : " (" + step.missing + ")");
     return fmt::format("  {}: {:.3f} s{} - {}\n", what, step.step_time_s, step.fits ? "" : " (does not fit)", step.label);
   };
   s += line("Megatron-best (a)", r.megatron.subset);

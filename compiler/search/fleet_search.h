@@ -47,6 +47,7 @@ struct FleetStep {
   double step_time_s = 0;
   bool fits = false;
   bool found = false;    // a plan was made at all
+  std::string missing;   // when none was: why, one line
 };
 
 struct MegatronFleetBest {
@@ -78,8 +79,9 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
 std::vector<int> plan_stage_groups(const Plan& plan, const hardware::Cluster& fleet);
 
 // The plan with its transformer layers reassigned to pipeline stages: `layers[s]` consecutive
-// layers to stage s (nodes between layers follow their producers, as Megatron's layout does).
-// Throws when the counts do not add up to the model's layers or a stage gets none.
+// decoder layers to stage s, multi-token prediction layers on the last (nodes between layers
+// follow their producers, as Megatron's layout does). Throws when the counts do not add up to
+// the model's decoder layers or a stage gets none.
 Plan restage_layers(Graph& graph, Plan plan, const std::vector<int>& layers);
 
 // The cluster a plan made on `loaded` runs on: `loaded`, or the group of a mixed fleet the

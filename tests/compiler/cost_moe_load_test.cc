@@ -198,5 +198,34 @@ TEST(MoeLoad, BadValuesAreRefusedInOneLineAndThePlanFileKeepsIt) {
   EXPECT_THROW(analyze_plan(g, cluster, plan), std::runtime_error);
 }
 
+TEST(MoeLoad, TheCostModelAndTheExportsReadBuffersAlike) {
+  // k 2 of E 8 over s 100: the even share is ceil(25) = 25 slots.
+  EXPECT_EQ(routing_of_buffers(100, 8, 25, 2), kDroplessRouting);
+  EXPECT_FLOAT_EQ(routing_of_buffers(100, 8, 32, 2), 1.28f);  // 32 * 8 / 200
+  EXPECT_EQ(routing_of_buffers(0, 8, 25, 2), kDroplessRouting);  // sizes unknown
+  // Capacity routing, and the Megatron flag of the same graph is its factor (export_readback_test).
+  Graph g = tiny_mixtral(1.25);
+  const hardware::Cluster cluster = dgx(1, 4);
+  const PlanAnalysis a = analyze_plan(g, cluster, make_megatron_plan(g, cluster, parse_megatron_knobs("ep=4"), {}));
+  EXPECT_EQ(a.moe_load.dropless_layers, 0);
+  EXPECT_GT(a.moe_load.capacity_layers, 0);
+  EXPECT_DOUBLE_EQ(a.moe_load.capacity_factor, 1.25);
+}
+
+TEST(MoeLoad, ALoadStatedForADenseModelIsToldToChangeNothing) {
+  Graph g = testing::zoo_graph("llama2-7b-tiny", 8, 8);
+  const hardware::Cluster cluster = dgx(1, 4);
+  StrategyOptions skewed;
+  skewed.moe_load_imbalance = 1.5;
+  const Plan pa = make_megatron_plan(g, cluster, parse_megatron_knobs("tp=2"), {});
+  const Plan pb = make_megatron_plan(g, cluster, parse_megatron_knobs("tp=2"), skewed);
+  const PlanAnalysis a = analyze_plan(g, cluster, pa), b = analyze_plan(g, cluster, pb);
+  EXPECT_FALSE(a.moe_load.told());
+  EXPECT_EQ(describe_moe_load(a.moe_load), "");
+  ASSERT_TRUE(b.moe_load.told());
+  EXPECT_NE(describe_moe_load(b.moe_load).find("no experts"), std::string::npos) << describe_moe_load(b.moe_load);
+  EXPECT_EQ(estimate_step(a, pa, cluster).step_time_s, estimate_step(b, pb, cluster).step_time_s);
+}
+
 }  // namespace moe_load_test
 }  // namespace symtensor::compiler

@@ -165,7 +165,8 @@ TEST_F(DeepSeekExport, MegatronSaysWhatItCannotExpress) {
 
 // `models --mtp 1`: Megatron-LM is told --num-layers of the decoder and --mtp-num-layers 1,
 // with the MTP layer on the last pipeline stage beside that stage's own decoder layer, as
-// Megatron-Core places it; NeMo the same fields; torchtitan names it among what it lacks.
+// Megatron-Core places it; NeMo the same fields; torchtitan and DeepSpeed's pipeline name it
+// among what they lack.
 TEST_F(DeepSeekExport, MultiTokenPredictionIsToldAsItsOwnLayersOnTheLastStage) {
   models::ModelConfig config = models::load_hf_config(file("deepseek_v3_tiny.json", kDeepSeekTiny));
   config.name = "deepseek-v3-tiny-mtp";
@@ -199,6 +200,11 @@ TEST_F(DeepSeekExport, MultiTokenPredictionIsToldAsItsOwnLayersOnTheLastStage) {
   int named = 0;
   for (const auto& line : t.not_expressible) named += line.find("1 multi-token prediction layer") != std::string::npos;
   EXPECT_EQ(named, 1);
+  // DeepSpeed's even type:transformer split would count the MTP block among the stages' layers.
+  const ExportResult d = export_plan(ExportTarget::deepspeed, g, c, p);
+  named = 0;
+  for (const auto& line : d.not_expressible) named += line.find("1 multi-token prediction layer under pp=3") != std::string::npos;
+  EXPECT_EQ(named, 1) << d.config;
 }
 
 // torchtitan's llama3 builds none of it; DeepSpeed's AutoTP split of MLA is not documented;

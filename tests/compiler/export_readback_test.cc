@@ -143,7 +143,10 @@ TEST_F(ExportReadback, MegatronMixtureOfExperts) {
   EXPECT_EQ(a.i("moe-ffn-hidden-size"), config_.intermediate);
   EXPECT_EQ(a.i("ffn-hidden-size"), config_.intermediate);
   EXPECT_EQ(a.s("moe-token-dispatcher-type"), "alltoall");
-  EXPECT_DOUBLE_EQ(a.d("moe-expert-capacity-factor"), config_.capacity_factor);
+  // The zoo's buffers of exactly the even share (capacity factor 1) are priced as a dropless
+  // dispatcher's balanced load, and launched dropless: no capacity factor.
+  ASSERT_EQ(config_.capacity_factor, 1.0);
+  EXPECT_FALSE(a.has("moe-expert-capacity-factor"));
   EXPECT_EQ(a.i("rotary-base"), 1000000);
   EXPECT_TRUE(a.has("group-query-attention"));
   const MegatronParallel m = megatron_parallel(a);
@@ -156,6 +159,14 @@ TEST_F(ExportReadback, MegatronMixtureOfExperts) {
   EXPECT_EQ(m.dp, 4);
   EXPECT_EQ(m.accumulation, p.micro_batches);
   EXPECT_FALSE(a.has("moe-flex-dispatcher-backend"));
+  // Larger buffers are capacity routing, launched with the graph's factor.
+  {
+    models::Overrides o;
+    o.capacity_factor = 1.25;
+    Graph capacity = preset("mixtral-8x7b-tiny", o);
+    const MegatronArgs routed = parse_megatron(export_plan(ExportTarget::megatron, capacity, c, plan(capacity, c, "tp=2,sp=1,ep=4,etp=1,mb=1")).config);
+    EXPECT_DOUBLE_EQ(routed.d("moe-expert-capacity-factor"), 1.25);
+  }
   // The flex dispatcher the plan was priced with (dispatcher=hybridep) is the one launched.
   const ExportResult flex = export_plan(ExportTarget::megatron, g, c, plan(g, c, "tp=2,sp=1,ep=4,etp=1,mb=1,dispatcher=hybridep"));
   ASSERT_TRUE(flex.exact()) << flex.not_expressible.front();

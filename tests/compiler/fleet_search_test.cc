@@ -92,6 +92,27 @@ TEST(FleetSearch, RestagedLayersFollowTheCounts) {
   EXPECT_THROW(restage_layers(graph, plan, {8, 8}), std::runtime_error);
 }
 
+// Multi-token prediction layers stay on the last stage, as Megatron-Core places them: the
+// counts split the decoder's layers only.
+TEST(FleetSearch, RestagedMultiTokenPredictionStaysOnTheLastStage) {
+  models::Overrides o;
+  o.layers = 16;
+  o.seq = 2048;
+  o.mtp_layers = 1;
+  Graph graph = symtensor::testing::zoo_graph("llama2-7b", o, 48, 2048);
+  const hardware::Cluster fleet = h100_a100_fleet();
+  MegatronKnobs k;
+  k.tp = 8, k.pp = 3, k.mb = 1, k.first = 6, k.last = 6;
+  const Plan plan = restage_layers(graph, make_megatron_plan(graph, fleet, k, {}), {10, 4, 2});
+  const TransformerStructure s = find_transformer_structure(graph, NumericGraph(graph).spaces());
+  ASSERT_EQ(s.prediction_layers(), 1);
+  std::vector<int> per_stage(3, 0);
+  for (NodeId anchor : s.layer_anchors) ++per_stage[plan.stage_of_node[anchor]];
+  EXPECT_EQ(per_stage, (std::vector<int>{10, 4, 3}));
+  EXPECT_EQ(plan.stage_of_node[s.prediction_anchors[0]], 2);
+  EXPECT_THROW(restage_layers(graph, plan, {10, 4, 3}), std::runtime_error);  // 17: the MTP layer is not the stages' to place
+}
+
 // A plan on a fleet is lowered once, each stage's compute and optimizer durations taken from
 // the analysis on its own group's device (LoweringOptions::stage_timing): the same durations as
 // lowering the whole plan on that device, everything else as the fleet's own lowering.
