@@ -23,6 +23,7 @@
 #include "bench/quality/suite.h"
 #include "compiler/report/compare.h"
 #include "hardware/cluster.h"
+#include "hardware/stack.h"
 #include "onnx_models/model_zoo.h"
 
 namespace fs = std::filesystem;
@@ -60,6 +61,7 @@ std::vector<Row> run_workload(const quality::Workload& w, const std::vector<std:
   models::save_model(models::build_model(config), model.string());
   hardware::Cluster cluster = hardware::load_cluster(w.cluster);
   if (w.nodes || w.gpus) cluster = hardware::scale_cluster(cluster, w.nodes, w.gpus);
+  if (w.stack) cluster = hardware::with_software(cluster, hardware::Software{*w.stack});
 
   compiler::CompareOptions options;
   options.model = model.string();

@@ -8,7 +8,7 @@
 namespace symtensor::quality {
 namespace {
 
-const std::set<std::string> kWorkloadKeys = {"name", "note", "model", "overrides", "cluster", "nodes", "gpus", "bind"};
+const std::set<std::string> kWorkloadKeys = {"name", "note", "model", "overrides", "cluster", "nodes", "gpus", "bind", "stack"};
 const std::set<std::string> kOverrideKeys = {"layers", "hidden", "heads", "kv_heads", "intermediate", "vocab", "seq",
                                              "experts", "top_k", "image_size", "patch_size", "classes"};
 
@@ -51,6 +51,10 @@ Workload parse_workload(const YAML::Node& n, const std::string& where) {
   w.preset = n["model"].as<std::string>();
   w.cluster = n["cluster"].as<std::string>();
   if (n["note"]) w.note = n["note"].as<std::string>();
+  if (n["stack"]) {
+    if (!n["stack"].IsScalar()) throw std::runtime_error(where + ": key 'stack' must name a stack");
+    w.stack = n["stack"].as<std::string>();
+  }
   if (n["nodes"]) w.nodes = static_cast<int>(positive(n["nodes"], where + ": key 'nodes'"));
   if (n["gpus"]) w.gpus = static_cast<int>(positive(n["gpus"], where + ": key 'gpus'"));
   if (n["overrides"]) {

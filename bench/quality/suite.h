@@ -18,6 +18,10 @@ struct Workload {
   models::Overrides overrides;            // changed model fields
   std::string cluster;                    // bundled profile name or .yaml path
   std::optional<int> nodes, gpus;         // scale_cluster arguments
+  // The software stack's memory conventions and kernel factors (hardware/stacks/), with its
+  // default headroom, as `symtensor --stack` applies them; unset: the profiles' own curves,
+  // the default stack's memory conventions and no headroom (the homogeneous suite's baseline).
+  std::optional<std::string> stack;
   std::map<std::string, std::int64_t> bind;  // batch (global), seq, ...
 };
 

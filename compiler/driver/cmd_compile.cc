@@ -33,6 +33,7 @@
 #include "compiler/search/export_searched.h"
 #include "compiler/report/failure_report.h"
 #include "compiler/search/failure_plans.h"
+#include "compiler/search/fleet_estimate.h"
 #include "compiler/search/fleet_search.h"
 #include "hardware/cluster_loss.h"
 #include "compiler/search/make_plan.h"
@@ -116,7 +117,8 @@ void run_compile(CompileOptions o) {
     if (!o.precision.empty()) plan.precision = so.precision;
   }
   const compiler::PlanAnalysis analysis = compiler::analyze_plan(graph, cluster, plan);
-  const compiler::StepEstimate step = compiler::estimate_step(analysis, plan, cluster);
+  const compiler::StepEstimate step =
+      cluster.mixed() ? compiler::fleet_step_estimate(graph, cluster, plan) : compiler::estimate_step(analysis, plan, cluster);
 
   const compiler::PlanPrediction prediction = compiler::plan_prediction(step);
   if (!step.fits && !o.allow_oom) {
@@ -162,7 +164,7 @@ void run_compile(CompileOptions o) {
                            plan.global_batch, plan.micro_batches, plan.micro_batches == 1 ? "" : "es",
                            compiler::to_string(plan.schedule), plan.virtual_stages > 1 ? fmt::format(" x{}", plan.virtual_stages) : "");
   std::cout << fmt::format("{:<18}{}{}\n", "step time", compiler::describe_step_time(step.step_time_s),
-                           cluster.mixed() ? " (analytic: every rank at the slowest group's pace; simulated below)" : "");
+                           cluster.mixed() ? " (analytic: each stage on its group's device; simulated below)" : "");
   std::cout << fmt::format("{:<18}{}\n", "throughput",
                            compiler::describe_throughput(step.samples_per_s, compiler::bound_sequence_length(graph)));
   std::cout << fmt::format("{:<18}{}\n", "MFU", compiler::format_percent(step.mfu));

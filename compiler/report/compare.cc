@@ -52,8 +52,9 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
   std::vector<hardware::Cluster> row_clusters;  // what each row's plan runs on (a fleet's group, or the cluster)
   std::optional<FleetSearchResult> fleet;       // the fleet search, on a mixed fleet, once for every row
   double fleet_search_s = 0;
-  // On a mixed fleet every row is simulated: the analytic estimate runs every rank at the slowest
-  // group's pace, which would price a plan placing work by speed as if it did not.
+  // On a mixed fleet every row is simulated too: the simulation plays each rank on its own
+  // group's device and NIC, where the analytic estimate prices each stage on its group's device
+  // (fleet_step_estimate) but the links and the optimizer at the fleet's uniform view.
   const bool simulate = options.simulate || cluster.mixed();
   for (const std::string& name : options.strategies) {
     StrategyResult s;

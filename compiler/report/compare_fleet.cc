@@ -4,11 +4,13 @@
 #include <stdexcept>
 
 #include "compiler/report/plan_label.h"
+#include "compiler/search/fleet_estimate.h"
 
 namespace symtensor::compiler {
 namespace {
 
-// A plan the fleet search made (and simulated), priced analytically on the cluster it runs on.
+// A plan the fleet search made (and simulated), priced analytically on the cluster it runs on,
+// each stage on its own group's device.
 FleetEvaluatedPlan from_fleet_step(const FleetStep& step, const std::string& strategy, Graph& graph,
                                    const hardware::Cluster& fleet, double search_time_s, int simulations) {
   if (!step.found) throw std::runtime_error("no " + strategy + " plan was found on the mixed fleet " + fleet.name);
@@ -19,7 +21,7 @@ FleetEvaluatedPlan from_fleet_step(const FleetStep& step, const std::string& str
   e.search_time_s = search_time_s;
   e.evaluations = simulations;
   e.analysis = analyze_plan(graph, out.cluster, e.plan);
-  e.estimate = estimate_step(e.analysis, e.plan, out.cluster);
+  e.estimate = fleet_step_estimate(graph, out.cluster, e.plan);
   return out;
 }
 

@@ -1,0 +1,22 @@
+#pragma once
+// The analytic step estimate of a plan on a mixed fleet (#32): each pipeline stage lying in
+// one group priced on that group's device, as the fleet search balances its stages and as
+// simulate_plan times them, so that the two evaluators price a plan that places work by speed
+// alike.
+#include "compiler/cost/step_estimate.h"
+#include "hardware/cluster.h"
+
+namespace symtensor::compiler {
+
+class Graph;
+struct Plan;
+
+// On a cluster of one device type: estimate_step of the plan's analysis. On a mixed fleet:
+// the stages inside one group take their kernels, exposed collectives, parameter collectives
+// and memory from the analysis on that group's device (the fleet's mesh and links); a stage
+// spanning groups keeps the fleet's uniform view (the slowest group's pace and least memory).
+// The step is assembled from those stage totals (estimate_step); fits when every stage fits
+// its own devices, and MFU is over the sum of the devices' peaks.
+StepEstimate fleet_step_estimate(Graph& graph, const hardware::Cluster& fleet, const Plan& plan);
+
+}  // namespace symtensor::compiler
