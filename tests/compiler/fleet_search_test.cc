@@ -31,6 +31,13 @@ hardware::Cluster h100_a100_fleet() {
   return hardware::with_software(hardware::load_cluster("dgx-h100x1+dgx-a100x2"), hardware::Software{});
 }
 
+// tp=8 in three stages of 10, 4 and 2 layers (from Megatron's 6, 4, 6): an H100 stage, two A100 ones.
+Plan ten_four_two(Graph& graph, const hardware::Cluster& fleet) {
+  MegatronKnobs k;
+  k.tp = 8, k.pp = 3, k.mb = 1, k.first = 6, k.last = 6;
+  return restage_layers(graph, make_megatron_plan(graph, fleet, k, {}), {10, 4, 2});
+}
+
 TEST(FleetSearch, PlacesLayersBySpeedAndBeatsMegatronBest) {
   Graph graph = fleet_llama(96);
   const hardware::Cluster fleet = h100_a100_fleet();
@@ -102,9 +109,7 @@ TEST(FleetSearch, RestagedMultiTokenPredictionStaysOnTheLastStage) {
   o.mtp_layers = 1;
   Graph graph = symtensor::testing::zoo_graph("llama2-7b", o, 48, 2048);
   const hardware::Cluster fleet = h100_a100_fleet();
-  MegatronKnobs k;
-  k.tp = 8, k.pp = 3, k.mb = 1, k.first = 6, k.last = 6;
-  const Plan plan = restage_layers(graph, make_megatron_plan(graph, fleet, k, {}), {10, 4, 2});
+  const Plan plan = ten_four_two(graph, fleet);
   const TransformerStructure s = find_transformer_structure(graph, NumericGraph(graph).spaces());
   ASSERT_EQ(s.prediction_layers(), 1);
   std::vector<int> per_stage(3, 0);
@@ -120,9 +125,7 @@ TEST(FleetSearch, RestagedMultiTokenPredictionStaysOnTheLastStage) {
 TEST(FleetEstimate, EachStageOnItsGroupsDeviceAgreesWithTheSimulation) {
   Graph graph = fleet_llama(48);
   const hardware::Cluster fleet = h100_a100_fleet();
-  MegatronKnobs k;
-  k.tp = 8, k.pp = 3, k.mb = 1, k.first = 6, k.last = 6;
-  const Plan plan = restage_layers(graph, make_megatron_plan(graph, fleet, k, {}), {10, 4, 2});
+  const Plan plan = ten_four_two(graph, fleet);
   const StepEstimate e = fleet_step_estimate(graph, fleet, plan);
   const StepEstimate uniform = estimate_step(analyze_plan(graph, fleet, plan), plan, fleet);
   hardware::Cluster on_h100 = fleet;
@@ -150,9 +153,7 @@ TEST(FleetEstimate, EachStageOnItsGroupsDeviceAgreesWithTheSimulation) {
 TEST(FleetLowering, EachStageTimedByItsGroupsDevice) {
   Graph graph = fleet_llama(48);
   const hardware::Cluster fleet = h100_a100_fleet();
-  MegatronKnobs k;
-  k.tp = 8, k.pp = 3, k.mb = 1, k.first = 6, k.last = 6;
-  const Plan plan = restage_layers(graph, make_megatron_plan(graph, fleet, k, {}), {10, 4, 2});
+  const Plan plan = ten_four_two(graph, fleet);
   ASSERT_EQ(plan_stage_groups(plan, fleet), (std::vector<int>{0, 1, 1}));
   hardware::Cluster on_h100 = fleet;
   on_h100.device = fleet.groups[0].device;
