@@ -19,7 +19,7 @@ std::string strategy_table(const CompareResults& r) {
       rows.push_back({"\x02" "failed", s.strategy, "—", "—", "—", "—", "—", "—", "—", "no plan: " + s.error});
       continue;
     }
-    std::string mem = format_bytes(s.peak_memory_bytes()) + " / " + format_bytes(r.device_memory_bytes);
+    std::string mem = format_bytes(s.peak_memory_bytes()) + " / " + format_bytes(r.row_memory_bytes(s));
     if (!s.fits()) mem = html::raw("<span class=\"bad\">" + html::esc(mem) + " (does not fit)</span>");
     std::string note = s.evaluator();
     if (!s.simulation_error.empty()) note += "; " + s.simulation_error;

@@ -134,7 +134,7 @@ std::string compare_csv(const CompareResults& r) {
     if (s.ok) {
       out += exact(s.step_time_s()) + "," + exact(s.samples_per_s()) + "," + exact(r.tokens_per_s(s)) + "," +
              exact(s.mfu()) + "," + optional_exact(s.mfu_6n()) + "," + exact(s.peak_memory_bytes()) + "," +
-             exact(r.device_memory_bytes) + "," + (s.fits() ? "1" : "0") + "," + exact(s.search_time_s) + "," +
+             exact(r.row_memory_bytes(s)) + "," + (s.fits() ? "1" : "0") + "," + exact(s.search_time_s) + "," +
              exact(s.estimate.step_time_s) + "," + (s.simulated ? exact(s.simulation.step_time_s) : "") + ",";
       for (double v : b) out += exact(v) + ",";
       out += (s.formula ? exact(s.formula->constant_s) : "") + "," + (s.formula ? exact(s.formula->per_sample_s) : "") + ",";

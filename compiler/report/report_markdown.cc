@@ -37,7 +37,7 @@ std::string compare_markdown(const CompareResults& r) {
     out += "| " + md(s.label) + " | " + format_seconds(s.step_time_s()) + " | " + format_si(s.samples_per_s(), "") +
            " | " + format_si(r.tokens_per_s(s), "") + " | " + format_percent(s.mfu()) + " | " +
            format_percent(s.mfu_6n()) + " | " +
-           format_bytes(s.peak_memory_bytes()) + " of " + format_bytes(r.device_memory_bytes) + " | " +
+           format_bytes(s.peak_memory_bytes()) + " of " + format_bytes(r.row_memory_bytes(s)) + " | " +
            (s.fits() ? "yes" : "no") + " | " + format_seconds(s.search_time_s) + " | " + s.evaluator() +
            (s.simulation_error.empty() ? "" : " (" + md(s.simulation_error) + ")") + " |\n";
   }

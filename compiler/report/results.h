@@ -32,6 +32,9 @@ struct StrategyResult {
   SimulationReport simulation;
   std::optional<StepFormula> formula;
   PlanExplanation explanation;
+  // The memory of the devices this row runs on, where it differs from the results' device
+  // (a mixed fleet's row: its own group's, or its tightest stage's); 0: the results'.
+  double memory_capacity_bytes = 0;
 
   // The referee's numbers when simulated, else the analytic estimate's.
   double step_time_s() const;
@@ -67,6 +70,9 @@ struct CompareResults {
   std::string fleet;
 
   double tokens_per_s(const StrategyResult& r) const { return r.samples_per_s() * tokens_per_sample; }
+  double row_memory_bytes(const StrategyResult& r) const {
+    return r.memory_capacity_bytes > 0 ? r.memory_capacity_bytes : device_memory_bytes;
+  }
 };
 
 struct SweepPoint {
