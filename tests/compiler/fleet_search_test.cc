@@ -42,13 +42,16 @@ TEST(FleetSearch, PlacesLayersBySpeedAndBeatsMegatronBest) {
   Graph graph = fleet_llama(96);
   const hardware::Cluster fleet = h100_a100_fleet();
   const FleetSearchResult r = fleet_search(graph, fleet, {});
-  // The ceiling by hand: 8 H100s at 989.5 x 0.67 x 1.10 TFLOP/s beside 16 A100s at 312 x 0.82,
-  // over the H100s alone (the fastest group a plan fits): 1 + 2 x 255.84 / 729.26 = 1.70.
+  // The ceiling by hand: 8 H100s at 989.5 x 0.67 x 1.10 TFLOP/s beside 16 A100s at 312 x 0.82
+  // x 0.72 (the Megatron stack's GEMM factors), over the H100s alone (the fastest group a plan
+  // fits): 1 + 2 x 184.20 / 729.26 = 1.51.
   ASSERT_EQ(r.megatron.subset_group, 0);
-  EXPECT_NEAR(r.ceiling, 1 + 2 * 312 * 0.82 / (989.5 * 0.67 * 1.10), 1e-9);
+  EXPECT_NEAR(r.ceiling, 1 + 2 * 312 * 0.82 * 0.72 / (989.5 * 0.67 * 1.10), 1e-9);
   const FleetStep& megatron = r.megatron.best();
   ASSERT_TRUE(r.plan.fits);
-  EXPECT_GT(megatron.step_time_s / r.plan.step_time_s, 1.10) << describe_fleet_result(r, fleet);
+  // 1.08x: the A100s add half the H100s' speed (the ceiling), of which 16 layers in whole
+  // stages of 8 GPUs reach about a sixth.
+  EXPECT_GT(megatron.step_time_s / r.plan.step_time_s, 1.05) << describe_fleet_result(r, fleet);
   ASSERT_TRUE(r.heterogeneous) << r.plan.label;
   // Every stage inside one group; an H100 stage carries more layers than an A100 stage.
   ASSERT_EQ(r.stage_groups, plan_stage_groups(r.plan.plan, fleet));

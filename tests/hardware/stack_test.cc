@@ -105,7 +105,10 @@ TEST(Stacks, GpusOfOneSiliconShareTheirFactors) {
   ASSERT_NE(megatron.kernels_for("GB200-186GB"), nullptr);
   EXPECT_EQ(megatron.kernels_for("B200-SXM-180GB"), megatron.kernels_for("GB200-186GB"));
   EXPECT_EQ(megatron.kernels_for("B300-SXM-288GB"), megatron.kernels_for("GB300-288GB"));
-  EXPECT_EQ(megatron.kernels_for("A100-SXM4-80GB"), nullptr);
+  // A100's own entry (fitted on Megatron-LM's A100 table), its 40 and 80 GB parts alike.
+  ASSERT_NE(megatron.kernels_for("A100-SXM4-80GB"), nullptr);
+  EXPECT_NE(megatron.kernels_for("A100-SXM4-80GB"), h100);
+  EXPECT_EQ(megatron.kernels_for("A100-SXM4-40GB"), megatron.kernels_for("A100-SXM4-80GB"));
   const Stack b200_only = parse_stack(R"(name: test
 memory: {weights: 2, master_weights: 4, gradients: 4, optimizer: 8, gradient_reduce: 4, weight_gather: 2, loss_per_logit: 6}
 kernels:
