@@ -19,6 +19,10 @@ struct Workload {
   std::string cluster;                    // bundled profile name or .yaml path
   std::optional<int> nodes, gpus;         // scale_cluster arguments
   std::map<std::string, std::int64_t> bind;  // batch (global), seq, ...
+  // The workload's own columns (empty: the suite's) and the one its ratios divide by
+  // ("megatron" unless given; "megatron-mimo" for a vision-language model).
+  std::vector<std::string> strategies;
+  std::string baseline = "megatron";
 };
 
 struct Suite {
