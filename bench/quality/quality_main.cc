@@ -6,6 +6,7 @@
 // strategy that cannot be made (not built in yet, or the plan is impossible) is a row
 // with the reason. Throughput is the simulation's (the referee) when it ran, else the
 // analytic estimate's; the ratio is to Megatron-LM's best configuration's throughput.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -279,9 +280,12 @@ int main(int argc, char** argv) {
     }
     fs::remove_all(scratch);
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::vector<std::string> columns;  // every strategy run, in first-seen order
+    for (const Row& r : rows)
+      if (std::find(columns.begin(), columns.end(), r.strategy) == columns.end()) columns.push_back(r.strategy);
     write_file(out_dir / "quality.csv", csv(rows));
-    write_file(out_dir / "quality.md", markdown(rows, suite.strategies, elapsed));
-    std::cout << markdown(rows, suite.strategies, elapsed);
+    write_file(out_dir / "quality.md", markdown(rows, columns, elapsed));
+    std::cout << markdown(rows, columns, elapsed);
     std::cerr << "quality: wrote " << (out_dir / "quality.md").string() << " and " << (out_dir / "quality.csv").string()
               << "\n";
   } catch (const std::exception& e) {

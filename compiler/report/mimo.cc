@@ -121,6 +121,8 @@ double mimo_step_seconds(const MimoTimes& t) {
 
 std::vector<MimoSplitChoice> mimo_splits(const hardware::Cluster& cluster) {
   if (cluster.mixed()) throw std::runtime_error("megatron-mimo: not on a mixed fleet");
+  if (cluster.levels.size() > 2)  // scale_cluster's nodes are the outermost level's members
+    throw std::runtime_error("megatron-mimo: a cluster of more than two topology levels is not split yet");
   const int per_node = cluster.devices_per_node();
   const int nodes = cluster.num_devices() / per_node;
   std::vector<MimoSplitChoice> out;

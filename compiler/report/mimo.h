@@ -52,7 +52,7 @@ struct MimoSplitChoice {
 };
 // The splits tried: in each node g GPUs for the encoder and the rest for the language model
 // (the hand-off over NVLink), and, on two nodes or more, k whole nodes for the encoder (over
-// the NICs). Throws on a mixed fleet.
+// the NICs). Throws on a mixed fleet and on a cluster of more than two topology levels.
 std::vector<MimoSplitChoice> mimo_splits(const hardware::Cluster& cluster);
 
 struct MimoResult {
