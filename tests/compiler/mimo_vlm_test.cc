@@ -3,6 +3,7 @@
 // hands its embeddings to the decoder, the splits of a cluster, and the search's choice
 // priced by the same arithmetic.
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -10,9 +11,11 @@
 #include "onnx_models/model_zoo.h"  // protobuf before GiNaC (CLN's Mutable macro)
 #include "compiler/analysis/model_stats.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/report/compare.h"
 #include "compiler/report/mimo.h"
 #include "hardware/cluster.h"
 #include "onnx_models/presets.h"
+#include "tests/temp_path.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -116,6 +119,51 @@ TEST(MimoVlm, SearchPricesItsChoiceByTheStepArithmetic) {
   ASSERT_TRUE(s.ok);
   EXPECT_DOUBLE_EQ(s.step_time_s(), r.step_s);
   EXPECT_DOUBLE_EQ(s.samples_per_s(), batch / r.step_s);
+}
+
+TEST(MimoVlm, CompareSimulatesEachSideOnItsOwnGpusAndRefusesAModelWithoutATower) {
+  models::Overrides o;
+  o.image_tiles = 5;
+  models::ModelConfig config = models::apply_overrides(models::preset_config("llava-1.5-7b"), o);
+  config.weights = models::Weights::none;
+  const std::string llava = symtensor::testing::temp_path("mimo_llava.onnx");
+  models::save_model(models::build_model(config), llava);
+  CompareOptions options;
+  options.model = llava;
+  options.bind = "batch=8,seq=4096";
+  options.strategies = {kMimoStrategy, "megatron"};
+  const hardware::Cluster c = hardware::scale_cluster(hardware::load_cluster("dgx-h100"), 1, 4);
+  const CompareResults r = run_compare(options, c);
+  const StrategyResult& mimo = r.strategies.at(0);
+  ASSERT_TRUE(mimo.ok) << mimo.error;
+  ASSERT_TRUE(mimo.simulated) << mimo.simulation_error;
+  EXPECT_TRUE(mimo.fits());
+  EXPECT_EQ(mimo.simulation.devices, 4);
+  EXPECT_DOUBLE_EQ(mimo.samples_per_s(), 8 / mimo.step_time_s());
+  // Every stage of both sides, named by its side.
+  int vision = 0, language = 0;
+  for (const auto& st : mimo.simulation.stages) {
+    vision += st.name.rfind("vision ", 0) == 0;
+    language += st.name.rfind("language ", 0) == 0;
+  }
+  EXPECT_GE(vision, 1);
+  EXPECT_GE(language, 1);
+  // The simulation and the estimate put the two sides together alike: within 15%.
+  EXPECT_NEAR(mimo.simulation.step_time_s / mimo.estimate.step_time_s, 1.0, 0.15);
+  std::filesystem::remove(llava);
+
+  models::ModelConfig llama = models::preset_config("llama2-7b-tiny");
+  llama.weights = models::Weights::none;
+  const std::string plain = symtensor::testing::temp_path("mimo_llama.onnx");
+  models::save_model(models::build_model(llama), plain);
+  options.model = plain;
+  options.bind = "batch=8,seq=128";
+  options.simulate = false;
+  const CompareResults n = run_compare(options, c);
+  EXPECT_FALSE(n.strategies.at(0).ok);
+  EXPECT_NE(n.strategies.at(0).error.find("no vision tower"), std::string::npos) << n.strategies.at(0).error;
+  EXPECT_TRUE(n.strategies.at(1).ok);
+  std::filesystem::remove(plain);
 }
 
 }  // namespace
