@@ -6,6 +6,7 @@
 // strategy that cannot be made (not built in yet, or the plan is impossible) is a row
 // with the reason. Throughput is the simulation's (the referee) when it ran, else the
 // analytic estimate's; the ratio is to Megatron-LM's best configuration's throughput.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -38,7 +39,7 @@ struct Row {
   std::string strategy, label, evaluator, error;
   bool ok = false, fits = false;
   double samples_per_s = 0, tokens_per_s = 0, step_s = 0, mfu = 0, peak_gb = 0, search_s = 0;
-  double ratio = 0;  // throughput / megatron-best throughput; 0 when either is missing
+  double ratio = 0;  // throughput / the baseline's (Megatron-best) throughput; 0 when either is missing
   // The analytic estimate's step and its ratio to Megatron-best's estimate (0 when either
   // is missing or does not fit): the second evaluator, whose ranking should agree.
   double estimate_s = 0, estimate_ratio = 0;
@@ -54,8 +55,7 @@ bool rankings_agree(const Row& r) {
   return std::abs(sim) < kTie || std::abs(est) < kTie || (sim > 0) == (est > 0);
 }
 
-std::vector<Row> run_workload(const quality::Workload& w, const std::vector<std::string>& strategies, bool simulate,
-                              const fs::path& scratch) {
+std::vector<Row> run_workload(const quality::Workload& w, bool simulate, const fs::path& scratch) {
   const models::ModelConfig config = models::apply_overrides(models::preset_config(w.preset), w.overrides);
   const fs::path model = scratch / (w.name + ".onnx");
   models::save_model(models::build_model(config), model.string());
@@ -66,7 +66,7 @@ std::vector<Row> run_workload(const quality::Workload& w, const std::vector<std:
   compiler::CompareOptions options;
   options.model = model.string();
   options.bind = quality::bind_text(w);
-  options.strategies = strategies;
+  options.strategies = w.strategies;
   options.simulate = simulate;
   options.progress = [&](const std::string& line) { std::cerr << "  " << line << "\n"; };
   const compiler::CompareResults results = compiler::run_compare(options, cluster);
@@ -94,8 +94,8 @@ std::vector<Row> run_workload(const quality::Workload& w, const std::vector<std:
       r.peak_gb = s.peak_memory_bytes() / 1e9;
       r.search_s = s.search_time_s;
       if (s.estimate.fits) r.estimate_s = s.estimate.step_time_s;
-      if (s.strategy == "megatron" && r.fits) megatron = r.samples_per_s;
-      if (s.strategy == "megatron") megatron_estimate = r.estimate_s;
+      if (s.strategy == w.baseline && r.fits) megatron = r.samples_per_s;
+      if (s.strategy == w.baseline) megatron_estimate = r.estimate_s;
     }
     rows.push_back(std::move(r));
   }
@@ -193,7 +193,7 @@ std::string markdown(const std::vector<Row>& rows, const std::vector<std::string
   std::string most_at;
   int above_13 = 0, above_2 = 0, bounded = 0;
   for (const Row& r : rows) {
-    if (r.strategy != "megatron" || !r.fits || r.bound_s <= 0 || r.step_s <= 0) continue;
+    if (r.strategy != r.workload->baseline || !r.fits || r.bound_s <= 0 || r.step_s <= 0) continue;
     const double headroom = r.step_s / r.bound_s;
     ++bounded;
     above_13 += headroom >= 1.3, above_2 += headroom >= 2;
@@ -208,7 +208,8 @@ std::string markdown(const std::vector<Row>& rows, const std::vector<std::string
   for (const auto& s : strategies) strategy_list += (strategy_list.empty() ? "" : ", ") + s;
   out << "\nStrategies: " << strategy_list << ". Throughput from the discrete-event simulation "
       << "when it ran (else the analytic estimate); `vs megatron-best` is throughput over that of Megatron-LM's best "
-      << "configuration, `estimated` the same ratio by the analytic estimate; peak memory per device; search is the "
+      << "configuration (for a vision-language model, megatron-mimo: Megatron MIMO's non-colocated best, "
+      << "compiler/report/mimo.h), `estimated` the same ratio by the analytic estimate; peak memory per device; search is the "
       << "wall time to make the plan. Total "
       << fmt::format("{:.0f} s", elapsed) << ".\n";
   return out.str();
@@ -266,10 +267,10 @@ int main(int argc, char** argv) {
       if (!only.empty() && !only.count(w.name)) continue;
       std::cerr << "quality: " << w.name << " (" << w.preset << " on " << w.cluster << ")\n";
       try {
-        auto part = run_workload(w, suite.strategies, simulate, scratch);
+        auto part = run_workload(w, simulate, scratch);
         rows.insert(rows.end(), part.begin(), part.end());
       } catch (const std::exception& e) {  // the workload itself is broken: one row per strategy saying why
-        for (const auto& s : suite.strategies) {
+        for (const auto& s : w.strategies) {
           Row r;
           r.workload = &w;
           r.strategy = s;
@@ -281,9 +282,12 @@ int main(int argc, char** argv) {
     }
     fs::remove_all(scratch);
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::vector<std::string> columns;  // every strategy run, in first-seen order
+    for (const Row& r : rows)
+      if (std::find(columns.begin(), columns.end(), r.strategy) == columns.end()) columns.push_back(r.strategy);
     write_file(out_dir / "quality.csv", csv(rows));
-    write_file(out_dir / "quality.md", markdown(rows, suite.strategies, elapsed));
-    std::cout << markdown(rows, suite.strategies, elapsed);
+    write_file(out_dir / "quality.md", markdown(rows, columns, elapsed));
+    std::cout << markdown(rows, columns, elapsed);
     std::cerr << "quality: wrote " << (out_dir / "quality.md").string() << " and " << (out_dir / "quality.csv").string()
               << "\n";
   } catch (const std::exception& e) {

@@ -1,5 +1,6 @@
 #include "bench/quality/suite.h"
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 
@@ -8,9 +9,10 @@
 namespace symtensor::quality {
 namespace {
 
-const std::set<std::string> kWorkloadKeys = {"name", "note", "model", "overrides", "cluster", "nodes", "gpus", "bind", "stack"};
+const std::set<std::string> kWorkloadKeys = {"name", "note", "model", "overrides", "cluster", "nodes", "gpus", "bind",
+                                             "strategies", "baseline", "stack"};
 const std::set<std::string> kOverrideKeys = {"layers", "hidden", "heads", "kv_heads", "intermediate", "vocab", "seq",
-                                             "experts", "top_k", "image_size", "patch_size", "classes"};
+                                             "experts", "top_k", "image_size", "patch_size", "classes", "image_tiles"};
 
 std::int64_t positive(const YAML::Node& node, const std::string& where) {
   std::int64_t v = 0;
@@ -36,6 +38,7 @@ void set_override(models::Overrides& o, const std::string& key, std::int64_t v) 
   else if (key == "image_size") o.image_size = v;
   else if (key == "patch_size") o.patch_size = v;
   else if (key == "classes") o.classes = v;
+  else if (key == "image_tiles") o.image_tiles = v;
 }
 
 Workload parse_workload(const YAML::Node& n, const std::string& where) {
@@ -70,6 +73,11 @@ Workload parse_workload(const YAML::Node& n, const std::string& where) {
     const std::string key = kv.first.as<std::string>();
     w.bind[key] = positive(kv.second, where + ": bind: key '" + key + "'");
   }
+  if (n["strategies"]) {
+    if (!n["strategies"].IsSequence()) throw std::runtime_error(where + ": key 'strategies' must be a list");
+    for (const auto& s : n["strategies"]) w.strategies.push_back(s.as<std::string>());
+  }
+  if (n["baseline"]) w.baseline = n["baseline"].as<std::string>();
   // A sequence longer than the preset's position table needs a longer table.
   if (auto seq = w.bind.find("seq"); seq != w.bind.end() && !w.overrides.seq) w.overrides.seq = seq->second;
   return w;
@@ -97,6 +105,9 @@ Suite load_suite(const std::string& path) {
     const std::string where = path + ": workload " + std::to_string(index) +
                               (n.IsMap() && n["name"] ? " (" + n["name"].as<std::string>() + ")" : "");
     Workload w = parse_workload(n, where);
+    if (w.strategies.empty()) w.strategies = suite.strategies;
+    if (std::find(w.strategies.begin(), w.strategies.end(), w.baseline) == w.strategies.end())
+      throw std::runtime_error(where + ": key 'baseline': '" + w.baseline + "' is not one of its strategies");
     if (!names.insert(w.name).second) throw std::runtime_error(where + ": name used twice");
     suite.workloads.push_back(std::move(w));
   }

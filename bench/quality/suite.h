@@ -23,6 +23,10 @@ struct Workload {
   // the default stack's memory conventions and no headroom (the homogeneous suite's baseline).
   std::optional<std::string> stack;
   std::map<std::string, std::int64_t> bind;  // batch (global), seq, ...
+  // The workload's own columns (empty: the suite's) and the one its ratios divide by
+  // ("megatron" unless given; "megatron-mimo" for a vision-language model).
+  std::vector<std::string> strategies;
+  std::string baseline = "megatron";
 };
 
 struct Suite {

@@ -85,8 +85,11 @@ class Analyzer {
            a.moe_comm_overlap == b.moe_comm_overlap && a.moe_load_imbalance == b.moe_load_imbalance &&
            a.node_cuts.size() == b.node_cuts.size() && a.stage_of_node.size() == b.stage_of_node.size();
   }
+  // A search prices each plan's cuts under several memory options: their stamp spares
+  // comparing every cut on each evaluation (Plan::cuts_stamp).
   static bool same_operator_work(const Plan& a, const Plan& b) {
-    return same_operator_context(a, b) && a.stage_of_node == b.stage_of_node && a.node_cuts == b.node_cuts;
+    return same_operator_context(a, b) && a.stage_of_node == b.stage_of_node &&
+           ((a.cuts_stamp != 0 && a.cuts_stamp == b.cuts_stamp) || a.node_cuts == b.node_cuts);
   }
   void index_inputs();
 
@@ -294,6 +297,7 @@ class Analyzer {
   RedistributionMemo& memo_;  // state_'s memo for this plan's mesh
   std::vector<std::pair<int, int>> old_ends_;  // op_work's: the kept work's comm_ends of one operator
   std::vector<char> in_recomputed_layer_;      // per node, under layer_recompute()
+  std::vector<char> twin_delivered_, twin_gradient_delivered_;  // copy_twin's delivery context, its storage reused
   mutable int expert_parallel_ = -1;           // expert_parallel(), -1 until found
 };
 

@@ -195,6 +195,7 @@ bool Analyzer::update_operator_work(bool train) {
   // objects, which stay where they are.
   for (NodeId id : changed) kept.node_cuts[id] = plan_.node_cuts[id];
   kept.stage_of_node = plan_.stage_of_node;
+  kept.cuts_stamp = plan_.cuts_stamp;  // its cuts are now the plan's
   kept.replicate_axes = plan_.replicate_axes;
   for (std::size_t t = 0; t < dirty.size(); ++t)
     if (dirty[t]) state_.delivered[t].clear(), state_.delivered_gradients[t].clear();

@@ -133,7 +133,8 @@ void Analyzer::delivery_context(NodeId id, std::vector<char>& delivered, std::ve
 bool Analyzer::copy_twin(NodeId id, std::size_t position, bool train) {
   if (!state_.reuse_twins) return false;
   std::vector<PlanAnalyzer::State::Twin>& priced = state_.twins[state_.twin_class[id]];
-  std::vector<char> delivered, gradient_delivered;
+  std::vector<char>& delivered = twin_delivered_;
+  std::vector<char>& gradient_delivered = twin_gradient_delivered_;
   delivery_context(id, delivered, gradient_delivered, train);
   const Node& node = graph_.node(id);
   const NodeCut& cut = plan_.node_cuts[id];
@@ -190,7 +191,7 @@ bool Analyzer::copy_twin(NodeId id, std::size_t position, bool train) {
     ++state_.twin_copies;
     return true;
   }
-  if (priced.size() < kTwinContexts) priced.push_back({position, std::move(delivered), std::move(gradient_delivered)});
+  if (priced.size() < kTwinContexts) priced.push_back({position, delivered, gradient_delivered});
   return false;
 }
 

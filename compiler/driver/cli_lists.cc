@@ -4,6 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "compiler/report/mimo.h"
 #include "compiler/strategies/strategy.h"
 
 namespace symtensor::driver {
@@ -18,10 +19,11 @@ std::vector<std::string> split_list(const std::string& text, const char* flag) {
   return out;
 }
 
-std::vector<std::string> strategy_list(const std::string& text, const char* flag) {
+std::vector<std::string> strategy_list(const std::string& text, const char* flag, bool with_mimo) {
   std::vector<std::string> names = split_list(text, flag);
   std::vector<std::string> known = compiler::strategy_names();
   known.erase(std::remove(known.begin(), known.end(), "file"), known.end());
+  if (with_mimo) known.push_back(compiler::kMimoStrategy);
   for (const auto& name : names) {
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
     std::string list;

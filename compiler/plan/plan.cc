@@ -1,5 +1,6 @@
 #include "compiler/plan/plan.h"
 
+#include <atomic>
 #include <cmath>
 #include <stdexcept>
 
@@ -76,6 +77,11 @@ int Plan::pipeline_stages() const {
     for (int f : level)
       if (axis++ == pipeline_axis) return f;
   throw std::runtime_error("plan: pipeline axis " + std::to_string(pipeline_axis) + " is not a mesh axis");
+}
+
+std::uint64_t new_cuts_stamp() {
+  static std::atomic<std::uint64_t> last{0};
+  return ++last;
 }
 
 }  // namespace symtensor::compiler

@@ -6,6 +6,7 @@
 // The device mesh is the cluster's mesh with each topology level factored into axes
 // (`mesh_factors`, outermost level first). At most one axis is the pipeline axis: its
 // coordinate is the pipeline stage, and operators are cut only over the other axes.
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -58,6 +59,11 @@ struct Plan {
   // the graph's node count.
   std::vector<int> stage_of_node;
   std::vector<NodeCut> node_cuts;
+  // A search's mark on cuts it made anew (new_cuts_stamp): two plans with the same non-zero
+  // stamp have the same node_cuts, which the cost model's reuse check then takes without
+  // comparing them cut by cut. 0: unknown. Whoever changes a stamped plan's cuts sets a new
+  // stamp or 0; the searches clear it on the plans they return.
+  std::uint64_t cuts_stamp = 0;
 
   double global_batch = 0;      // samples per step (the value bound to the batch dim)
   int micro_batches = 1;        // per step, per pipeline (global_batch / dp / micro-batch size)
@@ -107,5 +113,8 @@ std::string describe_recompute(const Plan& plan);
 
 // The plan's device mesh (the cluster's mesh factored as the plan says).
 hardware::DeviceMesh plan_mesh(const Plan& plan, const hardware::Cluster& cluster);
+
+// A Plan::cuts_stamp no call returned before (thread-safe).
+std::uint64_t new_cuts_stamp();
 
 }  // namespace symtensor::compiler

@@ -9,6 +9,7 @@
 #include "compiler/onnx_import/import.h"
 #include "compiler/report/compare_fleet.h"
 #include "compiler/report/evaluate.h"
+#include "compiler/report/mimo.h"
 #include "compiler/report/plan_versus.h"
 #include "compiler/base/units.h"
 #include "simulator/engine/simulator.h"
@@ -62,6 +63,19 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     say(options, "compare: " + name + ": planning");
     StrategyOptions so = options.strategy;
     so.megatron = options.megatron;
+    if (name == kMimoStrategy) {  // two groups of GPUs, two plans (compiler/report/mimo.h)
+      try {
+        s = mimo_strategy_result(graph, cluster, so, simulate, r.tokens_per_sample);
+        say(options, "compare: " + s.label + ": " + format_seconds(s.step_time_s()) + " per step (" + s.evaluator() + ")");
+      } catch (const std::exception& ex) {
+        s.error = ex.what();
+        say(options, "compare: " + name + ": no plan: " + s.error);
+      }
+      r.strategies.push_back(std::move(s));
+      timelines.emplace_back();
+      row_clusters.push_back(cluster);
+      continue;
+    }
     std::optional<EvaluatedPlan> e;
     hardware::Cluster rc = cluster;
     try {

@@ -32,6 +32,69 @@ double CutProblem::objective(const std::vector<int>& choice) const {
   return total;
 }
 
+namespace {
+
+// pair_cost of the greedy solver for every (choice of u, choice of v) of an edge u -> v, the
+// other nodes' choices fixed, summed in another order: u's costs against the nodes but v,
+// v's against the nodes but u, and the edges between them. Where the costs are non-negative
+// the estimate is within a relative 1e-9 of pair_cost (n terms summed in two orders differ
+// by at most 2n x 2^-53 of their sum), so a pair estimated above that margin over the best
+// cannot beat it; with a negative cost nothing is ruled out.
+class PairEstimates {
+ public:
+  PairEstimates(const CutProblem& problem, const std::vector<std::vector<int>>& incident, const std::vector<int>& choice)
+      : p_(problem), incident_(incident), choice_(choice) {}
+
+  void fill(int u, int v) {
+    negative_ = false;
+    cvs_ = static_cast<int>(p_.nodes[v].choices.size());
+    side(u, v, u_);
+    side(v, u, v_);
+    between_.assign(u_.size() * cvs_, 0.0);
+    for (int e : incident_[u]) {
+      const CutProblemEdge& edge = p_.edges[e];
+      if (edge.from != v && edge.to != v) continue;
+      for (std::size_t cu = 0; cu < u_.size(); ++cu)
+        for (int cv = 0; cv < cvs_; ++cv) add(between_[cu * cvs_ + cv], edge.from == u ? edge.cost[cu][cv] : edge.cost[cv][cu]);
+    }
+  }
+
+  bool rules_out(int cu, int cv, double best) const {
+    const double estimate = u_[cu] + v_[cv] + between_[static_cast<std::size_t>(cu) * cvs_ + cv];
+    return !negative_ && estimate * (1 - 1e-9) > best;
+  }
+
+ private:
+  void add(double& sum, double cost) {
+    negative_ = negative_ || cost < 0;
+    sum += cost;
+  }
+
+  // Per choice of `w`: its unary cost and its edges to every node but `other`.
+  void side(int w, int other, std::vector<double>& out) {
+    const auto& choices = p_.nodes[w].choices;
+    out.assign(choices.size(), 0.0);
+    for (std::size_t c = 0; c < choices.size(); ++c) add(out[c], choices[c].cost);
+    for (int e : incident_[w]) {
+      const CutProblemEdge& edge = p_.edges[e];
+      if (edge.from == other || edge.to == other) continue;
+      for (std::size_t c = 0; c < choices.size(); ++c)
+        add(out[c], edge.from == edge.to ? edge.cost[c][c]
+                    : edge.from == w     ? edge.cost[c][choice_[edge.to]]
+                                         : edge.cost[choice_[edge.from]][c]);
+    }
+  }
+
+  const CutProblem& p_;
+  const std::vector<std::vector<int>>& incident_;
+  const std::vector<int>& choice_;
+  int cvs_ = 0;
+  bool negative_ = false;  // some cost of the pair is negative
+  std::vector<double> u_, v_, between_;
+};
+
+}  // namespace
+
 std::vector<int> solve_cut_problem_greedy(const CutProblem& problem, int passes) {
   problem.validate();
   const int n = static_cast<int>(problem.nodes.size());
@@ -76,6 +139,7 @@ std::vector<int> solve_cut_problem_greedy(const CutProblem& problem, int passes)
       }
     return cost;
   };
+  PairEstimates estimates(problem, incident, choice);
   for (int v : order) choice[v] = best_choice(v);
   for (int pass = 0; pass < passes; ++pass) {
     bool changed = false;
@@ -87,15 +151,22 @@ std::vector<int> solve_cut_problem_greedy(const CutProblem& problem, int passes)
     }
     // Two neighbours changing together: what one node's move cannot reach when a layout
     // only pays once both ends of an edge take it (a redistribution avoided on both sides).
+    // Each pair is first estimated from its separable parts (pair_estimates); only the pairs
+    // the estimate cannot rule out are priced by pair_cost, so the choices are those of
+    // pricing every pair.
     for (const auto& edge : problem.edges) {
       const int u = edge.from, v = edge.to;
-      if (u == v) continue;
+      const int cus = static_cast<int>(problem.nodes[u].choices.size());
+      const int cvs = static_cast<int>(problem.nodes[v].choices.size());
+      if (u == v || cus * cvs == 1) continue;
       const int keep_u = choice[u], keep_v = choice[v];
       const double before = pair_cost(u, v);
       double best = before;
       int best_u = keep_u, best_v = keep_v;
-      for (int cu = 0; cu < static_cast<int>(problem.nodes[u].choices.size()); ++cu)
-        for (int cv = 0; cv < static_cast<int>(problem.nodes[v].choices.size()); ++cv) {
+      estimates.fill(u, v);
+      for (int cu = 0; cu < cus; ++cu)
+        for (int cv = 0; cv < cvs; ++cv) {
+          if (estimates.rules_out(cu, cv, best)) continue;
           choice[u] = cu, choice[v] = cv;
           const double cost = pair_cost(u, v);
           if (cost < best - 1e-15 * std::max(1.0, best)) best = cost, best_u = cu, best_v = cv;

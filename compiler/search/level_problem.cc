@@ -40,12 +40,7 @@ class LevelBuilder {
   CutProblem run() {
     CutProblem p;
     const auto& heavy = c_.folded->heavy;
-    // Every heavy operator's cut with this level's axis on each loop (index loop + 1; 0: not cut).
     cut_with_.resize(heavy.size());
-    for (std::size_t h = 0; h < heavy.size(); ++h) {
-      const int loops = static_cast<int>(c_.ng->node(heavy[h]).loops.size());
-      for (int l = -1; l < loops; ++l) cut_with_[h].push_back(make_cut_with_axis(static_cast<int>(h), l));
-    }
     std::vector<int> class_of(heavy.size());
     std::map<std::string, int> classes;
     std::string key;
@@ -146,7 +141,16 @@ class LevelBuilder {
     return w;
   }
 
-  const NodeCut& with_axis(int h, int loop) const { return cut_with_[h][loop + 1]; }
+  // Heavy operator h's cut with this level's axis on `loop` (-1: not cut), made when first
+  // asked for: only the operators that price a class's choices or edges need theirs.
+  const NodeCut& with_axis(int h, int loop) const {
+    std::vector<NodeCut>& cuts = cut_with_[h];
+    if (cuts.empty()) {
+      const int loops = static_cast<int>(c_.ng->node(c_.folded->heavy[h]).loops.size());
+      for (int l = -1; l < loops; ++l) cuts.push_back(make_cut_with_axis(h, l));
+    }
+    return cuts[loop + 1];
+  }
 
   NodeCut make_cut_with_axis(int h, int loop) const {
     NodeCut cut = cuts_[h];
@@ -269,7 +273,7 @@ class LevelBuilder {
   int n_;
   const std::vector<NodeCut>& cuts_;
   hardware::GroupShape group_;
-  std::vector<std::vector<NodeCut>> cut_with_;
+  mutable std::vector<std::vector<NodeCut>> cut_with_;  // with_axis', per heavy operator (index loop + 1)
   double act_bytes_ = 2;
   mutable std::map<std::pair<int, double>, double> priced_;  // coll's
 };

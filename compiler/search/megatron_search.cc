@@ -130,6 +130,7 @@ class MegatronSearch {
               MegatronKnobs build = base;
               if (base.replicate > 1) build.fsdp = 3;
               plan = layouts.make(cluster_, build, options_);
+              plan.cuts_stamp = new_cuts_stamp();  // priced under every memory option
               replicas_ = replica_candidates(base);
             } catch (const std::exception& e) {
               last_error_ = e.what();
@@ -197,6 +198,7 @@ class MegatronSearch {
                                (options_.bound ? " that " + std::string(to_string(*options_.bound)) + " runs as written" : std::string()) +
                                " (" + why + ")");
     }
+    best_.plan.cuts_stamp = 0;  // the caller may change its cuts
     return best_;
   }
 

@@ -127,6 +127,7 @@ class Search {
     if (options_.bound) r.summary = "inside " + std::string(to_string(*options_.bound)) + ": ";
     if (best_.estimate.fits && before_refinement > 0) r.refine_gain = 1 - best_.estimate.step_time_s / before_refinement;
     r.plan = best_plan_;
+    r.plan.cuts_stamp = 0;  // the caller may change its cuts
     r.analysis = analyzer_.analyze(r.plan);
     r.estimate = best_.estimate;
     r.evaluations = evaluations_;
@@ -278,6 +279,7 @@ class Search {
     }
     const StageSplit split = split_pipeline_stages(ng_, cost, b, pp);
     plan.stage_of_node = split.stage_of_node;
+    plan.cuts_stamp = new_cuts_stamp();
   }
 
   // Prices the plans of one (pipeline depth, micro-batch count); returns the best step

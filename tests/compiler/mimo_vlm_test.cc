@@ -1,0 +1,170 @@
+// Megatron-best for a vision-language model as Megatron MIMO runs it (issue #32,
+// compiler/report/mimo.h): the step of two GPU groups by hand, LLaVA cut where the projector
+// hands its embeddings to the decoder, the splits of a cluster, and the search's choice
+// priced by the same arithmetic.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "onnx_models/model_zoo.h"  // protobuf before GiNaC (CLN's Mutable macro)
+#include "compiler/analysis/model_stats.h"
+#include "compiler/onnx_import/import.h"
+#include "compiler/report/compare.h"
+#include "compiler/report/mimo.h"
+#include "hardware/cluster.h"
+#include "onnx_models/presets.h"
+#include "tests/temp_path.h"
+
+namespace symtensor::compiler {
+namespace {
+
+Graph mimo_test_llava(std::int64_t tiles, double batch, double seq) {
+  models::Overrides o;
+  o.image_tiles = tiles;
+  ImportOptions io;
+  io.bindings = {{"batch", batch}, {"seq", seq}};
+  io.warn_opaque = false;
+  return import_onnx_model(models::build_model(models::apply_overrides(models::preset_config("llava-1.5-7b"), o)),
+                           "llava", io);
+}
+
+TEST(MimoVlm, StepIsTheSlowerSidePlusOneMicroBatchOfTheOtherAndTheHandOffs) {
+  // The language model slower: 1.0 + 0.2 / 4 + 2 x 0.08 / 4 = 1.09 s.
+  EXPECT_DOUBLE_EQ(mimo_step_seconds({0.2, 1.0, 4, 0.08}), 1.09);
+  // The encoder slower: 1.2 + 1.0 / 2 + 2 x 0.1 / 2 = 1.8 s.
+  EXPECT_DOUBLE_EQ(mimo_step_seconds({1.2, 1.0, 2, 0.1}), 1.8);
+  // The links slower than both sides: 0.5 + 0.1 / 1 + 2 x 0.5 / 1 = 1.6 s.
+  EXPECT_DOUBLE_EQ(mimo_step_seconds({0.1, 0.2, 1, 0.5}), 1.6);
+  // More micro-batches hide more of the faster side: 1.0 + 0.2 / 16 + 2 x 0.08 / 16 = 1.0225 s.
+  EXPECT_DOUBLE_EQ(mimo_step_seconds({0.2, 1.0, 16, 0.08}), 1.0225);
+}
+
+TEST(MimoVlm, LlavaSplitsWhereTheProjectorHandsOverAndKeepsEveryFlop) {
+  const double batch = 2, seq = 4096;
+  const std::int64_t tiles = 5, tokens = tiles * 576, hidden = 4096;
+  Graph g = mimo_test_llava(tiles, batch, seq);
+  std::optional<ModalitySplit> split = split_modalities(g);
+  ASSERT_TRUE(split.has_value());
+  // The projected image features, float32: batch x 2,880 x 4,096 x 4 bytes.
+  EXPECT_DOUBLE_EQ(split->boundary_bytes, batch * tokens * hidden * 4.0);
+  ASSERT_EQ(split->encoder.outputs.size(), 1u);
+  const std::string features = split->encoder.tensor(split->encoder.outputs[0]).name;
+  EXPECT_NE(features.find("multi_modal_projector/"), std::string::npos) << features;
+  bool handed = false, pixels = false;
+  for (TensorId t : split->language.inputs) {
+    handed |= split->language.tensor(t).name == features;
+    pixels |= split->language.tensor(t).name == "pixel_values";
+  }
+  EXPECT_TRUE(handed) << "the language model reads the projector's output as an input";
+  EXPECT_FALSE(pixels);
+  int vision_in_language = 0, decoder_in_encoder = 0;
+  for (const Node& n : split->language.nodes())  // Constant nodes go to both sides
+    vision_in_language += n.op_type != "Constant" && n.name.find("vision_tower/") != std::string::npos;
+  for (const Node& n : split->encoder.nodes()) decoder_in_encoder += n.name.find("/layers.") != std::string::npos &&
+                                                                     n.name.find("vision_tower/") == std::string::npos;
+  EXPECT_EQ(vision_in_language, 0);
+  EXPECT_EQ(decoder_in_encoder, 0);
+  // Every GEMM FLOP is on exactly one side.
+  const auto gemm = [](Graph& graph) { return *graph.symbols.evaluate(compute_model_stats(graph).gemm_flops); };
+  EXPECT_DOUBLE_EQ(gemm(split->encoder) + gemm(split->language), gemm(g));
+  // The projector's two GEMMs and the tower's are the encoder's: 358.8 GFLOP a tile (llava_vlm_test.cc).
+  EXPECT_NEAR(gemm(split->encoder) / (batch * tiles), 358.8e9, 0.1e9);
+}
+
+TEST(MimoVlm, NoVisionTowerNoSplit) {
+  ImportOptions io;
+  io.bindings = {{"batch", 2}, {"seq", 128}};
+  io.warn_opaque = false;
+  Graph g = import_onnx_model(models::build_model(models::preset_config("llama2-7b-tiny")), "llama", io);
+  EXPECT_FALSE(split_modalities(g).has_value());
+}
+
+TEST(MimoVlm, SplitsOfFourNodesOfEight) {
+  const hardware::Cluster c = hardware::scale_cluster(hardware::load_cluster("dgx-h100"), 4, std::nullopt);
+  const std::vector<MimoSplitChoice> splits = mimo_splits(c);
+  ASSERT_EQ(splits.size(), 7u + 3u);  // 1..7 GPUs of every node, then 1..3 whole nodes
+  EXPECT_EQ(splits[0].encoder_cluster.num_devices(), 4);
+  EXPECT_EQ(splits[0].language_cluster.num_devices(), 28);
+  // One encoder GPU a node: four NVLink links carry the hand-off.
+  EXPECT_DOUBLE_EQ(splits[0].link_bytes_per_s, 4 * c.levels.front().bandwidth);
+  EXPECT_EQ(splits[7].encoder_cluster.num_devices(), 8);
+  EXPECT_EQ(splits[7].language_cluster.num_devices(), 24);
+  // One node against three: its eight NICs carry it.
+  EXPECT_DOUBLE_EQ(splits[7].link_bytes_per_s, 8 * c.levels.back().bandwidth);
+  for (const auto& s : splits)
+    EXPECT_EQ(s.encoder_cluster.num_devices() + s.language_cluster.num_devices(), 32) << s.where;
+}
+
+TEST(MimoVlm, SearchPricesItsChoiceByTheStepArithmetic) {
+  const double batch = 8;
+  Graph g = mimo_test_llava(5, batch, 4096);
+  const hardware::Cluster c = hardware::scale_cluster(hardware::load_cluster("dgx-h100"), 1, 4);
+  const MimoResult r = mimo_search(g, c, StrategyOptions{});
+  EXPECT_EQ(r.split.encoder_cluster.num_devices() + r.split.language_cluster.num_devices(), 4);
+  EXPECT_DOUBLE_EQ(r.times.encoder_s, r.encoder.estimate.step_time_s);
+  EXPECT_DOUBLE_EQ(r.times.language_s, r.language.estimate.step_time_s);
+  EXPECT_EQ(r.times.micro_batches, r.language.plan.micro_batches);
+  EXPECT_DOUBLE_EQ(r.times.handoff_s, batch * 2880 * 4096 * 4.0 / r.split.link_bytes_per_s);
+  const double slower = std::max(r.times.encoder_s, r.times.language_s), faster = std::min(r.times.encoder_s, r.times.language_s);
+  EXPECT_DOUBLE_EQ(r.step_s, std::max(slower, r.times.handoff_s) + faster / r.times.micro_batches +
+                                 2 * r.times.handoff_s / r.times.micro_batches);
+  // Of 1/3, 2/2 and 3/1 GPUs: 8 samples do not divide over 3 decoder GPUs, and one decoder GPU
+  // would carry ~20x the tower's work alone.
+  EXPECT_EQ(r.split.language_cluster.num_devices(), 2);
+  EXPECT_TRUE(r.encoder.estimate.fits && r.language.estimate.fits);
+  // compare's row: the same step, the batch over it.
+  const StrategyResult s = mimo_strategy_result(g, c, StrategyOptions{}, false, 4096);
+  ASSERT_TRUE(s.ok);
+  EXPECT_DOUBLE_EQ(s.step_time_s(), r.step_s);
+  EXPECT_DOUBLE_EQ(s.samples_per_s(), batch / r.step_s);
+}
+
+TEST(MimoVlm, CompareSimulatesEachSideOnItsOwnGpusAndRefusesAModelWithoutATower) {
+  models::Overrides o;
+  o.image_tiles = 5;
+  models::ModelConfig config = models::apply_overrides(models::preset_config("llava-1.5-7b"), o);
+  config.weights = models::Weights::none;
+  const std::string llava = symtensor::testing::temp_path("mimo_llava.onnx");
+  models::save_model(models::build_model(config), llava);
+  CompareOptions options;
+  options.model = llava;
+  options.bind = "batch=8,seq=4096";
+  options.strategies = {kMimoStrategy, "megatron"};
+  const hardware::Cluster c = hardware::scale_cluster(hardware::load_cluster("dgx-h100"), 1, 4);
+  const CompareResults r = run_compare(options, c);
+  const StrategyResult& mimo = r.strategies.at(0);
+  ASSERT_TRUE(mimo.ok) << mimo.error;
+  ASSERT_TRUE(mimo.simulated) << mimo.simulation_error;
+  EXPECT_TRUE(mimo.fits());
+  EXPECT_EQ(mimo.simulation.devices, 4);
+  EXPECT_DOUBLE_EQ(mimo.samples_per_s(), 8 / mimo.step_time_s());
+  // Every stage of both sides, named by its side.
+  int vision = 0, language = 0;
+  for (const auto& st : mimo.simulation.stages) {
+    vision += st.name.rfind("vision ", 0) == 0;
+    language += st.name.rfind("language ", 0) == 0;
+  }
+  EXPECT_GE(vision, 1);
+  EXPECT_GE(language, 1);
+  // The simulation and the estimate put the two sides together alike: within 15%.
+  EXPECT_NEAR(mimo.simulation.step_time_s / mimo.estimate.step_time_s, 1.0, 0.15);
+  std::filesystem::remove(llava);
+
+  models::ModelConfig llama = models::preset_config("llama2-7b-tiny");
+  llama.weights = models::Weights::none;
+  const std::string plain = symtensor::testing::temp_path("mimo_llama.onnx");
+  models::save_model(models::build_model(llama), plain);
+  options.model = plain;
+  options.bind = "batch=8,seq=128";
+  options.simulate = false;
+  const CompareResults n = run_compare(options, c);
+  EXPECT_FALSE(n.strategies.at(0).ok);
+  EXPECT_NE(n.strategies.at(0).error.find("no vision tower"), std::string::npos) << n.strategies.at(0).error;
+  EXPECT_TRUE(n.strategies.at(1).ok);
+  std::filesystem::remove(plain);
+}
+
+}  // namespace
+}  // namespace symtensor::compiler
