@@ -74,10 +74,17 @@ Workload parse_workload(const YAML::Node& n, const std::string& where) {
     w.bind[key] = positive(kv.second, where + ": bind: key '" + key + "'");
   }
   if (n["strategies"]) {
-    if (!n["strategies"].IsSequence()) throw std::runtime_error(where + ": key 'strategies' must be a list");
-    for (const auto& s : n["strategies"]) w.strategies.push_back(s.as<std::string>());
+    if (!n["strategies"].IsSequence() || n["strategies"].size() == 0)
+      throw std::runtime_error(where + ": key 'strategies' must be a non-empty list of names");
+    for (const auto& s : n["strategies"]) {
+      if (!s.IsScalar()) throw std::runtime_error(where + ": key 'strategies': every item must be a strategy name");
+      w.strategies.push_back(s.as<std::string>());
+    }
   }
-  if (n["baseline"]) w.baseline = n["baseline"].as<std::string>();
+  if (n["baseline"]) {
+    if (!n["baseline"].IsScalar()) throw std::runtime_error(where + ": key 'baseline' must name a strategy");
+    w.baseline = n["baseline"].as<std::string>();
+  }
   // A sequence longer than the preset's position table needs a longer table.
   if (auto seq = w.bind.find("seq"); seq != w.bind.end() && !w.overrides.seq) w.overrides.seq = seq->second;
   return w;

@@ -59,11 +59,7 @@ class Analyzer {
   bool layer_recompute() const { return plan_.recompute == RecomputePolicy::full && !plan_.recompute_layers.empty(); }
   void mark_recomputed_layers();
 
-  // Activations: 16-bit unless the plan computes in fp32; low-precision recipes keep them
-  // in bf16 (only the linear GEMMs' inputs are quantized, low_precision_*).
-  static double bytes_of(hardware::Precision p) {
-    return p == hardware::Precision::fp32 || p == hardware::Precision::tf32 ? 4 : 2;
-  }
+  static double bytes_of(hardware::Precision p) { return activation_bytes(p); }
   bool low_precision_gemm(NodeId id) const { return runs_low_precision_gemm(ng_, id, plan_.precision); }
   hardware::Precision kernel_precision(NodeId id) const { return compiler::kernel_precision(ng_, id, plan_.precision); }
 

@@ -15,4 +15,8 @@ hardware::Precision kernel_precision(const NumericGraph& ng, NodeId id, hardware
   return runs_low_precision_gemm(ng, id, plan_precision) ? plan_precision : hardware::Precision::bf16;
 }
 
+double activation_bytes(hardware::Precision plan_precision) {
+  return plan_precision == hardware::Precision::fp32 || plan_precision == hardware::Precision::tf32 ? 4 : 2;
+}
+
 }  // namespace symtensor::compiler

@@ -11,4 +11,8 @@ namespace symtensor::compiler {
 bool runs_low_precision_gemm(const NumericGraph& ng, NodeId id, hardware::Precision plan_precision);
 hardware::Precision kernel_precision(const NumericGraph& ng, NodeId id, hardware::Precision plan_precision);
 
+// Bytes per element of the activations a plan moves and keeps: 16-bit unless it computes in
+// fp32; low-precision recipes keep them in bf16 (only the linear GEMMs' inputs are quantized).
+double activation_bytes(hardware::Precision plan_precision);
+
 }  // namespace symtensor::compiler

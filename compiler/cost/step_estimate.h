@@ -21,6 +21,9 @@ struct StepEstimate {
   std::vector<double> stage_peak_memory;  // bytes per device
   double peak_memory = 0;
   double memory_capacity = 0;
+  // Per stage where the stages' devices differ (a mixed fleet, fleet_step_estimate); empty:
+  // every stage has memory_capacity.
+  std::vector<double> stage_memory_capacity;
   bool fits = true;
   double model_flops = 0;       // per step, all devices: forward+backward without recompute
   double hardware_flops = 0;    // with recompute

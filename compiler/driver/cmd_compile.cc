@@ -172,8 +172,9 @@ void run_compile(CompileOptions o) {
   std::cout << "memory per device (peak vs capacity):\n";
   for (std::size_t s = 0; s < step.stage_peak_memory.size(); ++s) {
     const double need = step.stage_peak_memory[s];
-    std::cout << fmt::format("  stage {:<4}{:>12} / {:<12}{}\n", s, compiler::format_bytes(need),
-                             compiler::format_bytes(step.memory_capacity), need > step.memory_capacity ? "DOES NOT FIT" : "ok");
+    const double capacity = s < step.stage_memory_capacity.size() ? step.stage_memory_capacity[s] : step.memory_capacity;
+    std::cout << fmt::format("  stage {:<4}{:>12} / {:<12}{}\n", s, compiler::format_bytes(need), compiler::format_bytes(capacity),
+                             need > capacity ? "DOES NOT FIT" : "ok");
   }
   std::cout << "memory per device, part by part:\n"
             << compiler::memory_breakdown_text(compiler::memory_breakdown(graph, plan, analysis));

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/cost/kernel_precision.h"
 #include "compiler/lowering/simulate_plan.h"
 
 namespace symtensor::compiler {
@@ -103,9 +104,10 @@ std::optional<ModalitySplit> split_modalities(const Graph& graph) {
       bool read = false;
       for (NodeId c : graph.tensor(t).consumers) read |= !encoder[c];
       if (!read) continue;
-      const std::optional<double> bytes = graph.symbols.evaluate(graph.tensor(t).num_bytes());
-      if (!bytes) throw std::runtime_error("megatron-mimo: tensor '" + graph.tensor(t).name + "' handed to the language model has unbound dims");
-      split.boundary_bytes += *bytes;
+      const std::optional<double> elements = graph.symbols.evaluate(graph.tensor(t).num_elements());
+      if (!elements)
+        throw std::runtime_error("megatron-mimo: tensor '" + graph.tensor(t).name + "' handed to the language model has unbound dims");
+      split.boundary_elements += *elements;
     }
   }
   if (split.encoder.outputs.empty() || split.language.inputs.empty())
@@ -190,7 +192,7 @@ MimoResult mimo_search(const Graph& graph, const hardware::Cluster& cluster, con
       }
       r.encoder = encoder;
       r.times = {encoder.estimate.step_time_s, r.language.estimate.step_time_s, r.language.plan.micro_batches,
-                 split->boundary_bytes / choice.link_bytes_per_s};
+                 split->boundary_elements * activation_bytes(options.precision) / choice.link_bytes_per_s};
       r.step_s = mimo_step_seconds(r.times);
       r.split = choice;
       if (!best || r.step_s < best->step_s) best = std::move(r);
@@ -198,8 +200,9 @@ MimoResult mimo_search(const Graph& graph, const hardware::Cluster& cluster, con
   }
   if (!best) throw std::runtime_error("megatron-mimo: no split fits (last: " + last_error + ")");
   best->evaluations = evaluations;
-  best->label = fmt::format("megatron-mimo vision on {} ({}), language on the rest ({})", best->split.where,
-                            best->encoder.label, best->language.label);
+  best->label = fmt::format("megatron-mimo vision on {} ({}), language on the rest ({}){}", best->split.where,
+                            best->encoder.label, best->language.label,
+                            options.megatron.empty() ? "" : "; --megatron " + options.megatron + " not applied: each side searched");
   return *best;
 }
 

@@ -22,11 +22,11 @@ inline constexpr const char* kMimoStrategy = "megatron-mimo";
 // The graph cut where the modalities meet: `encoder` holds every node under a vision_tower or
 // multi_modal_projector scope and their ancestors, `language` every other node (Constant nodes
 // go to both). The tensors the encoder hands over are graph outputs of `encoder` and graph
-// inputs of `language`; `boundary_bytes` is their size at the bound dims (the whole global
-// batch, one direction).
+// inputs of `language`; `boundary_elements` is their size at the bound dims (the whole global
+// batch, one direction), handed over at the plan's activation bytes (activation_bytes).
 struct ModalitySplit {
   Graph encoder, language;
-  double boundary_bytes = 0;
+  double boundary_elements = 0;
 };
 // nullopt when the graph has no node under those scopes (not a vision-language model).
 std::optional<ModalitySplit> split_modalities(const Graph& graph);

@@ -40,6 +40,8 @@ StepEstimate fleet_step_estimate(Graph& graph, const hardware::Cluster& fleet, c
     if (merged.peak_memory[st] - capacity[st] > merged.peak_memory[tightest] - capacity[tightest]) tightest = st;
   StepEstimate e = estimate_step(merged, plan, fleet);
   e.memory_capacity = capacity.empty() ? merged.device_memory : capacity[tightest];
+  if (!capacity.empty()) e.peak_memory = merged.peak_memory[tightest];  // peak and capacity of one stage
+  e.stage_memory_capacity = capacity;
   e.fits = true;
   for (std::size_t st = 0; st < capacity.size(); ++st) e.fits = e.fits && merged.peak_memory[st] <= capacity[st];
   const double peak = hardware::total_peak(fleet, plan.precision);

@@ -16,7 +16,8 @@ struct Plan;
 // and memory from the analysis on that group's device (the fleet's mesh and links); a stage
 // spanning groups keeps the fleet's uniform view (the slowest group's pace and least memory).
 // The step is assembled from those stage totals (estimate_step); fits when every stage fits
-// its own devices, and MFU is over the sum of the devices' peaks.
+// its own devices (stage_memory_capacity; peak_memory and memory_capacity are the tightest
+// stage's), and MFU is over the sum of the devices' peaks.
 StepEstimate fleet_step_estimate(Graph& graph, const hardware::Cluster& fleet, const Plan& plan);
 
 }  // namespace symtensor::compiler

@@ -181,6 +181,8 @@ MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fle
                                  fmt::format("Megatron-best on {} alone ({})", group.name, knobs_label(r.knobs)), simulations);
       // Ties go to the group given first, as when the groups are searched in their order.
       const bool tie = best.subset.found && step.step_time_s == best.subset.step_time_s && g < best.subset_group;
+      if (!step.fits && best.subset.missing.empty())
+        best.subset.missing = fmt::format("not on {} alone: its plan does not fit in memory", group.name);
       if (step.fits && (faster(step, best.subset) || tie)) best.subset = std::move(step), best.subset_group = g;
     } catch (const std::exception& e) {
       // No Megatron plan fits this group alone: it is not a usable subset.

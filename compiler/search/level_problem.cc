@@ -31,8 +31,7 @@ class LevelBuilder {
       : c_(ctx), g_(ctx.ng->graph()), axis_(axis), n_(ctx.mesh->axes().at(axis).size), cuts_(cuts) {
     const std::vector<int> one{axis};
     group_ = ctx.mesh->group_shape(one);
-    // Activations move in 16 bits under low-precision recipes too (only GEMM inputs are quantized).
-    act_bytes_ = ctx.precision == hardware::Precision::fp32 || ctx.precision == hardware::Precision::tf32 ? 4 : 2;
+    act_bytes_ = activation_bytes(ctx.precision);
   }
 
   // Operators of one class (identical in every repeated layer) get their choices priced

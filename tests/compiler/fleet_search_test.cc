@@ -147,6 +147,9 @@ TEST(FleetEstimate, EachStageOnItsGroupsDeviceAgreesWithTheSimulation) {
   EXPECT_NEAR(e.step_time_s / simulated, 1.0, 0.20) << e.step_time_s << " s estimated, " << simulated << " s simulated";
   EXPECT_LT(std::abs(e.step_time_s - simulated), 0.5 * std::abs(uniform.step_time_s - simulated));
   EXPECT_TRUE(e.fits);
+  ASSERT_EQ(e.stage_memory_capacity.size(), 3u);  // each stage against its own group's devices
+  EXPECT_DOUBLE_EQ(e.stage_memory_capacity[0], on_h100.device.usable_memory());
+  EXPECT_DOUBLE_EQ(e.stage_memory_capacity[1], fleet.groups[1].device.usable_memory());
   EXPECT_DOUBLE_EQ(e.mfu, e.model_flops / (e.step_time_s * hardware::total_peak(fleet, plan.precision)));
 }
 

@@ -12,6 +12,7 @@
 #include "compiler/analysis/model_stats.h"
 #include "compiler/onnx_import/import.h"
 #include "compiler/report/compare.h"
+#include "compiler/cost/kernel_precision.h"
 #include "compiler/report/mimo.h"
 #include "hardware/cluster.h"
 #include "onnx_models/presets.h"
@@ -47,8 +48,9 @@ TEST(MimoVlm, LlavaSplitsWhereTheProjectorHandsOverAndKeepsEveryFlop) {
   Graph g = mimo_test_llava(tiles, batch, seq);
   std::optional<ModalitySplit> split = split_modalities(g);
   ASSERT_TRUE(split.has_value());
-  // The projected image features, float32: batch x 2,880 x 4,096 x 4 bytes.
-  EXPECT_DOUBLE_EQ(split->boundary_bytes, batch * tokens * hidden * 4.0);
+  // The projected image features: batch x 2,880 x 4,096 values, handed over in bf16 (2 bytes each).
+  EXPECT_DOUBLE_EQ(split->boundary_elements, batch * tokens * hidden);
+  EXPECT_EQ(activation_bytes(hardware::Precision::bf16), 2);
   ASSERT_EQ(split->encoder.outputs.size(), 1u);
   const std::string features = split->encoder.tensor(split->encoder.outputs[0]).name;
   EXPECT_NE(features.find("multi_modal_projector/"), std::string::npos) << features;
@@ -106,7 +108,7 @@ TEST(MimoVlm, SearchPricesItsChoiceByTheStepArithmetic) {
   EXPECT_DOUBLE_EQ(r.times.encoder_s, r.encoder.estimate.step_time_s);
   EXPECT_DOUBLE_EQ(r.times.language_s, r.language.estimate.step_time_s);
   EXPECT_EQ(r.times.micro_batches, r.language.plan.micro_batches);
-  EXPECT_DOUBLE_EQ(r.times.handoff_s, batch * 2880 * 4096 * 4.0 / r.split.link_bytes_per_s);
+  EXPECT_DOUBLE_EQ(r.times.handoff_s, batch * 2880 * 4096 * 2.0 / r.split.link_bytes_per_s);  // bf16 embeddings
   const double slower = std::max(r.times.encoder_s, r.times.language_s), faster = std::min(r.times.encoder_s, r.times.language_s);
   EXPECT_DOUBLE_EQ(r.step_s, std::max(slower, r.times.handoff_s) + faster / r.times.micro_batches +
                                  2 * r.times.handoff_s / r.times.micro_batches);
