@@ -96,6 +96,43 @@ void check_window_ranks(const onnx::GraphProto& graph, const std::string& source
   }
 }
 
+// ONNX 1.12's LayerNormalization inference sets its Mean / InvStdDev outputs' dims from `axis`
+// without checking it against the input's rank, and crashes on axis < -rank (found by
+// fuzzing). With only its first output it does not: infer a copy so, then check each such
+// node's axis against the rank found for its input.
+void check_layer_norm_axes(const onnx::ModelProto& model, const std::string& source) {
+  auto checked = [](const onnx::NodeProto& n) {
+    return n.op_type() == "LayerNormalization" && (n.domain().empty() || n.domain() == "ai.onnx") && n.output_size() > 1;
+  };
+  const auto& nodes = model.graph().node();
+  if (std::none_of(nodes.begin(), nodes.end(), checked)) return;
+  onnx::ModelProto copy = model;
+  for (auto& n : *copy.mutable_graph()->mutable_node())
+    if (checked(n))
+      while (n.output_size() > 1) n.mutable_output()->RemoveLast();
+  try {
+    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions(false, 0, false));
+  } catch (const std::exception&) {
+    return;  // the model's own inference reports it
+  }
+  std::map<std::string, int> rank;
+  for (const auto& t : copy.graph().initializer()) rank[t.name()] = t.dims_size();
+  for (const auto* values : {&copy.graph().input(), &copy.graph().value_info(), &copy.graph().output()})
+    for (const auto& v : *values)
+      if (v.type().has_tensor_type() && v.type().tensor_type().has_shape()) rank[v.name()] = v.type().tensor_type().shape().dim_size();
+  for (const auto& n : nodes) {
+    if (!checked(n) || n.input_size() == 0) continue;
+    const auto r = rank.find(n.input(0));
+    if (r == rank.end()) continue;
+    std::int64_t axis = -1;
+    for (const auto& a : n.attribute())
+      if (a.name() == "axis") axis = a.i();
+    if (axis < -r->second || axis >= r->second)
+      throw std::runtime_error(source + ": node '" + n.name() + "' (LayerNormalization): axis " + std::to_string(axis) +
+                               " is outside its input's rank " + std::to_string(r->second));
+  }
+}
+
 // Declared dims a plan could only get wrong: negative, implausibly large, or 0 in an input.
 void check_declared_shapes(const onnx::GraphProto& graph, const std::string& source) {
   constexpr std::int64_t kLargest = std::int64_t{1} << 40;
@@ -179,6 +216,7 @@ void check_and_infer(onnx::ModelProto& model, const std::string& source, const s
     throw std::runtime_error(source + ": invalid ONNX model: " + one_line(e.what()));
   }
   check_window_ranks(model.graph(), source);
+  check_layer_norm_axes(model, source);
   try {
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
                                        onnx::ShapeInferenceOptions(true, 1, false));

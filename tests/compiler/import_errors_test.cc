@@ -162,6 +162,28 @@ TEST_F(ImportErrors, ConvWhoseWeightRankDisagreesWithItsInput) {
   EXPECT_NE(msg.find("node 'conv0' (Conv): the weight's rank gives 4 spatial dims, expected 2"), std::string::npos) << msg;
 }
 
+// ONNX 1.12's LayerNormalization inference crashes on an axis below -rank when the node asks
+// for its Mean output (a fuzzer find): refused in one line first; a valid axis still imports.
+TEST_F(ImportErrors, LayerNormWhoseAxisIsBelowItsInputsRank) {
+  for (const std::int64_t axis : {std::int64_t{-5}, std::int64_t{-2305843010287435777}, std::int64_t{-2}}) {
+    auto m = make_model();
+    add_input(m, "x", {std::string("batch"), std::int64_t{3}, std::int64_t{4}});
+    add_initializer(m, float_tensor("g", {4}));
+    auto* ln = add_node(m, "LayerNormalization", {"x", "g"}, {"y", "mean"}, "ln0");
+    add_int_attr(ln, "axis", axis);
+    add_output(m, "y", {std::string("batch"), std::int64_t{3}, std::int64_t{4}});
+    const std::string path = write("ln_axis.onnx", m.SerializeAsString());
+    if (axis == -2) {
+      EXPECT_NO_THROW(import_onnx_file(path));
+      continue;
+    }
+    const std::string msg = error_of(path);
+    EXPECT_NE(msg.find("node 'ln0' (LayerNormalization): axis " + std::to_string(axis) + " is outside its input's rank 3"),
+              std::string::npos)
+        << msg;
+  }
+}
+
 TEST_F(ImportErrors, PoolWhoseStridesDisagreeWithItsKernel) {
   auto m = make_model();
   add_input(m, "x", {std::string("batch"), std::int64_t{3}, std::int64_t{8}, std::int64_t{8}});
