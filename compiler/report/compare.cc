@@ -51,6 +51,11 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
 
   std::vector<Timeline> timelines;
   std::vector<hardware::Cluster> row_clusters;  // what each row's plan runs on (a fleet's group, or the cluster)
+  auto add_row = [&](StrategyResult&& s, Timeline&& timeline, const hardware::Cluster& on) {
+    r.strategies.push_back(std::move(s));
+    timelines.push_back(std::move(timeline));
+    row_clusters.push_back(on);
+  };
   std::optional<FleetSearchResult> fleet;       // the fleet search, on a mixed fleet, once for every row
   double fleet_search_s = 0;
   // On a mixed fleet every row is simulated too: the simulation plays each rank on its own
@@ -71,9 +76,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
         s.error = ex.what();
         say(options, "compare: " + name + ": no plan: " + s.error);
       }
-      r.strategies.push_back(std::move(s));
-      timelines.emplace_back();
-      row_clusters.push_back(cluster);
+      add_row(std::move(s), Timeline{}, cluster);
       continue;
     }
     std::optional<EvaluatedPlan> e;
@@ -89,9 +92,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     } catch (const std::exception& ex) {
       s.error = ex.what();
       say(options, "compare: " + name + ": no plan: " + s.error);
-      r.strategies.push_back(std::move(s));
-      timelines.emplace_back();
-      row_clusters.push_back(cluster);
+      add_row(std::move(s), Timeline{}, cluster);
       continue;
     }
     const hardware::Cluster& cluster = rc;  // the row's own from here on
@@ -136,9 +137,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
         say(options, "compare: " + s.label + ": not simulated: " + s.simulation_error);
       }
     }
-    timelines.push_back(std::move(timeline));
-    r.strategies.push_back(std::move(s));
-    row_clusters.push_back(cluster);
+    add_row(std::move(s), std::move(timeline), cluster);
   }
   if (fleet) r.fleet = describe_fleet_result(*fleet, cluster);
 

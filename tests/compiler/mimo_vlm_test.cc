@@ -15,6 +15,7 @@
 #include "compiler/cost/kernel_precision.h"
 #include "compiler/report/mimo.h"
 #include "hardware/cluster.h"
+#include "tests/compiler/search_test_util.h"
 #include "onnx_models/presets.h"
 #include "tests/temp_path.h"
 
@@ -24,11 +25,7 @@ namespace {
 Graph mimo_test_llava(std::int64_t tiles, double batch, double seq) {
   models::Overrides o;
   o.image_tiles = tiles;
-  ImportOptions io;
-  io.bindings = {{"batch", batch}, {"seq", seq}};
-  io.warn_opaque = false;
-  return import_onnx_model(models::build_model(models::apply_overrides(models::preset_config("llava-1.5-7b"), o)),
-                           "llava", io);
+  return symtensor::testing::zoo_graph("llava-1.5-7b", o, batch, seq);
 }
 
 TEST(MimoVlm, StepIsTheSlowerSidePlusOneMicroBatchOfTheOtherAndTheHandOffs) {
