@@ -36,17 +36,26 @@ PlanDegrees plan_degrees(Graph& graph, const Plan& plan, const hardware::Cluster
     const int q = loop_with_symbol(graph, spaces[n], graph.sequence_dim);
     return q == batch_loop(n) ? -1 : q;
   };
-  bool column_seen = false, expert_seen = false;
+  // The degrees are the first dense column GEMM's over the sequence: a vision-language
+  // model's tower comes first in the graph, and its patches are no sequence, so its cuts
+  // would name the tower's plan (cp=1 under a language model's cp=2). Without a sequence
+  // dim, the first column GEMM's.
+  NodeId degrees_from = -1;
+  bool expert_seen = false;
   for (NodeId n : s.column) {
     const int weight = weight_operand(graph, s, n);
     if (const int e = gemm_expert_loop(spaces[n], weight); e >= 0) {
       if (!expert_seen) d.ep = ways(plan, mesh, n, e), expert_seen = true;
-    } else if (!column_seen) {
-      d.tp = ways(plan, mesh, n, gemm_output_loop(spaces[n], weight));
-      d.dp = ways(plan, mesh, n, batch_loop(n));
-      d.cp = ways(plan, mesh, n, sequence_loop(n));
-      column_seen = true;
+    } else if (degrees_from < 0 || (sequence_loop(degrees_from) < 0 && sequence_loop(n) >= 0)) {
+      degrees_from = n;
     }
+  }
+  const bool column_seen = degrees_from >= 0;
+  if (column_seen) {
+    const NodeId n = degrees_from;
+    d.tp = ways(plan, mesh, n, gemm_output_loop(spaces[n], weight_operand(graph, s, n)));
+    d.dp = ways(plan, mesh, n, batch_loop(n));
+    d.cp = ways(plan, mesh, n, sequence_loop(n));
   }
   if (!column_seen) {  // not a transformer: the widest cuts of the batch, and of anything else in a weight GEMM
     for (NodeId n = 0; n < static_cast<NodeId>(graph.nodes().size()); ++n) {

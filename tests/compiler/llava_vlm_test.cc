@@ -1,6 +1,7 @@
 // LLaVA-1.5 7B in the zoo (issue #32): the parameters and the forward GEMM FLOPs of the vision
 // tower, projector and decoder against hand arithmetic from the HF config, image tiles, and
-// a sequence too short for the image tokens refused.
+// a sequence too short for the image tokens refused, and a plan's label read off the language
+// model's cuts.
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,9 @@
 #include "compiler/analysis/model_stats.h"
 #include "compiler/onnx_import/import.h"
 #include "onnx_models/presets.h"
+#include "compiler/report/plan_label.h"
+#include "compiler/search/make_plan.h"
+#include "hardware/cluster.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -76,6 +80,22 @@ TEST(LlavaVlm, SequenceShorterThanTheImageTokensIsRefused) {
     EXPECT_NE(what.find("-2880+seq = -832"), std::string::npos) << what;
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;
   }
+}
+
+// The vision tower's GEMMs come first in the graph and have no sequence loop (their tokens
+// are patches): the label once read tp, dp and cp off them and printed cp=1 for a plan whose
+// language model runs at cp=2.
+TEST(LlavaVlm, PlanLabelReadsTheLanguageModelsDegrees) {
+  Graph g = import_llava(5, 112, 4096);
+  const hardware::Cluster cluster = hardware::scale_cluster(hardware::load_cluster("dgx-h100"), 4, std::nullopt);
+  StrategyOptions so;
+  so.megatron = "tp=2,cp=2,mb=7";
+  const Plan plan = make_plan("megatron", g, cluster, so);
+  const PlanDegrees d = plan_degrees(g, plan, cluster);
+  EXPECT_EQ(d.tp, 2);
+  EXPECT_EQ(d.cp, 2);
+  EXPECT_EQ(d.dp, 8);
+  EXPECT_EQ(d.micro_batches, 2);
 }
 
 }  // namespace
