@@ -6,6 +6,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "compiler/report/mimo.h"
+#include "compiler/strategies/strategy.h"
+#include "hardware/stack.h"
+
 namespace symtensor::quality {
 namespace {
 
@@ -41,6 +45,25 @@ void set_override(models::Overrides& o, const std::string& key, std::int64_t v) 
   else if (key == "image_tiles") o.image_tiles = v;
 }
 
+// Names are checked when the suite loads, not when a row reaches them minutes later.
+void check_strategy_name(const std::string& name, const std::string& where) {
+  std::vector<std::string> known = compiler::strategy_names();
+  known.erase(std::remove(known.begin(), known.end(), "file"), known.end());
+  known.push_back(compiler::kMimoStrategy);
+  if (std::find(known.begin(), known.end(), name) != known.end()) return;
+  std::string list;
+  for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+  throw std::runtime_error(where + ": unknown strategy '" + name + "' (known: " + list + ")");
+}
+
+void check_stack_name(const std::string& name, const std::string& where) {
+  const std::vector<std::string> known = hardware::list_stacks();
+  if (name.ends_with(".yaml") || std::find(known.begin(), known.end(), name) != known.end()) return;
+  std::string list;
+  for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+  throw std::runtime_error(where + ": key 'stack': unknown stack '" + name + "' (known: " + list + ", or a .yaml path)");
+}
+
 Workload parse_workload(const YAML::Node& n, const std::string& where) {
   if (!n.IsMap()) throw std::runtime_error(where + ": not a mapping");
   for (const auto& kv : n) {
@@ -57,6 +80,7 @@ Workload parse_workload(const YAML::Node& n, const std::string& where) {
   if (n["stack"]) {
     if (!n["stack"].IsScalar()) throw std::runtime_error(where + ": key 'stack' must name a stack");
     w.stack = n["stack"].as<std::string>();
+    check_stack_name(*w.stack, where);
   }
   if (n["nodes"]) w.nodes = static_cast<int>(positive(n["nodes"], where + ": key 'nodes'"));
   if (n["gpus"]) w.gpus = static_cast<int>(positive(n["gpus"], where + ": key 'gpus'"));
@@ -79,6 +103,7 @@ Workload parse_workload(const YAML::Node& n, const std::string& where) {
     for (const auto& s : n["strategies"]) {
       if (!s.IsScalar()) throw std::runtime_error(where + ": key 'strategies': every item must be a strategy name");
       w.strategies.push_back(s.as<std::string>());
+      check_strategy_name(w.strategies.back(), where + ": key 'strategies'");
     }
   }
   if (n["baseline"]) {
@@ -102,7 +127,10 @@ Suite load_suite(const std::string& path) {
   Suite suite;
   if (!root["strategies"] || !root["strategies"].IsSequence())
     throw std::runtime_error(path + ": key 'strategies' must be a list");
-  for (const auto& s : root["strategies"]) suite.strategies.push_back(s.as<std::string>());
+  for (const auto& s : root["strategies"]) {
+    suite.strategies.push_back(s.as<std::string>());
+    check_strategy_name(suite.strategies.back(), path + ": key 'strategies'");
+  }
   if (!root["workloads"] || !root["workloads"].IsSequence())
     throw std::runtime_error(path + ": key 'workloads' must be a list");
   std::set<std::string> names;
