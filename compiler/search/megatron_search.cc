@@ -28,18 +28,20 @@ long long attention_heads(Graph& graph, const std::vector<IterationSpace>& space
 }
 
 // Context-parallel sizes worth pricing: Megatron-Core runs cp only with a fused attention
-// kernel, for long sequences (from 8k tokens, each rank keeping at least 2k), with the
-// sequence divisible by 2·cp. Shorter sequences never gain from it (the K/V exchange and
-// the smaller kernels cost more than the activations it splits save) and would multiply
-// the space several-fold (GPT-3 at seq 2048 on 1024 GPUs: 94 s instead of 14). The seed
-// prices the same sizes (Qwen2 7B at 8k tokens on 64 H100, batch 32: cp=2 is Megatron-best).
+// kernel, with the sequence divisible by 2·cp; each rank keeps at least 2k tokens, so cp
+// starts at 4k-token sequences. Shorter pieces never gain from it (the K/V exchange and the
+// smaller kernels cost more than the activations it splits save) and would multiply the
+// space several-fold (GPT-3 at seq 2048 on 1024 GPUs: 94 s instead of 14). At 4k, cp=2 can
+// replace a wider tp (LLaVA-1.5 7B with 2,880 image tokens on 32 H100, batch 112: tp=2 cp=2
+// 1.29 s against tp=4's 1.37 s). The seed prices the same sizes (Qwen2 7B at 8k tokens on
+// 64 H100, batch 32: cp=2 is Megatron-best).
 std::vector<int> context_parallel_sizes(const Graph& graph, const TransformerStructure& s,
                                         const std::vector<IterationSpace>& spaces, int devices) {
   std::vector<int> sizes{1};
   bool fused = false;
   for (NodeId id : s.attention) fused = fused || spaces[id].kind == OpKind::attention;
   const double seq = bound_sequence_length(graph);
-  if (!fused || seq < 8192) return sizes;
+  if (!fused || seq < 4096) return sizes;
   for (int cp = 2; cp <= 32 && cp <= devices && seq / cp >= 2048; cp *= 2)
     if (devices % cp == 0 && std::fmod(seq, 2.0 * cp) == 0) sizes.push_back(cp);
   return sizes;
@@ -75,11 +77,13 @@ class MegatronSearch {
     if (c_) check_constraints(heads, layers, experts);
     const std::vector<int> cps = given_or(c_, "cp", given.cp, context_parallel_sizes(graph_, structure, spaces, devices));
 
-    UpwardWalk widths;
+    UpwardWalk widths(2);
     for (int tp : given_or(c_, "tp", given.tp, divisors(cluster_.devices_per_node()))) {
       double best_of_tp = kInfinity;
       for (int cp : cps) {
-        if ((heads > 0 && heads % tp != 0) || (seed && tp == 1 && cp == 1)) continue;
+        // The seed leaves out tp = 1 without cp or experts: data and pipeline parallelism,
+        // which the SymTensor search covers itself (expert parallelism at tp = 1 it does not).
+        if ((heads > 0 && heads % tp != 0) || (seed && tp == 1 && cp == 1 && experts <= 1)) continue;
         if (c_ && c_->has("sp") && given.sp && tp == 1) continue;  // sequence parallelism needs tp > 1
         UpwardWalk depths;
         for (int pp : given_or(c_, "pp", given.pp, divisors(std::max(layers, 1)))) {
@@ -101,12 +105,13 @@ class MegatronSearch {
             continue;
           }
           double best_of_pp = kInfinity;
-          int least_recompute = 3;  // of the options that fit at this depth (3: none fits)
+          int least_forced = 3;  // of the options that fit at this depth (3: none fits; see price_memory_options)
           // Sequence parallelism has tensor parallelism's communication volume and less
           // memory; the seed takes it whenever tp > 1.
           const std::vector<int> sps = given_or(c_, "sp", given.sp ? 1 : 0,
                                                 tp == 1 ? std::vector<int>{0} : seed ? std::vector<int>{1} : std::vector<int>{0, 1});
           for (const auto& [sp, ep, etp] : layer_layouts(sps, tp, dp, experts)) {
+            if (seed && tp == 1 && cp == 1 && ep == 1) continue;
             MegatronKnobs base;
             base.tp = tp, base.pp = pp, base.cp = cp, base.sp = sp == 1, base.dp = dp;
             base.ep = ep, base.etp = etp;
@@ -144,7 +149,7 @@ class MegatronSearch {
                 continue;
               }
               double best_of_vp = kInfinity;
-              int vp_recompute = 3;
+              int vp_forced = 3;
               UpwardWalk sizes;
               for (int mb : given_or(c_, "mb", given.mb, divisors(B_ / dp))) {
                 if ((B_ / dp) % mb != 0) {
@@ -159,30 +164,33 @@ class MegatronSearch {
                   continue;
                 }
                 bool any_fit = false;
-                const double t = price_memory_options(plan, base, m, mb, vp, any_fit, vp_recompute);
+                const double t = price_memory_options(plan, base, m, mb, vp, any_fit, vp_forced);
                 best_of_vp = std::min(best_of_vp, t);
                 if (!any_fit) break;
                 // The seed walks micro-batch sizes up only while the step time drops.
                 if (seed && sizes.stop(t)) break;
               }
               best_of_pp = std::min(best_of_pp, best_of_vp);
-              least_recompute = std::min(least_recompute, vp_recompute);
+              least_forced = std::min(least_forced, vp_forced);
               // ... and interleaving depths up until two in a row do not help, past those
-              // that need recomputation: the warm-up's activations are not monotone in v
-              // (p = 4: 5.5 micro-batches in flight at v = 2, 4.75 at v = 4), so a depth
-              // that needs recomputation can precede one that does not.
-              if (seed && interleavings.stop(best_of_vp) && vp_recompute == 0) break;
+              // that memory forces to recompute or shard fully: the warm-up's activations are
+              // not monotone in v (p = 4: 5.5 micro-batches in flight at v = 2, 4.75 at v = 4),
+              // so such a depth can precede one that needs neither.
+              if (seed && interleavings.stop(best_of_vp) && vp_forced == 0) break;
             }
           }
           // ... and pipeline depths up only while they help (once one fits), or while
-          // they need recomputation, which deeper pipelines may lift (GPT-3 on 768 H100 at
-          // tp=2: full recomputation at pp=2 and 3, none at 6).
+          // memory forces recomputation or FSDP's full sharding on them, which deeper
+          // pipelines may lift (GPT-3 on 768 H100 at tp=2 under the Megatron stack: only
+          // ZeRO-3 fits up to pp=4, at 9.2-9.6 s; ZeRO-2 fits at pp=6, at 7.6 s).
           best_of_tp = std::min(best_of_tp, best_of_pp);
-          if (seed && depths.stop(best_of_pp) && least_recompute == 0) break;
+          if (seed && depths.stop(best_of_pp) && least_forced == 0) break;
         }
       }
-      // ... and tensor-parallel widths up only while they help (once one fits): wider
-      // groups trade more communication for memory the deeper pipelines save as well.
+      // ... and tensor-parallel widths up until two in a row do not help (once one fits):
+      // wider groups trade more communication for memory the deeper pipelines save as well,
+      // and the trade is not monotone (LLaMA-2 70B on 2048 A100 without a stack: 4.64 s at
+      // tp=2, 4.72 s at tp=4, 4.42 s at tp=8).
       if (seed && best_of_tp < kInfinity && widths.stop(best_of_tp)) break;
     }
     if (!best_eval_.valid) {
@@ -290,9 +298,11 @@ class MegatronSearch {
   // the model states are sharded (none, the distributed optimizer, Megatron-FSDP's
   // optim_grads and optim_grads_params); returns the best step time among those that fit
   // (infinity when none does).
-  // `least_recompute` falls to the least recomputation rank that fits.
+  // `least_forced` falls to the least of what memory forces on the options that fit: 0 for
+  // one without recomputation or FSDP's full sharding of the weights, else its recomputation
+  // rank (at least 1).
   double price_memory_options(Plan& plan, const MegatronKnobs& base, int m, int mb, int vp, bool& any_fit,
-                              int& least_recompute) {
+                              int& least_forced) {
     double best = kInfinity;
     struct Sharding {
       bool distopt;
@@ -389,7 +399,7 @@ class MegatronSearch {
         }
         if (e.estimate.fits) {
           fitted.emplace_back(r, d), any_fit = true;
-          least_recompute = std::min(least_recompute, r);
+          least_forced = std::min(least_forced, r > 0 || sharding.fsdp == 3 ? std::max(r, 1) : 0);
           best = std::min(best, e.estimate.step_time_s);
           auto [it, added] = best_.best_by_ep.try_emplace(base.ep);
           if (added || e.estimate.step_time_s < it->second.step_time_s) {

@@ -2,7 +2,7 @@
 // `--strategy megatron` without knobs: Megatron-LM's best configuration. Every valid
 // (tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp) is enumerated — tp dividing the
 // GPUs per node and the attention heads, pp dividing the layers, cp (fused attention,
-// sequences from 8k, at least 2k tokens per rank) a power of two up to 32 with the sequence
+// at least 2k tokens per rank) a power of two up to 32 with the sequence
 // divisible by 2·cp, dp the rest, mb dividing the
 // per-replica batch, vp dividing the layers per stage (interleaving needs the micro-batch
 // count to be a multiple of pp), sp only with tp > 1, and for MoE models ep dividing the
@@ -16,11 +16,12 @@
 // recomputation and no more sharding already fits (it can only be slower).
 //
 // MegatronSpace::seed is the cheap part of that space the SymTensor search starts from:
-// tensor parallelism (tp > 1; tp = 1 is data and pipeline parallelism, which the
-// SymTensor search covers itself) with sequence parallelism and the distributed
-// optimizer, micro-batches of 1 or 2 samples, and interleaving and pipeline depths walked
-// upwards only while the step time drops (about a hundred evaluations instead of
-// thousands; not exhaustive, so never the baseline).
+// tensor, context or expert parallelism (tp = 1 without them is data and pipeline
+// parallelism, which the SymTensor search covers itself) with sequence parallelism and the
+// distributed optimizer; tensor-parallel widths walked upwards until two in a row do not
+// help, micro-batch sizes while they help, interleaving and pipeline depths while they help
+// or while memory forces recomputation or FSDP's full sharding on them (a few hundred evaluations
+// instead of thousands; not exhaustive, so never the baseline).
 #include <map>
 #include <string>
 
