@@ -134,7 +134,10 @@ std::vector<MimoSplitChoice> mimo_splits(const hardware::Cluster& cluster) {
     c.where = fmt::format("{} of each of {} node{}", gpu_words(g), nodes, nodes == 1 ? "" : "s");
     c.encoder_cluster = hardware::scale_cluster(cluster, nodes, g);
     c.language_cluster = hardware::scale_cluster(cluster, nodes, per_node - g);
-    c.link_bytes_per_s = static_cast<double>(nodes) * std::min(g, per_node - g) * inner.bandwidth;
+    // Each side's GPUs reach the other side's over the links between them (on a mesh only
+    // those of each pair, group_bandwidth); the narrower side bounds the total.
+    c.link_bytes_per_s = static_cast<double>(nodes) * std::min(g * inner.group_bandwidth(per_node - g + 1),
+                                                               (per_node - g) * inner.group_bandwidth(g + 1));
     out.push_back(std::move(c));
   }
   if (cluster.levels.size() >= 2) {

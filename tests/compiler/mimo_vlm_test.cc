@@ -96,6 +96,19 @@ TEST(MimoVlm, SplitsOfFourNodesOfEight) {
     EXPECT_EQ(s.encoder_cluster.num_devices() + s.language_cluster.num_devices(), 32) << s.where;
 }
 
+// On a mesh (MI300X: 7 links of 64 GB/s) a GPU reaches the other side only over its links to
+// those GPUs: g x (8 - g) links a node, never a GPU's whole egress.
+TEST(MimoVlm, MeshSplitsUseTheLinksBetweenTheSides) {
+  const hardware::Cluster c = hardware::scale_cluster(hardware::load_cluster("mi300x"), 2, std::nullopt);
+  const std::vector<MimoSplitChoice> splits = mimo_splits(c);
+  ASSERT_GE(splits.size(), 7u);
+  const double link = c.levels.front().bandwidth / 7;
+  EXPECT_DOUBLE_EQ(splits[0].link_bytes_per_s, 2 * 1 * 7 * link);  // one encoder GPU a node: its 7 links
+  EXPECT_DOUBLE_EQ(splits[1].link_bytes_per_s, 2 * 2 * 6 * link);  // two: 12 links a node
+  EXPECT_DOUBLE_EQ(splits[3].link_bytes_per_s, 2 * 4 * 4 * link);  // four against four: 16 links
+  EXPECT_DOUBLE_EQ(splits[6].link_bytes_per_s, 2 * 7 * 1 * link);
+}
+
 TEST(MimoVlm, SearchPricesItsChoiceByTheStepArithmetic) {
   const double batch = 8;
   Graph g = mimo_test_llava(5, batch, 4096);
