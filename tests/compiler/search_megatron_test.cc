@@ -38,6 +38,10 @@ TEST_P(SearchVsMegatron, NeverMoreThanTwoPercentSlowerThanMegatronBest) {
   ASSERT_TRUE(megatron.estimate.fits);
   ASSERT_TRUE(sym.estimate.fits);
   EXPECT_GT(megatron.evaluations, 1);
+  // Plan::cuts_stamp's contract: a search returns its plan unstamped, since the caller may
+  // change its cuts and the analyzer would take a stamped plan's cuts as unchanged.
+  EXPECT_EQ(sym.plan.cuts_stamp, 0u);
+  EXPECT_EQ(megatron.plan.cuts_stamp, 0u);
   // The search's reported estimate is the plan's.
   const Evaluation again = evaluate_plan(g, cluster, sym.plan);
   ASSERT_TRUE(again.valid) << again.error;
