@@ -97,9 +97,9 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     }
     const hardware::Cluster& cluster = rc;  // the row's own from here on
     s.ok = true;
-    // A fleet row's devices: its group's alone, or where it spans groups the tightest stage's.
-    if (cluster.mixed()) s.memory_capacity_bytes = e->estimate.memory_capacity;
-    else if (cluster.device.memory_bytes != r.device_memory_bytes) s.memory_capacity_bytes = cluster.device.memory_bytes;
+    // The memory the plan must fit in on its own devices (the usable share: reserve and
+    // headroom off; a fleet row's tightest stage's), as every row's fit is judged.
+    s.memory_capacity_bytes = e->estimate.memory_capacity;
     s.label = e->label;
     s.search_time_s = e->search_time_s;
     s.estimate = e->estimate;

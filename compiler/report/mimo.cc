@@ -240,6 +240,7 @@ StrategyResult mimo_strategy_result(const Graph& graph, const hardware::Cluster&
                                       le.stage_peak_memory.end());
   s.estimate.peak_memory = std::max(ee.peak_memory, le.peak_memory);
   s.estimate.fits = ee.fits && le.fits;
+  s.memory_capacity_bytes = le.memory_capacity;  // both sides' devices are of one kind
   s.estimate.mfu_6n.reset();
   s.plan = m.language.plan;
   s.plan->strategy = kMimoStrategy;

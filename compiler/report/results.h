@@ -32,8 +32,9 @@ struct StrategyResult {
   SimulationReport simulation;
   std::optional<StepFormula> formula;
   PlanExplanation explanation;
-  // The memory of the devices this row runs on, where it differs from the results' device
-  // (a mixed fleet's row: its own group's, or its tightest stage's); 0: the results'.
+  // The memory the row's plan must fit in on its devices: their usable share (the profile's
+  // reserve and the headroom off), a mixed fleet's tightest stage's; 0 (no plan): the
+  // results' device memory.
   double memory_capacity_bytes = 0;
 
   // The referee's numbers when simulated, else the analytic estimate's.
