@@ -342,10 +342,15 @@ int gemm_output_loop(const IterationSpace& space, int weight_input) {
 }
 
 int gemm_contraction_loop(const IterationSpace& space) {
+  // An operand that maps no reduction loop is added after the contraction (Gemm's C, the
+  // bias of PyTorch's out_proj): the contraction need not index it.
+  auto contracted = [&](const std::vector<int>& dims) {
+    return std::any_of(dims.begin(), dims.end(), [&](int loop) { return loop >= 0 && space.loops[loop].reduction; });
+  };
   for (std::size_t l = 0; l < space.loops.size(); ++l) {
     if (!space.loops[l].reduction) continue;
     bool everywhere = true;
-    for (const auto& dims : space.input_dims) everywhere &= dims.empty() || maps(dims, static_cast<int>(l));
+    for (const auto& dims : space.input_dims) everywhere &= !contracted(dims) || maps(dims, static_cast<int>(l));
     if (everywhere) return static_cast<int>(l);
   }
   return -1;

@@ -12,6 +12,7 @@
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "compiler/onnx_import/merged_heads.h"
 #include "compiler/onnx_import/parameters.h"
 #include "compiler/onnx_import/proto_reading.h"
 #include "compiler/onnx_import/symbolic_shapes.h"
@@ -304,6 +305,13 @@ class Importer {
       if (!graph_.symbols.contains(options.sequence_dim))
         throw std::runtime_error(source_ + ": --seq-dim " + options.sequence_dim + ": " + unknown_dim_message(options.sequence_dim));
       graph_.sequence_dim = options.sequence_dim;
+    }
+    try {
+      // Heads merged with the batch (nn.MultiheadAttention) as a dim of their own, before
+      // the fusion pass matches the attention (merged_heads.h).
+      split_merged_heads(graph_);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(source_ + ": " + e.what());
     }
     try {
       run_fusion_pass(graph_, options.fusion);

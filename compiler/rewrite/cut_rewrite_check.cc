@@ -130,8 +130,13 @@ std::optional<std::string> cut_rewrite_problem(const Graph& g, NodeId id, const 
     if (kOffsetOps.count(n.op_type) && !space.input_dims.empty() && !space.output_dims.empty()) {
       const auto& in = space.input_dims[0];
       const auto& out = space.output_dims[0];
-      if (std::count(out.begin(), out.end(), l) && !std::count(in.begin(), in.end(), l))
+      if (std::count(out.begin(), out.end(), l) && !std::count(in.begin(), in.end(), l)) {
+        // A Slice computes its output whole along that axis and keeps each rank's share
+        // (sharded_program.cc, computed_sharding): the q, k and v Slices of PyTorch's packed
+        // in_proj cut column-parallel read it whole along its columns.
+        if (n.op_type == "Slice") continue;
         return "loop '" + loop.name + "' is an axis that " + n.op_type + " offsets (its starts, pads or repeats are global)";
+      }
     }
     // Packed attention's [b, s, heads·d] operands: the heads are the packed dim's outer factor.
     if (n.domain == "com.microsoft" && space.kind == OpKind::attention && loop.name == "h") continue;

@@ -306,7 +306,8 @@ class Builder {
       v.sharding = any_cut && o < space.output_dims.size() ? output_sharding(space, cut, static_cast<int>(o))
                                                             : TensorSharding::replicated(static_cast<int>(v.global_shape.size()));
       if (split_axis >= 0) v.sharding.dim_axes.at(split_axis) = cut.loop_axes[split_axis];
-      if (o == 0 && any_cut && (n.op_type == "Reshape" || n.op_type == "Flatten" || n.op_type == "Concat")) {
+      if (o == 0 && any_cut &&
+          (n.op_type == "Reshape" || n.op_type == "Flatten" || n.op_type == "Concat" || n.op_type == "Slice")) {
         TensorSharding reshaped = computed_sharding(space, v.sharding, whole);
         if (reshaped != v.sharding) {
           sliced_output_ = v.sharding;
@@ -353,6 +354,7 @@ class Builder {
       }
     if (split_axis >= 0 && n.attr_ints("split")) step.local_split = local_parts;
     if (any_cut) set_local_counts(n, step);
+    rewritten_attributes(n, model_.graph().node(id), step);
     pending_.clear();
     step.outputs = outputs;
     if (n.op_type == "Reshape" || n.op_type == "Flatten") check_element_counts(n, step);
@@ -365,11 +367,11 @@ class Builder {
     }
   }
 
-  // The sharding a Reshape's or Concat's local result has: the output's, less the axes of
-  // loops no input has. Such a loop is an output dim that is the minor factor of a merged
-  // input dim (batch in (seq*batch, h) -> (seq, batch, h)) or a Concat's axis; the cut
-  // keeps the inputs whole along it, so each rank computes it whole and then keeps its
-  // share with a local slice.
+  // The sharding a Reshape's, Concat's or Slice's local result has: the output's, less the
+  // axes of loops no input has. Such a loop is an output dim that is the minor factor of a
+  // merged input dim (batch in (seq*batch, h) -> (seq, batch, h)), a Concat's axis or a
+  // Slice's sliced axis; the cut keeps the inputs whole along it, so each rank computes it
+  // whole and then keeps its share with a local slice.
   // Loops in `whole` (unevenly_merged_loops) are computed whole too.
   static TensorSharding computed_sharding(const IterationSpace& space, TensorSharding out,
                                           const std::vector<int>& whole) {
@@ -461,6 +463,23 @@ class Builder {
     }
   }
 
+  // Integer attributes the import changed (merged_heads.h renumbers a Transpose's perm and a
+  // Softmax's axis): the IR's value is the one the program runs.
+  static void rewritten_attributes(const Node& n, const onnx::NodeProto& proto, ProgramStep& step) {
+    for (const auto& a : proto.attribute()) {
+      if (a.type() == onnx::AttributeProto::INTS) {
+        const auto ir = n.attr_ints(a.name());
+        if (ir && !std::equal(ir->begin(), ir->end(), a.ints().begin(), a.ints().end()))
+          step.rewritten_ints.emplace_back(a.name(), *ir);
+      } else if (a.type() == onnx::AttributeProto::INT) {
+        const bool local = std::any_of(step.local_attributes.begin(), step.local_attributes.end(),
+                                       [&](const auto& l) { return l.first == a.name(); });
+        if (const std::int64_t ir = n.attr_int(a.name(), a.i()); !local && ir != a.i())
+          step.local_attributes.emplace_back(a.name(), ir);
+      }
+    }
+  }
+
   void check_element_counts(const Node& n, const ProgramStep& step) {
     auto count = [&](int v) {
       std::int64_t e = 1;
@@ -503,6 +522,12 @@ onnx::NodeProto step_node(const onnx::ModelProto& original, const ProgramStep& s
   for (const auto& [name, value] : step.local_attributes)
     for (auto& a : *n.mutable_attribute())
       if (a.name() == name) a.set_i(value);
+  for (const auto& [name, values] : step.rewritten_ints)
+    for (auto& a : *n.mutable_attribute())
+      if (a.name() == name) {
+        a.clear_ints();
+        for (auto v : values) a.add_ints(v);
+      }
   if (!step.local_split.empty())
     for (auto& a : *n.mutable_attribute())
       if (a.name() == "split") {

@@ -63,6 +63,9 @@ struct ProgramStep {
   // Integer attributes that count what a cut divides: a grouped Conv's `group`, packed
   // attention's `num_heads` and `kv_num_heads`, with their local values.
   std::vector<std::pair<std::string, std::int64_t>> local_attributes;
+  // Integer-list attributes the import rewrote (a Transpose's perm after the merged heads were
+  // split, compiler/onnx_import/merged_heads.h), as the IR holds them.
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> rewritten_ints;
 };
 
 // Test-only mutations that make the program wrong on purpose (the check must fail).
@@ -100,7 +103,8 @@ ShardedProgram build_sharded_program(const onnx::ModelProto& original, Graph& gr
                                      const KeptOutputs& kept = {});
 
 // The original node of a node step with its inputs and outputs cleared (the writers name
-// them) and its `split` and counting attributes local (ProgramStep::local_split, local_attributes).
+// them), its `split` and counting attributes local (ProgramStep::local_split, local_attributes)
+// and the attributes the import rewrote as the IR holds them (rewritten_ints).
 onnx::NodeProto step_node(const onnx::ModelProto& original, const ProgramStep& step);
 
 // The tensor is weight data in the model (an initializer or a Constant node's output).

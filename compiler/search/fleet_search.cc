@@ -255,20 +255,32 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     // A lower bound on the simulated step: each rank runs its compute blocks one after another
     // on its compute stream, the plan's micro-batches of its stage's forward and backward
     // (with recomputation) on its group's device, so no step is shorter than the busiest
-    // stage's compute. 0 (no bound) when the analysis refuses the plan.
+    // stage's compute. Without interleaving, stage k's first compute block is a micro-batch's
+    // forward, which waits for that micro-batch's forward on every stage before it, and its
+    // last is a micro-batch's backward, after which that micro-batch's backward runs on every
+    // stage before it in turn: the step takes at least the earlier stages' forward of one
+    // micro-batch, stage k's compute, then their backward of one micro-batch (the pipeline's
+    // fill and drain), for every k. 0 (no bound) when the analysis refuses the plan.
     auto compute_bound = [&](const Plan& plan, const std::vector<int>& stage_groups) {
-      double busiest = 0;
+      const std::size_t stages = stage_groups.size();
+      std::vector<double> fwd(stages, 0), bwd(stages, 0);
       for (std::size_t g = 0; g < on_group.size(); ++g) {
         if (std::find(stage_groups.begin(), stage_groups.end(), static_cast<int>(g)) == stage_groups.end()) continue;
         try {
           const StageTotals& tot = on_group[g]->totals(plan);
-          for (std::size_t st = 0; st < stage_groups.size(); ++st)
-            if (stage_groups[st] == static_cast<int>(g)) busiest = std::max(busiest, tot.fwd_compute.at(st) + tot.bwd_compute.at(st));
+          for (std::size_t st = 0; st < stages; ++st)
+            if (stage_groups[st] == static_cast<int>(g)) fwd[st] = tot.fwd_compute.at(st), bwd[st] = tot.bwd_compute.at(st);
         } catch (const std::exception&) {
           return 0.0;
         }
       }
-      return busiest * plan.micro_batches;
+      const bool chained = plan.virtual_stages <= 1;
+      double bound = 0, fill = 0, drain = 0;
+      for (std::size_t st = 0; st < stages; ++st) {
+        bound = std::max(bound, (chained ? fill + drain : 0.0) + (fwd[st] + bwd[st]) * plan.micro_batches);
+        fill += fwd[st], drain += bwd[st];
+      }
+      return bound;
     };
     std::vector<int> nodes;
     for (const hardware::DeviceGroup& g : on.groups) nodes.push_back(g.nodes);
@@ -359,6 +371,13 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
                      [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
     if (candidates.size() > 3) candidates.resize(3);
     int refine = 4;  // simulations left for the refinement of the best candidate
+    // The first split simulated of each candidate that fit: its knobs, layer counts and step.
+    struct FirstSplit {
+      MegatronKnobs knobs;
+      std::vector<int> counts;
+      double step_time_s;
+    };
+    std::vector<FirstSplit> first_splits;
     for (Candidate& c : candidates) {
       // A candidate that cannot beat the plan so far is neither simulated nor refined (only
       // one that beats it is refined): its busiest stage's compute alone takes as long.
@@ -366,6 +385,16 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       const int stages = static_cast<int>(c.stage_groups.size());
       std::vector<int> counts(stages, 0);
       for (NodeId anchor : layouts.structure().layer_anchors) ++counts[c.plan.stage_of_node[anchor]];
+      // Nor one that is a simulated candidate's plan with more recomputation (the same layout
+      // and split): recomputation only adds compute blocks before each backward, so its step is
+      // no shorter than that candidate's, which the plan so far already matches or beats.
+      const bool dominated = std::any_of(first_splits.begin(), first_splits.end(), [&](const FirstSplit& f) {
+        MegatronKnobs same = c.knobs;
+        same.recompute = f.knobs.recompute;
+        return f.knobs.recompute < c.knobs.recompute && same == f.knobs && f.counts == counts &&
+               result.plan.fits && f.step_time_s >= result.plan.step_time_s;
+      });
+      if (dominated) continue;
       auto label = [&](const std::vector<int>& layers_per_stage) {
         std::string split;
         for (int s = 0; s < stages; ++s)
@@ -401,6 +430,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         return true;
       };
       attempt(counts);
+      if (best.found && best.fits && best_counts == counts) first_splits.push_back({c.knobs, counts, best.step_time_s});
       if (best.found && faster(best, result.plan)) budget = std::exchange(refine, 0);
       // Then, while the step drops: layers in proportion to each stage's simulated speed
       // (layers per second of compute), else one layer off the busiest stage onto the idlest

@@ -61,7 +61,7 @@ class MegatronBuilder {
         throw std::runtime_error("megatron: attention operator '" + node_name(n) + "' has no heads loop to cut" +
                                  (spaces_[n].output_dims.size() == 1 && spaces_[n].output_dims[0].size() == 3
                                       ? " (its heads are merged with the batch in one dim, [batch*heads, seq, head_dim], "
-                                        "as PyTorch's nn.MultiheadAttention writes it; tp cuts whole dims)"
+                                        "in a layout the importer does not split, such as heads outer; tp cuts whole dims)"
                                       : ""));
       if (heads >= 0) set(n, heads, tp, "the attention heads");
     }

@@ -59,9 +59,12 @@ done <"$work/models/models.txt"
 # #31's classes verify on 2, 4 and 6 devices: the odd-token ViT (16 patches + class token)
 # under dp and megatron, the seq-major nn.TransformerEncoder (attention on batch*heads) under
 # megatron and dp, the stride-2 CNN with dynamic H, W bound odd (floor and ceil_mode extents)
-# and the capacity-routed MoE under symtensor.
-for must in vit:dp vit:megatron seq_major_encoder:megatron seq_major_encoder:dp odd_stride_cnn:symtensor \
-  odd_stride_cnn:dp moe_capacity:symtensor; do
+# and the capacity-routed MoE under symtensor. Both nn.MultiheadAttention models also under
+# tensor parallelism (megatron:tp=2, with dp 2 and 3 on 4 and 6): the importer gives their
+# heads, merged with the batch as PyTorch writes them, a dim of their own (merged_heads.h).
+# A must is NAME:STRATEGY, the strategy as verified.txt records it (megatron:tp=2 included).
+for must in vit:dp vit:megatron vit:megatron:tp=2 seq_major_encoder:megatron seq_major_encoder:megatron:tp=2 \
+  seq_major_encoder:dp odd_stride_cnn:symtensor odd_stride_cnn:dp moe_capacity:symtensor; do
   for gpus in 2 4 6; do
     grep -qx "${must%%:*} ${must#*:} $gpus" "$work/verified.txt" || fail "${must%%:*} ${must#*:} x$gpus did not verify"
   done
