@@ -74,10 +74,9 @@ ExpertWeights expert_weights(const Graph& g, const std::vector<IterationSpace>& 
   return w;
 }
 
-// The residual stream's width at the first layer's normalization.
+// The residual stream's width at the first layer.
 std::optional<double> hidden_size(const Graph& g, const TransformerStructure& s) {
-  const int region = s.norm_region.at(s.layer_anchors.front());
-  const Tensor& x = g.tensor(s.norm_inputs.at(region));
+  const Tensor& x = g.tensor(s.layer_inputs.front());
   if (!x.shape_known || x.shape.empty()) return std::nullopt;
   return g.symbols.evaluate(x.shape.back());
 }

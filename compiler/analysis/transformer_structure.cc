@@ -247,23 +247,78 @@ class StructureFinder {
     return found;
   }
 
+  // The column GEMMs reached from `start`, their row partners, the nodes between, and
+  // whether a softmax (or fused attention) is among those: an attention block.
+  struct TensorParallelPairs {
+    std::set<NodeId> column, row, between;
+    bool attention = false;
+  };
+  TensorParallelPairs pairs_from(TensorId start) const {
+    TensorParallelPairs p;
+    for (NodeId c : reach_weight_gemms(start, nullptr)) {
+      std::set<NodeId> between;
+      const std::vector<NodeId> partners = reach_weight_gemms(g_.node(c).outputs.at(0), &between);
+      if (partners.empty()) continue;
+      p.column.insert(c);
+      p.row.insert(partners.begin(), partners.end());
+      for (NodeId n : between) {
+        p.between.insert(n);
+        p.attention |= kind(n) == OpKind::softmax || kind(n) == OpKind::attention;
+      }
+    }
+    return p;
+  }
+
+  // The tensor a weight GEMM's activation operand is data movement of (a Transpose, a
+  // Reshape), or kNone.
+  TensorId activation_source(NodeId gemm) const {
+    TensorId t = kNone;
+    for (TensorId in : g_.node(gemm).inputs)
+      if (in != kNone && !s_.weight_derived[in] && !g_.tensor(in).is_constant) t = in;
+    for (int depth = 0; t != kNone && depth < kHeadNormSearchDepth; ++depth) {
+      const NodeId p = g_.tensor(t).producer;
+      if (p == kNone || kind(p) != OpKind::data_movement || g_.node(p).op_type == "Concat") break;
+      const TensorId in = g_.node(p).inputs.empty() ? kNone : g_.node(p).inputs[0];
+      if (in == kNone || s_.weight_derived[in] || g_.tensor(in).is_constant) break;
+      t = in;
+    }
+    return t;
+  }
+
   void find_tensor_parallel_pairs() {
     s_.in_tp_region.assign(g_.nodes().size(), false);
     std::set<NodeId> column, row;
+    auto take = [&](const TensorParallelPairs& p) {
+      column.insert(p.column.begin(), p.column.end());
+      row.insert(p.row.begin(), p.row.end());
+      for (NodeId n : p.between) s_.in_tp_region[n] = true;
+    };
     for (std::size_t r = 0; r < region_output_.size(); ++r) {
-      bool region_has_softmax = false;
-      for (NodeId c : reach_weight_gemms(region_output_[r], nullptr)) {
-        std::set<NodeId> between;
-        const std::vector<NodeId> partners = reach_weight_gemms(g_.node(c).outputs.at(0), &between);
-        if (partners.empty()) continue;
-        column.insert(c);
-        row.insert(partners.begin(), partners.end());
-        for (NodeId n : between) {
-          s_.in_tp_region[n] = true;
-          region_has_softmax |= kind(n) == OpKind::softmax || kind(n) == OpKind::attention;
-        }
+      const TensorParallelPairs p = pairs_from(region_output_[r]);
+      take(p);
+      if (p.attention) {
+        s_.layer_anchors.push_back(s_.norm_anchors[r]);
+        s_.layer_inputs.push_back(s_.norm_inputs[r]);
       }
-      if (region_has_softmax) s_.layer_anchors.push_back(s_.norm_anchors[r]);
+    }
+    // A post-norm first layer: an attention block that no region reaches, from the tensor its
+    // column GEMMs read (the embedding), anchored at that tensor's earliest reader.
+    std::set<TensorId> tried;
+    for (NodeId n : order_) {
+      if (!s_.weight_gemm[n] || down_projection_[n] || column.count(n) || row.count(n)) continue;
+      const TensorId x = activation_source(n);
+      if (x == kNone || !tried.insert(x).second) continue;
+      const TensorParallelPairs p = pairs_from(x);
+      const auto taken = [&](NodeId m) { return column.count(m) || row.count(m); };
+      if (!p.attention || std::any_of(p.column.begin(), p.column.end(), taken) ||
+          std::any_of(p.row.begin(), p.row.end(), taken))
+        continue;
+      take(p);
+      const auto& readers = g_.tensor(x).consumers;
+      s_.layer_anchors.push_back(*std::min_element(readers.begin(), readers.end(), [&](NodeId a, NodeId b) {
+        return position_[a] < position_[b];
+      }));
+      s_.layer_inputs.push_back(x);
     }
     auto by_position = [&](const std::set<NodeId>& set) {
       std::vector<NodeId> v(set.begin(), set.end());
@@ -294,13 +349,25 @@ class StructureFinder {
   }
 
   void find_layers() {
-    std::sort(s_.layer_anchors.begin(), s_.layer_anchors.end(), [&](NodeId a, NodeId b) { return position_[a] < position_[b]; });
+    std::vector<std::size_t> index(s_.layer_anchors.size());
+    for (std::size_t l = 0; l < index.size(); ++l) index[l] = l;
+    std::sort(index.begin(), index.end(), [&](std::size_t a, std::size_t b) {
+      return position_[s_.layer_anchors[a]] < position_[s_.layer_anchors[b]];
+    });
+    std::vector<NodeId> anchors;
+    std::vector<TensorId> inputs;
+    for (std::size_t l : index) {
+      anchors.push_back(s_.layer_anchors[l]);
+      inputs.push_back(s_.layer_inputs[l]);
+    }
+    s_.layer_anchors = std::move(anchors);
+    s_.layer_inputs = std::move(inputs);
     // After a decoder layer, a residual stream that starts at a weight GEMM of concatenated
     // inputs ([enorm(embedding); hnorm(hidden)] -> eh_proj). An input projection in front of
     // the first layer is not one.
     for (std::size_t l = 1; l < s_.layer_anchors.size(); ++l) {
       const NodeId a = s_.layer_anchors[l];
-      const NodeId p = g_.tensor(s_.norm_inputs.at(s_.norm_region[a])).producer;
+      const NodeId p = g_.tensor(s_.layer_inputs.at(l)).producer;
       if (p == kNone || !s_.weight_gemm[p]) continue;
       const bool concatenated = std::any_of(g_.node(p).inputs.begin(), g_.node(p).inputs.end(), [&](TensorId in) {
         return in != kNone && g_.tensor(in).producer != kNone && g_.node(g_.tensor(in).producer).op_type == "Concat";

@@ -25,7 +25,12 @@
 // - vocabulary head: a weight GEMM that is neither and from which no weight GEMM is reachable;
 // - embeddings: Gathers from a parameter;
 // - layers: each normalization region whose tensor-parallel region holds a softmax starts
-//   one (attention), in topological order; residual adds produce a region's input.
+//   one (attention), in topological order; residual adds produce a region's input. A
+//   post-norm model's first layer (BERT without its embedding norm, PyTorch's
+//   nn.TransformerEncoderLayer with norm_first=False) reads the embedding, not a norm: weight
+//   GEMMs that no region reaches and whose output reaches weight GEMMs through a softmax are
+//   column-parallel as well, and the tensor they read (through data movement) starts a layer,
+//   at its earliest reader.
 #include <vector>
 
 #include "compiler/ir/graph.h"
@@ -45,6 +50,7 @@ struct TransformerStructure {
   std::vector<NodeId> column, row, attention, vocab_heads, embeddings, residual_adds;
   std::vector<bool> in_tp_region;    // per node: between a column and its row GEMMs
   std::vector<NodeId> layer_anchors; // one per layer, topological order
+  std::vector<TensorId> layer_inputs; // per layer: the residual stream it reads (its norm's input)
   // The anchors of multi-token prediction layers (DeepSeek-V3's MTP, Megatron's
   // --mtp-num-layers): a layer after another whose residual stream starts at a weight GEMM
   // of concatenated inputs (eh_proj over the normed embeddings and hidden state), not at an
@@ -54,6 +60,13 @@ struct TransformerStructure {
   int layers() const { return static_cast<int>(layer_anchors.size()); }
   int prediction_layers() const { return static_cast<int>(prediction_anchors.size()); }
   int decoder_layers() const { return layers() - prediction_layers(); }
+  // A norm region of the layers, for the model's norm kind: the first layer's, or (a post-norm
+  // model's first layer has none) the first region; -1 when there is none.
+  int layer_norm_region() const {
+    for (NodeId a : layer_anchors)
+      if (norm_region.at(a) >= 0) return norm_region[a];
+    return norm_anchors.empty() ? -1 : 0;
+  }
 };
 
 TransformerStructure find_transformer_structure(const Graph& graph, const std::vector<IterationSpace>& spaces);

@@ -42,9 +42,8 @@ class ArchitectureReader {
     a_.layers = s_.decoder_layers();
     a_.mtp_layers = s_.prediction_layers();
     if (a_.layers > 0) {
-      const int region = s_.norm_region.at(s_.layer_anchors.front());
-      a_.hidden = last_dim(s_.norm_inputs.at(region)).value_or(0);
-      read_norm(region);
+      a_.hidden = last_dim(s_.layer_inputs.front()).value_or(0);
+      if (const int region = s_.layer_norm_region(); region >= 0) read_norm(region);
     }
     read_attention();
     read_projections();

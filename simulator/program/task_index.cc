@@ -1,5 +1,6 @@
 #include "simulator/program/task_index.h"
 
+#include <functional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -9,6 +10,39 @@ namespace symtensor::sim {
 namespace {
 constexpr int kRecentTasks = 4;  // tasks before the asking one compared first
 }  // namespace
+
+void TaskIndex::reserve(std::size_t n) {
+  std::size_t capacity = 16;
+  while (capacity < 2 * n) capacity *= 2;
+  if (capacity <= slots_.size()) return;
+  std::vector<value_type> old(capacity, value_type{std::string_view(), -1});
+  old.swap(slots_);
+  for (const value_type& e : old)
+    if (e.second >= 0) slots_[slot_of(e.first)] = e;
+}
+
+std::size_t TaskIndex::slot_of(std::string_view key) const {
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t i = std::hash<std::string_view>{}(key) & mask;
+  while (slots_[i].second >= 0 && slots_[i].first != key) i = (i + 1) & mask;
+  return i;
+}
+
+std::pair<const TaskIndex::value_type*, bool> TaskIndex::emplace(std::string_view key, int value) {
+  if (value < 0) throw std::invalid_argument("task index: negative index");
+  if (2 * (count_ + 1) > slots_.size()) reserve(count_ + 1 > slots_.size() ? count_ + 1 : slots_.size());
+  value_type& slot = slots_[slot_of(key)];
+  if (slot.second >= 0) return {&slot, false};
+  slot = {key, value};
+  ++count_;
+  return {&slot, true};
+}
+
+const TaskIndex::value_type* TaskIndex::find(std::string_view key) const {
+  if (slots_.empty()) return end();
+  const value_type& slot = slots_[slot_of(key)];
+  return slot.second >= 0 ? &slot : end();
+}
 
 int find_dependency(const RankClass& rc, const TaskIndex& index, int task, const std::string& id) {
   for (int k = task - 1; k >= 0 && k >= task - kRecentTasks; --k)

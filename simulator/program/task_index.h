@@ -4,15 +4,32 @@
 // million tasks, so each hash lookup counts).
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "simulator/program/program.h"
 
 namespace symtensor::sim {
 
-// Task id -> index in its rank class; the keys point into the program's task ids.
-using TaskIndex = std::unordered_map<std::string_view, int>;
+// Task id -> index in its rank class; the keys point into the program's task ids. An open-
+// addressing table (linear probing, at most half full) in one array: a step program's million
+// ids go in without a node allocation each, which std::unordered_map made the bulk of the
+// validation's time.
+class TaskIndex {
+ public:
+  using value_type = std::pair<std::string_view, int>;
+  void reserve(std::size_t n);
+  // Inserts unless the key is present; the entry and whether it was inserted.
+  std::pair<const value_type*, bool> emplace(std::string_view key, int value);
+  const value_type* find(std::string_view key) const;  // end() when absent
+  const value_type* end() const { return nullptr; }
+  std::size_t size() const { return count_; }
+
+ private:
+  std::size_t slot_of(std::string_view key) const;  // the key's slot, or the empty one it would take
+  std::vector<value_type> slots_;  // an empty slot holds index -1
+  std::size_t count_ = 0;
+};
 
 struct ProgramIndex {
   std::vector<TaskIndex> tasks;         // per rank class

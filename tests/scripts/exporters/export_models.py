@@ -410,7 +410,7 @@ def main():
     mask = torch.ones(2, 16, dtype=torch.int64)
     lines.append(export(out, "bert_padding_mask", BertEncoder(), (ids, mask), ["input_ids", "attention_mask"],
                         ["pooled"], {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}},
-                        "batch=12,seq=8", "text"))
+                        "batch=12,seq=8", "text", "tp=2"))
     lines.append(export(out, "t5_relative", TinyT5(), (ids, ids[:, :8]), ["input_ids", "decoder_input_ids"], ["logits"],
                         {"input_ids": {0: "batch", 1: "seq"}, "decoder_input_ids": {0: "batch", 1: "target"}},
                         "batch=12,seq=8,target=4", "text"))
