@@ -75,7 +75,9 @@ class MergedHeadsSplitter {
         summary.example = example(candidates_[c], splits_[c]);
         break;
       }
-    apply(kept);
+    // A split the op rules disagree with is left undone (the graph as written imports as
+    // before): a canonicalization must never make a model fail.
+    if (!apply(kept)) return MergedHeadsSummary{};
     return summary;
   }
 
@@ -214,7 +216,7 @@ class MergedHeadsSplitter {
 
   // The graph rebuilt with the same node and tensor ids: merged tensors' shapes split,
   // candidates reading new targets, perms and axes renumbered.
-  void apply(const std::set<int>& kept) {
+  bool apply(const std::set<int>& kept) {
     auto kept_tensor = [&](TensorId t) { return merged(t) && kept.count(group(t)) != 0; };
     Graph out;
     out.name = g_.name;
@@ -243,8 +245,9 @@ class MergedHeadsSplitter {
       }
       out.add_node(std::move(n));
     }
-    check_shapes(out, touched);
+    if (!same_shapes(out, touched)) return false;
     g_ = std::move(out);
+    return true;
   }
 
   Shape split_shape(TensorId t) {
@@ -284,30 +287,39 @@ class MergedHeadsSplitter {
       }
       n.attributes["perm"] = perm;
     } else if ((n.op_type == "Softmax" || n.op_type == "LogSoftmax") && n.attribute("axis")) {
+      // A negative axis counts from the end, which moves by one: written non-negative.
+      const std::int64_t rank = static_cast<std::int64_t>(g_.tensor(n.inputs[0]).shape.size());
       const std::int64_t axis = n.attr_int("axis", -1);
-      if (axis > pos_[n.inputs[0]]) n.attributes["axis"] = axis + 1;
+      const std::int64_t a = axis < 0 ? axis + rank : axis;
+      n.attributes["axis"] = a > pos_[n.inputs[0]] ? a + 1 : a;
     }
   }
 
   // The op rules give the shapes the split says (and the leaving Reshapes their old ones).
-  static void check_shapes(Graph& out, const std::vector<NodeId>& touched) {
+  static bool same_shapes(Graph& out, const std::vector<NodeId>& touched) {
     for (NodeId id : touched) {
       const Node& n = out.node(id);
       const OpRule* rule = find_op_rule(n.domain, n.op_type);
-      if (!rule || !rule->infer) throw std::logic_error("merged heads: node '" + n.name + "' has no shape rule");
+      if (!rule || !rule->infer) return false;
       OpContext ctx{n, {}, {}, out.symbols};
       for (TensorId in : n.inputs) ctx.inputs.push_back(in == kNone ? nullptr : &out.tensor(in));
       for (TensorId o : n.outputs) ctx.outputs.push_back(o == kNone ? nullptr : &out.tensor(o));
-      const std::vector<OutputInfo> infos = rule->infer(ctx);
+      std::vector<OutputInfo> infos;
+      try {
+        infos = rule->infer(ctx);
+      } catch (const std::exception&) {
+        return false;
+      }
       for (std::size_t o = 0; o < n.outputs.size() && o < infos.size(); ++o) {
         if (n.outputs[o] == kNone) continue;
         const Shape& want = out.tensor(n.outputs[o]).shape;
         const Shape& got = infos[o].shape;
         bool same = want.size() == got.size();
         for (std::size_t d = 0; same && d < want.size(); ++d) same = ops::same_extent(want[d], got[d]);
-        if (!same) throw std::logic_error("merged heads: node '" + n.name + "' infers another shape after the split");
+        if (!same) return false;
       }
     }
+    return true;
   }
 
   Graph& g_;

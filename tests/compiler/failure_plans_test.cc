@@ -27,7 +27,7 @@ hardware::Cluster four_h100_nodes() {
 }
 
 // The most GPUs a Megatron grid of whole 8-GPU nodes takes, by hand: tp divides 8 and the 32
-// heads, pp the 8 layers, cp = 1 (2k tokens are below context parallelism's 8k), and
+// heads, pp the 8 layers, cp = 1 (2k tokens are below context parallelism's 4k), and
 // dp = GPUs / (tp x pp) divides the batch.
 int megatron_grid_by_hand(int nodes, int batch) {
   for (int n = nodes; n >= 1; --n)

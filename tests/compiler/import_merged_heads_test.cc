@@ -20,7 +20,7 @@
 namespace symtensor::compiler {
 namespace {
 
-enum class MhLayout { pytorch, heads_outer, softmax_over_merged };
+enum class MhLayout { pytorch, heads_outer, softmax_over_merged, softmax_before_merged };
 
 // One post-norm encoder attention block over x [8, batch, 32], 4 heads of 8, as
 // torch.onnx.export writes nn.MultiheadAttention (targets as constants; PyTorch computes
@@ -54,7 +54,14 @@ onnx::ModelProto mh_encoder_block(MhLayout layout) {
     } else {
       add_node(m, "Reshape", {name, "heads_split"}, {name + "_heads"}, name + "_heads");
     }
-    add_ints_attr(add_node(m, "Transpose", {name + "_heads"}, {name + "_t"}, name + "_t"), "perm",
+    std::string heads = name + "_heads";
+    if (layout == MhLayout::softmax_before_merged && p == 0) {
+      // A Softmax over q's sequence dim, counted from the end (-3 of [8, batch*4, 8]): after
+      // the split -3 would name the batch.
+      add_int_attr(add_node(m, "Softmax", {heads}, {"q_seq_softmax"}, "q_seq_softmax"), "axis", -3);
+      heads = "q_seq_softmax";
+    }
+    add_ints_attr(add_node(m, "Transpose", {heads}, {name + "_t"}, name + "_t"), "perm",
                   p == 1 ? std::vector<std::int64_t>{1, 2, 0} : std::vector<std::int64_t>{1, 0, 2});
   }
   add_initializer(m, float_tensor("scale", {}));
@@ -160,6 +167,12 @@ TEST(ImportMergedHeads, ASoftmaxOverTheMergedDimKeepsItMerged) {
   EXPECT_EQ(mh_shape(g, "q_heads"), (std::vector<long>{8, 48, 8}));
   EXPECT_EQ(mh_shape(g, "scores"), (std::vector<long>{48, 8, 8}));
   EXPECT_EQ(g.node(mh_node(g, "softmax")).attr_int("axis", -1), 0);
+}
+
+TEST(ImportMergedHeads, ANegativeSoftmaxAxisBeforeTheMergedDimKeepsItsDim) {
+  Graph g = mh_import(mh_encoder_block(MhLayout::softmax_before_merged));
+  EXPECT_EQ(mh_shape(g, "q_heads"), (std::vector<long>{8, 12, 4, 8}));  // split
+  EXPECT_EQ(g.node(mh_node(g, "q_seq_softmax")).attr_int("axis", -1), 0);  // still the sequence
 }
 
 }  // namespace

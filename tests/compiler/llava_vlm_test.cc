@@ -12,6 +12,7 @@
 #include "compiler/analysis/model_stats.h"
 #include "compiler/onnx_import/import.h"
 #include "onnx_models/presets.h"
+#include "tests/compiler/search_test_util.h"
 #include "compiler/report/plan_label.h"
 #include "compiler/search/make_plan.h"
 #include "hardware/cluster.h"
@@ -31,11 +32,7 @@ constexpr std::int64_t kProjector = kVisionHidden * kHidden + kHidden + kHidden 
 Graph import_llava(std::int64_t tiles, double batch, double seq) {
   models::Overrides o;
   o.image_tiles = tiles;
-  ImportOptions io;
-  io.bindings = {{"batch", batch}, {"seq", seq}};
-  io.warn_opaque = false;
-  return import_onnx_model(models::build_model(models::apply_overrides(models::preset_config("llava-1.5-7b"), o)),
-                           "llava", io);
+  return symtensor::testing::zoo_graph("llava-1.5-7b", o, batch, seq);
 }
 
 TEST(LlavaVlm, ParametersAreHfsLessTheUnreadLastVisionLayer) {

@@ -93,9 +93,9 @@ TEST(MegatronFsdp, SymtensorSearchMatchesMegatronFsdpWhenFewerMicroBatchesNeedRe
 
 // Qwen2 7B at 8k tokens, batch 32 on 64 H100: half a sample per GPU, so data parallelism
 // alone cannot use them; Megatron-best splits each sequence over two ranks (cp=2) under
-// FSDP. The seed prices context parallelism from 8k tokens as Megatron-best does (it had
+// FSDP. The seed prices context parallelism as Megatron-best does, from 4k tokens (it had
 // started at 16k and SymTensor fell to 0.95x with tp=2).
-TEST(MegatronFsdp, SeedPricesContextParallelismFrom8kTokens) {
+TEST(MegatronFsdp, SeedPricesContextParallelismAt8kTokens) {
   const BothSearches b("qwen2-7b", 32, 8192, "dgx-h100", 8);
   EXPECT_EQ(b.megatron.knobs.cp, 2) << to_string(b.megatron.knobs);
   b.expect_symtensor_no_slower();
