@@ -1,6 +1,8 @@
 #include "compiler/report/compare.h"
 
+#include <algorithm>
 #include <optional>
+#include <stdexcept>
 
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/step_bound.h"
@@ -22,6 +24,16 @@ void say(const CompareOptions& o, const std::string& line) {
 }
 
 }  // namespace
+
+void check_compare_strategy(const std::string& name, const std::string& where, bool with_mimo) {
+  std::vector<std::string> known = strategy_names();
+  known.erase(std::remove(known.begin(), known.end(), "file"), known.end());
+  if (with_mimo) known.push_back(kMimoStrategy);
+  if (std::find(known.begin(), known.end(), name) != known.end()) return;
+  std::string list;
+  for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+  throw std::runtime_error(where + ": unknown strategy '" + name + "' (known: " + list + ")");
+}
 
 CompareResults run_compare(const CompareOptions& options, const hardware::Cluster& cluster) {
   ImportOptions io;

@@ -50,14 +50,12 @@ PlanDegrees plan_degrees(Graph& graph, const Plan& plan, const hardware::Cluster
       degrees_from = n;
     }
   }
-  const bool column_seen = degrees_from >= 0;
-  if (column_seen) {
+  if (degrees_from >= 0) {
     const NodeId n = degrees_from;
     d.tp = ways(plan, mesh, n, gemm_output_loop(spaces[n], weight_operand(graph, s, n)));
     d.dp = ways(plan, mesh, n, batch_loop(n));
     d.cp = ways(plan, mesh, n, sequence_loop(n));
-  }
-  if (!column_seen) {  // not a transformer: the widest cuts of the batch, and of anything else in a weight GEMM
+  } else {  // not a transformer: the widest cuts of the batch, and of anything else in a weight GEMM
     for (NodeId n = 0; n < static_cast<NodeId>(graph.nodes().size()); ++n) {
       const int b = batch_loop(n);
       if (b >= 0) d.dp = std::max(d.dp, ways(plan, mesh, n, b));
