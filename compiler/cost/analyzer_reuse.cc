@@ -87,12 +87,13 @@ const StageTotals& Analyzer::totals() {
 }
 
 bool Analyzer::prepare_operator_work() {
-  // A plan with the operator work of one of the last two passed the same checks then.
+  // A plan with the operator work of one of the last few passed the same checks then.
   bool reuse = state_.ops_plan && same_operator_work(*state_.ops_plan, plan_);
-  if (!reuse && state_.kept.ops_plan && same_operator_work(*state_.kept.ops_plan, plan_)) {
-    state_.swap_kept();
-    reuse = true;
-  }
+  for (std::size_t i = 0; !reuse && i < state_.kept.size(); ++i)
+    if (state_.kept[i].ops_plan && same_operator_work(*state_.kept[i].ops_plan, plan_)) {
+      state_.take_kept(i);
+      reuse = true;
+    }
   const bool train = plan_.mode == ExecutionMode::train;
   check_moe_load_imbalance(plan_.moe_load_imbalance, "plan: moe_load_imbalance");
   const double global_batch = plan_.global_batch > 0 ? plan_.global_batch : ng_.batch_binding();
@@ -115,7 +116,7 @@ bool Analyzer::prepare_operator_work() {
     return train;
   }
   check_plan();
-  if (state_.ops_plan) state_.swap_kept();  // the last plan's work is kept; its buffers are refilled
+  if (state_.ops_plan) state_.keep_current();  // the last plan's work is kept
   state_.sums = {};
   const std::size_t tensors = graph_.tensors().size();
   state_.produced.resize(tensors);

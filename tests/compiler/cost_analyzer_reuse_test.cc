@@ -1,9 +1,10 @@
 // A PlanAnalyzer that prices plan after plan reuses what it kept (the operator work of the
-// last two plans; an incremental update when only some cuts changed). Each analysis it
+// last few plans; an incremental update when only some cuts changed). Each analysis it
 // gives must equal a fresh analyzer's of the same plan, field by field, and so must the
 // per-stage sums it keeps for a search's memory staircase (PlanAnalyzer::totals).
 #include <gtest/gtest.h>
 
+#include "compiler/cost/analysis_state.h"
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
@@ -205,6 +206,43 @@ TEST_F(AnalyzerReuse, KeptTotalsEqualTheSumsOfAFreshAnalysis) {
     expect_same_totals(kept, expected);
     EXPECT_EQ(estimate_step(kept, plans[k], cluster_).step_time_s, estimate_step(fresh, plans[k], cluster_).step_time_s);
   }
+}
+
+// Megatron's exhaustive search walks the micro-batch sizes again at each interleaving depth:
+// the second walk finds every size's operator work kept (no analysis from scratch, which
+// would copy twins again), each equal to a fresh analysis. Past kKeptPlans other plans the
+// first one is made again.
+TEST_F(AnalyzerReuse, AWalkOverMicroBatchSizesAgainReusesEachSizesWork) {
+  std::vector<Plan> sizes;
+  for (int m : {1, 2, 4, 8}) {
+    Plan p = megatron_;
+    p.micro_batches = m;
+    sizes.push_back(p);
+  }
+  const NumericGraph ng(graph_);
+  PlanAnalyzer shared(graph_, cluster_, ng);
+  for (const Plan& p : sizes) shared.totals(p);
+  const std::size_t copies = shared.twin_copies();
+  ASSERT_GT(copies, 0u);  // the witness: an analysis from scratch of these layers copies twins
+  for (int v : {2, 4})
+    for (Plan p : sizes) {
+      SCOPED_TRACE("v=" + std::to_string(v) + " m=" + std::to_string(p.micro_batches));
+      p.virtual_stages = v;
+      p.schedule = Schedule::interleaved_1f1b;
+      const PlanAnalysis fresh = analyze_plan(graph_, cluster_, p);
+      expect_same_totals(shared.totals(p), stage_totals(fresh, p));
+      expect_same_analysis(shared.analyze_in_place(p), fresh, graph_);
+    }
+  EXPECT_EQ(shared.twin_copies(), copies);
+
+  for (std::size_t k = 0; k < PlanAnalyzer::State::kKeptPlans; ++k) {
+    Plan other = megatron_;  // another batch: its own operator work
+    other.global_batch = 16.0 * static_cast<double>(k + 2);
+    shared.totals(other);
+  }
+  const std::size_t before = shared.twin_copies();
+  expect_same_totals(shared.totals(sizes[0]), stage_totals(analyze_plan(graph_, cluster_, sizes[0]), sizes[0]));
+  EXPECT_GT(shared.twin_copies(), before);
 }
 
 TEST_F(AnalyzerReuse, ABadPlanAfterAGoodOneIsReportedAndForgotten) {
