@@ -41,6 +41,7 @@ class UpwardWalk {
  public:
   explicit UpwardWalk(int patience = 1);
   bool stop(double step_time);
+  bool stopped() const { return worse_ >= patience_; }  // whether stop() has said so
   double best() const { return best_; }  // infinity until something fits
 
  private:
