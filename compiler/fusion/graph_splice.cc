@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "compiler/ir/empty_like.h"
+
 namespace symtensor::compiler {
 
 std::string fused_node_name(const Graph& graph, const Node& member, const std::string& op, std::set<std::string>& taken) {
@@ -51,13 +53,7 @@ Graph splice_matches(const Graph& graph, const std::vector<FusionMatch>& matches
       if (in != kNone) --readers[in];
   }
 
-  Graph out;
-  out.name = graph.name;
-  out.source = graph.source;
-  out.metadata = graph.metadata;
-  out.symbols = graph.symbols;
-  out.batch_dim = graph.batch_dim;
-  out.sequence_dim = graph.sequence_dim;
+  Graph out = empty_like(graph);
   out.unfused = graph.unfused ? graph.unfused : std::make_shared<Graph>(graph);
   std::vector<TensorId> renumbered(graph.tensors().size(), kNone);
   auto tensor = [&](TensorId old) {

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "compiler/ir/empty_like.h"
 #include "compiler/ops/op_helpers.h"
 #include "compiler/ops/op_semantics.h"
 
@@ -218,13 +219,7 @@ class MergedHeadsSplitter {
   // candidates reading new targets, perms and axes renumbered.
   bool apply(const std::set<int>& kept) {
     auto kept_tensor = [&](TensorId t) { return merged(t) && kept.count(group(t)) != 0; };
-    Graph out;
-    out.name = g_.name;
-    out.source = g_.source;
-    out.metadata = g_.metadata;
-    out.symbols = g_.symbols;
-    out.batch_dim = g_.batch_dim;
-    out.sequence_dim = g_.sequence_dim;
+    Graph out = empty_like(g_);
     for (TensorId t = 0; t < static_cast<TensorId>(g_.tensors().size()); ++t) {
       Tensor copy = g_.tensor(t);
       copy.producer = kNone;
