@@ -8,10 +8,12 @@
 #include <benchmark/benchmark.h>
 
 #include "compiler/cost/numeric_graph.h"
+#include "compiler/lowering/simulate_plan.h"
 #include "compiler/onnx_import/import.h"
 #include "compiler/search/fleet_search.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/symtensor_search.h"
+#include "compiler/strategies/megatron.h"
 #include "onnx_models/model_zoo.h"
 #include "hardware/stack.h"
 #include "onnx_models/presets.h"
@@ -94,6 +96,27 @@ void BM_FleetSearchLlama2_70B_96Gpus(benchmark::State& state) {
   state.SetLabel(r.plan.label);
 }
 BENCHMARK(BM_FleetSearchLlama2_70B_96Gpus)->Unit(benchmark::kSecond)->Iterations(1);
+
+// The fleet search's costliest simulation alone: Megatron-best on the fleet's dgx-h100x4 group
+// (its knobs as the search finds them), lowered and simulated (about 1.4M tasks): the
+// lowering, the engine's compilation of the program and the discrete-event run.
+void BM_SimulateMegatronPlanLlama2_70B_32H100(benchmark::State& state) {
+  const hardware::Cluster fleet = hardware::with_software(hardware::load_cluster("dgx-h100x4+dgx-a100x8"), hardware::Software{});
+  const hardware::Cluster group = hardware::group_cluster(fleet, 0);
+  compiler::Graph& g = llama2_70b();
+  const compiler::Plan plan = compiler::make_megatron_plan(
+      g, group, compiler::parse_megatron_knobs("tp=2,pp=4,cp=2,dp=2,mb=1,vp=1,sp=1,recompute=none,distopt=1,fsdp=2"),
+      compiler::StrategyOptions{});
+  sim::SimOptions options;
+  options.record_trace = false;
+  compiler::PlanSimulation s;
+  for (auto _ : state) s = compiler::simulate_plan(g, plan, group, {}, options);
+  std::size_t tasks = 0;
+  for (const auto& c : s.program.rank_classes) tasks += c.tasks.size();
+  state.counters["tasks"] = static_cast<double>(tasks);
+  state.counters["step_s"] = s.report.step_time_s;
+}
+BENCHMARK(BM_SimulateMegatronPlanLlama2_70B_32H100)->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
 
 compiler::Graph& deepseek_v3() {
   static compiler::Graph g = [] {

@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "compiler/cost/numeric_graph.h"
 #include "simulator/engine/compiled_program.h"
 
 namespace symtensor::compiler {
@@ -13,7 +14,8 @@ namespace {
 // fleet's uniform view: the slowest). Each stage whose ranks lie inside one group takes its
 // compute and optimizer times from an analysis on that group's device instead (one per group,
 // kept in `on_groups`); a stage spanning several groups keeps the slowest's.
-std::vector<const PlanAnalysis*> stage_timing_on_groups(Graph& graph, const Plan& plan, const hardware::Cluster& fleet,
+std::vector<const PlanAnalysis*> stage_timing_on_groups(Graph& graph, const NumericGraph& ng, const Plan& plan,
+                                                        const hardware::Cluster& fleet,
                                                         std::vector<std::unique_ptr<PlanAnalysis>>& on_groups) {
   const hardware::DeviceMesh mesh = plan_mesh(plan, fleet);
   const int stages = std::max(plan.pipeline_stages(), 1);
@@ -33,7 +35,7 @@ std::vector<const PlanAnalysis*> stage_timing_on_groups(Graph& graph, const Plan
     if (!on_groups[g]) {
       hardware::Cluster view = fleet;
       view.device = fleet.groups[g].device;
-      on_groups[g] = std::make_unique<PlanAnalysis>(analyze_plan(graph, view, plan));
+      on_groups[g] = std::make_unique<PlanAnalysis>(analyze_plan(graph, view, plan, ng));
     }
     timing[s] = on_groups[g].get();
   }
@@ -45,11 +47,12 @@ std::vector<const PlanAnalysis*> stage_timing_on_groups(Graph& graph, const Plan
 PlanSimulation simulate_plan(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
                              const LoweringOptions& lowering, const sim::SimOptions& options) {
   PlanSimulation s;
-  s.analysis = analyze_plan(graph, cluster, plan);
+  const NumericGraph ng(graph);  // one for the analyses on the cluster and on each group's device
+  s.analysis = analyze_plan(graph, cluster, plan, ng);
   LoweringOptions with_graph = lowering;
   if (!with_graph.graph) with_graph.graph = &graph;
   std::vector<std::unique_ptr<PlanAnalysis>> on_groups;
-  if (cluster.mixed()) with_graph.stage_timing = stage_timing_on_groups(graph, plan, cluster, on_groups);
+  if (cluster.mixed()) with_graph.stage_timing = stage_timing_on_groups(graph, ng, plan, cluster, on_groups);
   s.program = lower_plan(s.analysis, plan, cluster, plan_mesh(plan, cluster), with_graph);
   s.result = sim::simulate(s.program, cluster, options);
   s.report = make_report(s.analysis, plan, cluster, s.result, bound_sequence_length(graph), palm_flops(graph));

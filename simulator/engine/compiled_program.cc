@@ -53,10 +53,14 @@ CompiledProgram compile_program(const Program& program, const hardware::Cluster&
   int n = program.num_ranks();
   out.class_of_rank.assign(n, -1);
   std::unordered_map<std::string, int> class_index;
-  std::unordered_map<std::string_view, int> collective_ids;  // keys point into the program's task ids
-  std::size_t tasks = 0;
-  for (const RankClass& rc : program.rank_classes) tasks += rc.tasks.size();
-  collective_ids.reserve(tasks / 4);  for (size_t c = 0; c < program.rank_classes.size(); ++c) {
+  // A collective whose group spans several classes matches their tasks of the same id: the id
+  // names its shared id (keys point into the program's task ids). One whose group lies inside
+  // its class, as a lowered plan's all do (its tensor- and data-parallel groups are a stage's
+  // ranks), meets only its own class's task: a fresh id each, without hashing the name (a
+  // step program has hundreds of thousands of collectives).
+  TaskIndex collective_ids;
+  int next_collective = 0;
+  for (size_t c = 0; c < program.rank_classes.size(); ++c) {
     class_index[program.rank_classes[c].name] = static_cast<int>(c);
     for (int r : program.rank_classes[c].ranks) out.class_of_rank[r] = static_cast<int>(c);
   }
@@ -79,6 +83,9 @@ CompiledProgram compile_program(const Program& program, const hardware::Cluster&
     for (size_t i = 0; i < rc.ranks.size(); ++i) cc.rank_position[rc.ranks[i]] = static_cast<int>(i);
     std::map<std::vector<int>, int> group_index;
     std::vector<int> axes;
+    std::vector<char> inside;                   // per group of the class: every member rank is in the class
+    const std::vector<std::string>* last = nullptr;  // the group of the class's last collective ...
+    int last_group = -1;                        // ... and its index
     bool has_compute = std::any_of(rc.tasks.begin(), rc.tasks.end(), [](const Task& t) { return t.stream == kComputeStream; });
     if (has_compute) {
       cc.streams.emplace_back(kComputeStream);
@@ -103,12 +110,28 @@ CompiledProgram compile_program(const Program& program, const hardware::Cluster&
         }
       }
       if (t.kind == TaskKind::collective) {
-        cc.collective_id[i] = collective_ids.try_emplace(t.id, static_cast<int>(collective_ids.size())).first->second;
-        axes.clear();
-        for (const auto& axis : t.group) axes.push_back(axis_index(program.mesh, axis));
-        auto [g, added] = group_index.try_emplace(axes, static_cast<int>(cc.groups.size()));
-        if (added) cc.groups.push_back(axes);
-        cc.group[i] = g->second;
+        if (!last || *last != t.group) {  // most collectives use their predecessor's group
+          axes.clear();
+          for (const auto& axis : t.group) axes.push_back(axis_index(program.mesh, axis));
+          auto [g, added] = group_index.try_emplace(axes, static_cast<int>(cc.groups.size()));
+          if (added) {
+            cc.groups.push_back(axes);
+            bool in = std::none_of(axes.begin(), axes.end(), [](int a) { return a < 0; });  // unknown axis: by name
+            for (int r : in ? rc.ranks : std::vector<int>{})
+              for (int member : group_of(program.mesh, r, axes)) in = in && out.class_of_rank[member] == static_cast<int>(c);
+            inside.push_back(in);
+          }
+          last = &t.group, last_group = g->second;
+        }
+        cc.group[i] = last_group;
+        if (inside[last_group]) {
+          cc.collective_id[i] = next_collective++;
+        } else {
+          if (collective_ids.size() == 0) collective_ids.reserve(m);
+          const auto [e, added] = collective_ids.emplace(t.id, next_collective);
+          if (added) ++next_collective;
+          cc.collective_id[i] = e->second;
+        }
       }
       if (t.kind == TaskKind::send || t.kind == TaskKind::recv) cc.peer_class[i] = class_index.at(t.peer);
       if (t.kind == TaskKind::recv) recvs[{cc.peer_class[i], static_cast<int>(c)}].push_back(static_cast<int>(i));

@@ -16,7 +16,7 @@ ClassResult summarize(const EntityState& st, const RankClass& rc, double step_ti
   r.name = rc.name;
   r.num_ranks = static_cast<int>(rc.ranks.size());
   std::vector<Interval> compute, comm;
-  std::map<std::string, std::vector<Interval>> by_kind;
+  std::map<hardware::Collective, std::vector<Interval>> by_kind;  // named at the end (not a string per task)
   for (size_t i = 0; i < rc.tasks.size(); ++i) {
     r.finish_s = std::max(r.finish_s, st.end[i]);
     const Task& t = rc.tasks[i];
@@ -28,10 +28,11 @@ ClassResult summarize(const EntityState& st, const RankClass& rc, double step_ti
     if (t.kind == TaskKind::optimizer) r.optimizer_s += d;
     if (t.kind == TaskKind::collective) {
       comm.emplace_back(st.start[i], st.end[i]);
-      by_kind[std::string(collective_name(t.collective))].emplace_back(st.start[i], st.end[i]);
+      by_kind[t.collective].emplace_back(st.start[i], st.end[i]);
     }
   }
-  for (auto& [kind, intervals] : by_kind) r.collective_busy_s[kind] = total_length(merge_intervals(std::move(intervals)));
+  for (auto& [kind, intervals] : by_kind)
+    r.collective_busy_s[std::string(collective_name(kind))] = total_length(merge_intervals(std::move(intervals)));
   auto merged_compute = merge_intervals(std::move(compute));
   auto merged_comm = merge_intervals(std::move(comm));
   r.comm_busy_s = total_length(merged_comm);

@@ -12,7 +12,7 @@
 namespace symtensor::sim {
 
 // Task id -> index in its rank class; the keys point into the program's task ids. An open-
-// addressing table (linear probing, at most half full) in one array: a step program's million
+// addressing table (linear probing, at most three quarters full) in one array: a step program's million
 // ids go in without a node allocation each, which std::unordered_map made the bulk of the
 // validation's time.
 class TaskIndex {
@@ -27,6 +27,7 @@ class TaskIndex {
 
  private:
   std::size_t slot_of(std::string_view key) const;  // the key's slot, or the empty one it would take
+  static bool full(std::size_t count, std::size_t capacity);  // more than the load allowed
   std::vector<value_type> slots_;  // an empty slot holds index -1
   std::size_t count_ = 0;
 };

@@ -154,15 +154,19 @@ void validate_collective_peers(const Program& p, const std::vector<TaskIndex>& i
   std::vector<std::pair<int, int>> classes;  // (owner class, a member rank of it), one per class
   for (size_t c = 0; c < p.rank_classes.size(); ++c) {
     const auto& rc = p.rank_classes[c];
+    const std::vector<std::string>* last = nullptr;  // the group `classes` holds (most collectives share their predecessor's)
     for (const auto& t : rc.tasks) {
       if (t.kind != TaskKind::collective) continue;
-      axes.clear();
-      for (const auto& a : t.group) axes.push_back(axis_index(p.mesh, a));
-      // What is checked depends only on the member's class: one check per class.
-      classes.clear();
-      for (int member : group_of(p.mesh, rc.ranks.front(), axes))
-        if (std::none_of(classes.begin(), classes.end(), [&](const auto& k) { return k.first == owner[member]; }))
-          classes.emplace_back(owner[member], member);
+      if (!last || *last != t.group) {
+        axes.clear();
+        for (const auto& a : t.group) axes.push_back(axis_index(p.mesh, a));
+        // What is checked depends only on the member's class: one check per class.
+        classes.clear();
+        for (int member : group_of(p.mesh, rc.ranks.front(), axes))
+          if (std::none_of(classes.begin(), classes.end(), [&](const auto& k) { return k.first == owner[member]; }))
+            classes.emplace_back(owner[member], member);
+        last = &t.group;
+      }
       for (const auto& [cls, member] : classes) {
         if (cls == static_cast<int>(c)) continue;  // the task itself (ids are unique in a class)
         const RankClass& other = p.rank_classes[cls];
