@@ -36,6 +36,7 @@ std::vector<std::string> titan_llama3_differences(const ModelArchitecture& m) {
   if (m.norm != NormKind::rms_norm) d.push_back(fmt::format("normalization {}", m.norm == NormKind::layer_norm ? "LayerNorm" : "unknown"));
   if (m.position != PositionKind::rope) d.push_back(fmt::format("position embedding {}", megatron_name(m.position)));
   if (!m.gated_mlp || !m.silu) d.push_back("an MLP that is not SwiGLU");
+  if (m.post_norm) d.push_back("post-norm layers (each norm after its residual add)");
   if (m.tied_embeddings) d.push_back("an LM head tied to the embedding");
   if (m.linear_bias || m.qkv_bias) d.push_back("linear biases");
   if (m.moe()) d.push_back(fmt::format("{} experts (top-{})", m.experts, m.top_k));

@@ -57,6 +57,22 @@ class ArchitectureReader {
     read_rotary_share();
     for (const auto& f : a_.gpt_oss_features()) a_.megatron_gaps.push_back(f + ": this export writes no flag for it");
     for (const Node& n : g_.nodes()) a_.dropout |= n.op_type == "Dropout";
+    // Post-norm: the residual adds of most layers read a norm of the residual stream (of another
+    // residual add's sum). Gemma's post-attention norms normalize a projection's output, not the
+    // stream; a CLIP tower's one norm of its patch and position embeddings' sum is no layer's.
+    int normed_stream_reads = 0;
+    for (NodeId add : s_.residual_adds)
+      for (TensorId in : g_.node(add).inputs) {
+        const NodeId p = in == kNone ? kNone : g_.tensor(in).producer;
+        const int region = p == kNone ? -1 : s_.norm_region[p];
+        if (region < 0) continue;
+        const NodeId normalized = g_.tensor(s_.norm_inputs.at(region)).producer;
+        normed_stream_reads += std::count(s_.residual_adds.begin(), s_.residual_adds.end(), normalized) > 0;
+      }
+    a_.post_norm = normed_stream_reads > 0 && 2 * normed_stream_reads >= s_.layers();
+    if (a_.post_norm)
+      a_.megatron_gaps.push_back("post-norm layers (each norm after its residual add): Megatron-LM's transformer layer normalizes "
+                                 "before attention and the MLP");
     // Megatron-Core's qk_layernorm: the per-head q/k norms, or MLA's latent norms.
     a_.qk_norm = !s_.head_norms.empty() || !s_.latent_norms.empty();
     if (a_.layers == 0) a_.unknown.push_back("transformer layers: none found in the graph");

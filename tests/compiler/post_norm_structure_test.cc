@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "compiler/export/model_architecture.h"
 #include "compiler/analysis/transformer_structure.h"
 #include "compiler/strategies/megatron.h"
 #include "tests/compiler/onnx_test_util.h"
@@ -153,6 +154,33 @@ TEST(PostNormMegatron, CutsTheFirstLayerLikeTheOthers) {
       ASSERT_EQ(attention.size(), 2u);
       for (NodeId n : attention) EXPECT_GT(cut_loops(n), 0) << g.node(n).name;
     }
+  }
+}
+
+// The export says what Megatron-LM's pre-norm layer cannot build: a post-norm encoder (with or
+// without an embedding norm) and the zoo's BERT are read as post-norm; a LLaMA, a Gemma 3
+// (whose post-attention norms normalize the branch, not the stream) and LLaVA (whose CLIP
+// tower normalizes the embeddings' sum once before its pre-norm layers) are not.
+TEST(PostNormMegatron, TheExportNamesPostNormLayersAsAGap) {
+  auto gap = [](const ModelArchitecture& m) {
+    return std::any_of(m.megatron_gaps.begin(), m.megatron_gaps.end(),
+                       [](const std::string& g) { return g.find("post-norm layers") != std::string::npos; });
+  };
+  for (const bool embedding_norm : {false, true}) {
+    Graph g = post_norm_encoder_graph(2, embedding_norm);
+    const ModelArchitecture m = read_model_architecture(g, node_iteration_spaces(g));
+    EXPECT_TRUE(m.post_norm) << embedding_norm;
+    EXPECT_TRUE(gap(m)) << embedding_norm;
+  }
+  {
+    Graph g = testing::zoo_graph("bert-large-tiny", 2, 16);
+    EXPECT_TRUE(read_model_architecture(g, node_iteration_spaces(g)).post_norm);
+  }
+  for (const char* preset : {"llama2-7b-tiny", "gemma3-1b-tiny", "llava-1.5-7b-tiny"}) {
+    Graph g = testing::zoo_graph(preset, 2, 16);
+    const ModelArchitecture m = read_model_architecture(g, node_iteration_spaces(g));
+    EXPECT_FALSE(m.post_norm) << preset;
+    EXPECT_FALSE(gap(m)) << preset;
   }
 }
 
