@@ -309,7 +309,11 @@ class Importer {
     try {
       // Heads merged with the batch (nn.MultiheadAttention) as a dim of their own, before
       // the fusion pass matches the attention (merged_heads.h).
-      split_merged_heads(graph_);
+      const MergedHeadsSummary merged = split_merged_heads(graph_);
+      if (options.warn_opaque && merged.regions > 0)
+        std::cerr << "symtensor: note: " << source_ << ": heads merged with the batch (as nn.MultiheadAttention writes them) "
+                  << "given a dim of their own in " << merged.regions << " attention layer" << (merged.regions > 1 ? "s" : "")
+                  << ", so tensor parallelism can cut them: " << merged.example << "\n";
     } catch (const std::exception& e) {
       throw std::runtime_error(source_ + ": " + e.what());
     }

@@ -31,7 +31,7 @@ inline constexpr const char* kStaticBatchMetadataKey = "symtensor.static_batch";
 
 struct ImportOptions {
   std::map<std::string, double> bindings;  // dim symbol -> value (--bind batch=8)
-  bool warn_opaque = true;                 // warnings on stderr: per opaque op type, per shared weight
+  bool warn_opaque = true;                 // warnings and notes on stderr: per opaque op type, per shared weight, merged heads split
   FusionOptions fusion;                    // the fusion pass run on the imported graph
   std::string batch_dim;                   // --batch-dim: which input dim is the batch (default: found)
   std::string sequence_dim;                // --seq-dim: which dim is the sequence (default: `seq`)

@@ -145,6 +145,23 @@ TEST(ImportMergedHeads, PyTorchsBatchTimesHeadsBecomesAHeadsDimMegatronCuts) {
   EXPECT_TRUE(seen_perm);
 }
 
+// The import says what it did, in one note on stderr (not when notes are off): how many
+// attention layers, and the first split.
+TEST(ImportMergedHeads, TheImportNotesTheSplit) {
+  ImportOptions o;
+  o.bindings = {{"batch", 12}};
+  ::testing::internal::CaptureStderr();
+  import_onnx_model(mh_encoder_block(MhLayout::pytorch), "mh_encoder_block", o);
+  const std::string note = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(note.find("symtensor: note: mh_encoder_block: heads merged with the batch"), std::string::npos) << note;
+  EXPECT_NE(note.find("in 1 attention layer, so tensor parallelism can cut them: [8, 4*batch, 8] -> [8, batch, 4, 8] at 'q_heads'"),
+            std::string::npos)
+      << note;
+  ::testing::internal::CaptureStderr();
+  mh_import(mh_encoder_block(MhLayout::pytorch));  // notes off
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
 TEST(ImportMergedHeads, HeadsOuterIsLeftAsItIs) {
   Graph g = mh_import(mh_encoder_block(MhLayout::heads_outer));
   // The merged index is h*batch + b: no Reshape splits [8, batch, 32] into [8, batch*4, 8].
