@@ -43,7 +43,7 @@ class Analyzer {
 
  private:
   // Makes state_.analysis.ops the operator work of plan_: kept (the plan differs from one
-  // of the last two in what op_work does not read), updated (a few cuts changed) or made
+  // of the last few in what op_work does not read), updated (a few cuts changed) or made
   // again. Returns whether the plan trains.
   bool prepare_operator_work();
   int effective_zero_stage() const { return plan_.distributed_optimizer ? std::max(plan_.zero_stage, 1) : plan_.zero_stage; }
