@@ -99,7 +99,10 @@ BENCHMARK(BM_FleetSearchLlama2_70B_96Gpus)->Unit(benchmark::kSecond)->Iterations
 
 // The fleet search's costliest simulation alone: Megatron-best on the fleet's dgx-h100x4 group
 // (its knobs as the search finds them), lowered and simulated (about 1.4M tasks): the
-// lowering, the engine's compilation of the program and the discrete-event run.
+// lowering, the engine's compilation of the program and the discrete-event run. The first
+// repetition pays for faulting the program's memory in (about 1.7 s of its 2.4 s here); the
+// fleet search's first simulation does too. 2026-12-05, the shared 2-core machine: 913-984 ms
+// warm before the commit add8e0a's collective ids and indexes, 699-765 ms after.
 void BM_SimulateMegatronPlanLlama2_70B_32H100(benchmark::State& state) {
   const hardware::Cluster fleet = hardware::with_software(hardware::load_cluster("dgx-h100x4+dgx-a100x8"), hardware::Software{});
   const hardware::Cluster group = hardware::group_cluster(fleet, 0);
