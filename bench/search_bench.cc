@@ -104,7 +104,9 @@ BENCHMARK(BM_FleetSearchLlama2_70B_96Gpus)->Unit(benchmark::kSecond)->Iterations
 // fleet search's first simulation does too. 2026-12-05, the shared 2-core machine: 913-984 ms
 // warm before the commit add8e0a's collective ids and indexes, 699-765 ms after. /0 validates
 // the program (simulate_plan's default), /1 trusts it as the fleet search does
-// (SimOptions::trusted_program): 2026-12-06, warm 796-834 ms /0, 696-710 ms /1.
+// (SimOptions::trusted_program): 2026-12-06, warm 796-834 ms /0, 696-710 ms /1 (load 2-3);
+// on a quiet machine (load 0.8) 716-772 ms /0, 630-643 ms /1, the first repetition 2.12 s
+// (2.48 s before 663475c's fuller reserve).
 void BM_SimulateMegatronPlanLlama2_70B_32H100(benchmark::State& state) {
   const hardware::Cluster fleet = hardware::with_software(hardware::load_cluster("dgx-h100x4+dgx-a100x8"), hardware::Software{});
   const hardware::Cluster group = hardware::group_cluster(fleet, 0);
