@@ -185,12 +185,13 @@ class Lowerer {
     channels_[{from, to}].recvs.emplace_back(recv_id, bytes);
   }
 
-  // At least as many tasks as lower_stage emits for stage s (so its task list grows once).
+  // At least as many tasks as stage s's class gets, add_receives' included (so its task list
+  // grows once: a step program's class is tens of MB, moved and faulted in anew on each growth).
   std::size_t expected_tasks(int s, const std::vector<PipelineUnit>& units) const {
     std::size_t n = 1;  // the optimizer
     for (const PipelineUnit& u : units) {
       const ChunkWork& w = layout_.work[s][u.chunk];
-      n += 2 + (u.forward ? w.forward.size() : w.recompute.size() + w.backward.size());  // + alloc/free, send
+      n += 3 + (u.forward ? w.forward.size() : w.recompute.size() + w.backward.size());  // + alloc/free, send, recv
     }
     for (const ChunkWork& w : layout_.work[s]) {
       n += w.param_syncs.size();
