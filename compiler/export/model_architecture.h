@@ -46,7 +46,8 @@ struct ModelArchitecture {
   bool qkv_bias = false;         // biases on the query/key/value projections
   bool dropout = false;          // the graph holds Dropout nodes
   // Each norm after its residual add (BERT, nn.TransformerEncoderLayer with norm_first=False):
-  // a residual add reads a norm's output. Megatron-LM's and torchtitan's layers normalize before.
+  // the residual adds of most layers read a norm of another residual add's sum. Megatron-LM's
+  // and torchtitan's layers normalize before.
   bool post_norm = false;
   bool qk_norm = false;          // per-head norms on the queries and keys (Qwen3, Gemma 3)
   long long experts = 0, top_k = 0, moe_ffn_hidden = 0;

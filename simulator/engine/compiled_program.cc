@@ -117,8 +117,9 @@ CompiledProgram compile_program(const Program& program, const hardware::Cluster&
           if (added) {
             cc.groups.push_back(axes);
             bool in = std::none_of(axes.begin(), axes.end(), [](int a) { return a < 0; });  // unknown axis: by name
-            for (int r : in ? rc.ranks : std::vector<int>{})
-              for (int member : group_of(program.mesh, r, axes)) in = in && out.class_of_rank[member] == static_cast<int>(c);
+            if (in)
+              for (int r : rc.ranks)
+                for (int member : group_of(program.mesh, r, axes)) in = in && out.class_of_rank[member] == static_cast<int>(c);
             inside.push_back(in);
           }
           last = &t.group, last_group = g->second;
