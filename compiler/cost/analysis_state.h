@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <utility>
@@ -162,6 +163,9 @@ struct PlanAnalyzer::State {
     std::size_t position = 0;            // topological position of the operator priced
     std::vector<char> delivered;          // per input: 0 none, 1 not yet, 2 already (layout)
     std::vector<char> gradient_delivered; // the same for its gradient
+    // Per input, the partial axes of its gradient's layout where gradient_delivered is not 0:
+    // a twin of the same cut has the same (its dims are the same), without deriving them.
+    std::vector<std::uint64_t> gradient_partials;
   };
   std::vector<std::vector<Twin>> twins;  // per class: those priced in this analysis
   std::size_t twin_copies = 0;           // operators' work copied so far, over every analysis

@@ -196,8 +196,10 @@ class Analyzer {
   void find_twins();
   std::string twin_key(NodeId id) const;
   // The context of input i of `id` as a twin compares it: whether the producer's layout
-  // exists, and whether the layouts it would deliver (value, gradient) were delivered already.
-  void delivery_context(NodeId id, std::vector<char>& delivered, std::vector<char>& gradient_delivered, bool train) const;
+  // exists, and whether the layouts it would deliver (value, gradient) were delivered already
+  // (twin_delivered_, twin_gradient_delivered_; the layouts in twin_wants_, twin_gradients_).
+  // `like`: a twin with the same cut, whose gradients' partial axes these share.
+  void delivery_context(NodeId id, bool train, const PlanAnalyzer::State::Twin* like);
   // The work at topological position `position` copied from a twin priced before it in the
   // same context, with its side effects (deliveries, produced layouts); false when none is.
   bool copy_twin(NodeId id, std::size_t position, bool train);
@@ -293,7 +295,9 @@ class Analyzer {
   RedistributionMemo& memo_;  // state_'s memo for this plan's mesh
   std::vector<std::pair<int, int>> old_ends_;  // op_work's: the kept work's comm_ends of one operator
   std::vector<char> in_recomputed_layer_;      // per node, under layer_recompute()
-  std::vector<char> twin_delivered_, twin_gradient_delivered_;  // copy_twin's delivery context, its storage reused
+  // copy_twin's delivery context (delivery_context), its storage reused.
+  std::vector<char> twin_delivered_, twin_gradient_delivered_;
+  std::vector<std::optional<OperandLayout>> twin_wants_, twin_gradients_;
   mutable int expert_parallel_ = -1;           // expert_parallel(), -1 until found
 };
 

@@ -109,23 +109,30 @@ void Analyzer::find_twins() {
   state_.twins.assign(classes.size(), {});
 }
 
-void Analyzer::delivery_context(NodeId id, std::vector<char>& delivered, std::vector<char>& gradient_delivered,
-                                bool train) const {
+void Analyzer::delivery_context(NodeId id, bool train, const PlanAnalyzer::State::Twin* like) {
   const Node& node = graph_.node(id);
   const NumericNode& nn = ng_.node(id);
   const NodeCut& cut = plan_.node_cuts[id];
-  delivered.assign(node.inputs.size(), 0);
-  gradient_delivered.assign(node.inputs.size(), 0);
-  for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+  const std::size_t inputs = node.inputs.size();
+  twin_delivered_.assign(inputs, 0);
+  twin_gradient_delivered_.assign(inputs, 0);
+  twin_wants_.assign(inputs, std::nullopt);
+  twin_gradients_.assign(inputs, std::nullopt);
+  for (std::size_t i = 0; i < inputs; ++i) {
     const TensorId t = node.inputs[i];
     if (t == kNone || i >= nn.space.input_dims.size() || !produced_sharding(t)) continue;
     const auto& made = state_.delivered[t];
-    const OperandLayout want = OperandLayout::input(nn.space, cut, static_cast<int>(i));
-    delivered[i] = std::find(made.begin(), made.end(), want) != made.end() ? 2 : 1;
+    const OperandLayout& want = twin_wants_[i].emplace(OperandLayout::input(nn.space, cut, static_cast<int>(i)));
+    twin_delivered_[i] = std::find(made.begin(), made.end(), want) != made.end() ? 2 : 1;
     if (train && needs_gradient(t) && !(nn.kind == OpKind::attention && i == 3)) {
       const auto& grads = state_.delivered_gradients[t];
-      const OperandLayout grad = OperandLayout::input_gradient(nn.space, cut, static_cast<int>(i));
-      gradient_delivered[i] = std::find(grads.begin(), grads.end(), grad) != grads.end() ? 2 : 1;
+      // A twin of the same cut that delivers this gradient has its partial axes; one that
+      // does not (its input was not produced in a layout) leaves them to be derived.
+      const OperandLayout& grad = twin_gradients_[i].emplace(
+          like && like->gradient_delivered[i] != 0
+              ? twin_wants_[i]->partial_over(like->gradient_partials[i])
+              : OperandLayout::input_gradient(nn.space, cut, static_cast<int>(i)));
+      twin_gradient_delivered_[i] = std::find(grads.begin(), grads.end(), grad) != grads.end() ? 2 : 1;
     }
   }
 }
@@ -133,17 +140,13 @@ void Analyzer::delivery_context(NodeId id, std::vector<char>& delivered, std::ve
 bool Analyzer::copy_twin(NodeId id, std::size_t position, bool train) {
   if (!state_.reuse_twins) return false;
   std::vector<PlanAnalyzer::State::Twin>& priced = state_.twins[state_.twin_class[id]];
-  std::vector<char>& delivered = twin_delivered_;
-  std::vector<char>& gradient_delivered = twin_gradient_delivered_;
-  delivery_context(id, delivered, gradient_delivered, train);
   const Node& node = graph_.node(id);
   const NodeCut& cut = plan_.node_cuts[id];
   const auto& order = ng_.topological_order();
+  bool context_made = false;  // the delivery context, made for the first twin of the same cut
   for (const PlanAnalyzer::State::Twin& twin : priced) {
     const Node& other = graph_.node(order[twin.position]);
-    if (!(plan_.node_cuts[order[twin.position]] == cut) || twin.delivered != delivered ||
-        twin.gradient_delivered != gradient_delivered)
-      continue;
+    if (!(plan_.node_cuts[order[twin.position]] == cut)) continue;
     bool same = true;
     for (std::size_t i = 0; i < node.inputs.size() && same; ++i) {
       if (node.inputs[i] == kNone) continue;
@@ -152,6 +155,8 @@ bool Analyzer::copy_twin(NodeId id, std::size_t position, bool train) {
       same = mine.has_value() == theirs.has_value() && (!mine || *mine == *theirs);
     }
     if (!same) continue;
+    if (!context_made) delivery_context(id, train, &twin), context_made = true;
+    if (twin.delivered != twin_delivered_ || twin.gradient_delivered != twin_gradient_delivered_) continue;
     OpWork w = state_.analysis.ops[twin.position];
     // Its collectives move this operator's operands: the twin's operand at the same slot.
     auto counterpart = [&](TensorId t) {
@@ -169,29 +174,41 @@ bool Analyzer::copy_twin(NodeId id, std::size_t position, bool train) {
     w.stage = plan_.stage_of_node[id];
     // input_work's deliveries, in its order (1: the layout was not delivered before this
     // operator; an input read twice finds the first reading's).
-    const NumericNode& nn = ng_.node(id);
     for (std::size_t i = 0; i < node.inputs.size(); ++i) {
       const TensorId t = node.inputs[i];
-      if (delivered[i] == 1) first_delivery(state_.delivered[t], OperandLayout::input(nn.space, cut, static_cast<int>(i)));
-      if (gradient_delivered[i] == 1)
-        first_delivery(state_.delivered_gradients[t], OperandLayout::input_gradient(nn.space, cut, static_cast<int>(i)));
+      if (twin_delivered_[i] == 1) first_delivery(state_.delivered[t], *twin_wants_[i]);
+      if (twin_gradient_delivered_[i] == 1) first_delivery(state_.delivered_gradients[t], *twin_gradients_[i]);
     }
     state_.comm_ends.resize(static_cast<std::size_t>(state_.input_base.back()));
     const std::size_t from = static_cast<std::size_t>(state_.input_base[twin.position]);
     const std::size_t to = static_cast<std::size_t>(state_.input_base[position]);
     for (std::size_t i = 0; i < node.inputs.size(); ++i) state_.comm_ends[to + i] = state_.comm_ends[from + i];
-    // record_outputs, the local sizes taken from the twin's outputs (the same cut, shapes and facts).
+    // record_outputs: the twin's output layouts (the same cut and dims), read from this
+    // operator's cut, and the local sizes of its outputs (the same shapes and facts).
+    const NumericNode& nn = ng_.node(id);
+    const NodeCut& kept_cut = state_.ops_plan->node_cuts[id];
     for (std::size_t o = 0; o < node.outputs.size() && o < nn.space.output_dims.size(); ++o) {
       const TensorId t = node.outputs[o];
       if (t == kNone || ng_.facts(t).constant) continue;
-      state_.produced[t] = OperandLayout::output(nn.space, state_.ops_plan->node_cuts[id], static_cast<int>(o));
+      const auto& theirs = state_.produced[other.outputs[o]];
+      state_.produced[t] = theirs ? theirs->on(nn.space.output_dims[o], kept_cut)
+                                  : OperandLayout::output(nn.space, kept_cut, static_cast<int>(o));
       state_.produced_elements[t] = state_.produced_elements[other.outputs[o]];
     }
     state_.analysis.ops.push_back(std::move(w));
     ++state_.twin_copies;
     return true;
   }
-  if (priced.size() < kTwinContexts) priced.push_back({position, delivered, gradient_delivered});
+  if (priced.size() < kTwinContexts) {
+    if (!context_made) delivery_context(id, train, nullptr);
+    PlanAnalyzer::State::Twin& twin = priced.emplace_back();
+    twin.position = position;
+    twin.delivered = twin_delivered_;
+    twin.gradient_delivered = twin_gradient_delivered_;
+    twin.gradient_partials.assign(node.inputs.size(), 0);
+    for (std::size_t i = 0; i < node.inputs.size(); ++i)
+      if (twin_gradients_[i]) twin.gradient_partials[i] = twin_gradients_[i]->partial_axes();
+  }
   return false;
 }
 

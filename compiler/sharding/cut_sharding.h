@@ -21,6 +21,12 @@ class OperandLayout {
   static OperandLayout input(const IterationSpace& space, const NodeCut& cut, int input);
   static OperandLayout output(const IterationSpace& space, const NodeCut& cut, int output);
   static OperandLayout input_gradient(const IterationSpace& space, const NodeCut& cut, int input);
+  // This layout for another operator of the same iteration space dims and an equal cut (a
+  // repeated layer's): the same split and partial axes, read from `dims` and `cut`.
+  OperandLayout on(const std::vector<int>& dims, const NodeCut& cut) const { return OperandLayout(dims, cut, partial_); }
+  // The same split, partial over the axes of the bit set `axes`: a layout whose partial axes
+  // are known already (a repeated layer's gradient).
+  OperandLayout partial_over(std::uint64_t axes) const { return OperandLayout(*dims_, *cut_, axes); }
 
   int rank() const { return static_cast<int>(dims_->size()); }
   const std::vector<int>& dim_axes(int d) const;  // mesh axes splitting dim d, major to minor
