@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
+#include <vector>
 
 namespace symtensor::compiler::analyzer_internal {
 
@@ -29,6 +31,15 @@ void Analyzer::group_parameters() {
   auto& groups = state_.param_groups;
   groups.clear();
   groups.reserve(ng_.parameters().size());
+  // The shapes of the few axis sets (ascending ids) the groups span, each made once.
+  std::vector<std::pair<std::uint64_t, hardware::GroupShape>> shapes;
+  auto shape_of = [&](const std::vector<int>& axes) -> const hardware::GroupShape& {
+    std::uint64_t key = 0;
+    for (int a : axes) key |= std::uint64_t{1} << a;
+    for (const auto& [k, shape] : shapes)
+      if (k == key) return shape;
+    return shapes.emplace_back(key, mesh_.group_shape(axes)).second;
+  };
   for (const ParameterUses& uses : ng_.parameters()) {
     const auto [first, first_input] = uses.uses.front();
     std::uint64_t partial = 0;
@@ -54,9 +65,9 @@ void Analyzer::group_parameters() {
                                                                                                             : g.replica_axes)
           .push_back(a);
     g.ways = ways(g.shard_axes);
-    if (!g.axes.empty()) g.group = mesh_.group_shape(g.axes);
-    if (!g.shard_axes.empty()) g.shard_group = mesh_.group_shape(g.shard_axes);
-    if (!g.replica_axes.empty()) g.replica_group = mesh_.group_shape(g.replica_axes);
+    if (!g.axes.empty()) g.group = shape_of(g.axes);
+    if (!g.shard_axes.empty()) g.shard_group = shape_of(g.shard_axes);
+    if (!g.replica_axes.empty()) g.replica_group = shape_of(g.replica_axes);
     g.weight_gather_bytes = cluster_.stack.memory.weight_gather;
     for (const auto& [c, i] : uses.uses)
       if (low_precision_gemm(c) && cluster_.stack.memory.low_precision_copies_kept) {

@@ -147,6 +147,10 @@ bool Analyzer::copy_twin(NodeId id, std::size_t position, bool train) {
   for (const PlanAnalyzer::State::Twin& twin : priced) {
     const Node& other = graph_.node(order[twin.position]);
     if (!(plan_.node_cuts[order[twin.position]] == cut)) continue;
+    auto same_context = [&] {
+      return twin.delivered == twin_delivered_ && twin.gradient_delivered == twin_gradient_delivered_;
+    };
+    if (context_made && !same_context()) continue;
     bool same = true;
     for (std::size_t i = 0; i < node.inputs.size() && same; ++i) {
       if (node.inputs[i] == kNone) continue;
@@ -155,8 +159,10 @@ bool Analyzer::copy_twin(NodeId id, std::size_t position, bool train) {
       same = mine.has_value() == theirs.has_value() && (!mine || *mine == *theirs);
     }
     if (!same) continue;
-    if (!context_made) delivery_context(id, train, &twin), context_made = true;
-    if (twin.delivered != twin_delivered_ || twin.gradient_delivered != twin_gradient_delivered_) continue;
+    if (!context_made) {
+      delivery_context(id, train, &twin), context_made = true;
+      if (!same_context()) continue;
+    }
     OpWork w = state_.analysis.ops[twin.position];
     // Its collectives move this operator's operands: the twin's operand at the same slot.
     auto counterpart = [&](TensorId t) {

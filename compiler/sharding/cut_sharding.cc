@@ -1,6 +1,7 @@
 #include "compiler/sharding/cut_sharding.h"
 
 #include <algorithm>
+#include <bit>
 #include <stdexcept>
 #include <string>
 
@@ -23,8 +24,6 @@ std::uint64_t axes_of_absent_loops(const std::vector<int>& dims, const NodeCut& 
   return axes;
 }
 
-const std::vector<int> kNoAxes;
-
 }  // namespace
 
 OperandLayout OperandLayout::input(const IterationSpace& space, const NodeCut& cut, int input) {
@@ -41,10 +40,6 @@ OperandLayout OperandLayout::input_gradient(const IterationSpace& space, const N
   return OperandLayout(dims, cut, axes_of_absent_loops(dims, cut, space, false));
 }
 
-const std::vector<int>& OperandLayout::dim_axes(int d) const {
-  const int loop = (*dims_)[d];
-  return loop >= 0 && loop < static_cast<int>(cut_->loop_axes.size()) ? cut_->loop_axes[loop] : kNoAxes;
-}
 
 int OperandLayout::dim_of(int axis) const {
   for (int d = 0; d < rank(); ++d) {
@@ -52,13 +47,6 @@ int OperandLayout::dim_of(int axis) const {
     if (std::find(axes.begin(), axes.end(), axis) != axes.end()) return d;
   }
   return -1;
-}
-
-bool OperandLayout::same_split(const OperandLayout& other) const {
-  if (rank() != other.rank()) return false;
-  for (int d = 0; d < rank(); ++d)
-    if (dim_axes(d) != other.dim_axes(d)) return false;
-  return true;
 }
 
 double OperandLayout::ways(const hardware::DeviceMesh& mesh) const {
@@ -82,8 +70,8 @@ TensorSharding OperandLayout::sharding() const {
 
 std::vector<int> axes_in(std::uint64_t axes) {
   std::vector<int> out;
-  for (int a = 0; a < 64; ++a)
-    if (axes >> a & 1) out.push_back(a);
+  out.reserve(static_cast<std::size_t>(std::popcount(axes)));
+  for (; axes != 0; axes &= axes - 1) out.push_back(std::countr_zero(axes));
   return out;
 }
 

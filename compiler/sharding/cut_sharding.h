@@ -29,11 +29,29 @@ class OperandLayout {
   OperandLayout partial_over(std::uint64_t axes) const { return OperandLayout(*dims_, *cut_, axes); }
 
   int rank() const { return static_cast<int>(dims_->size()); }
-  const std::vector<int>& dim_axes(int d) const;  // mesh axes splitting dim d, major to minor
+  // Mesh axes splitting dim d, major to minor.
+  const std::vector<int>& dim_axes(int d) const {
+    const int loop = (*dims_)[d];
+    return loop >= 0 && loop < static_cast<int>(cut_->loop_axes.size()) ? cut_->loop_axes[loop] : no_axes();
+  }
   std::uint64_t partial_axes() const { return partial_; }
   bool is_partial(int axis) const { return axis >= 0 && axis < 64 && (partial_ >> axis & 1); }
   int dim_of(int axis) const;  // the dim `axis` splits, or -1
-  bool same_split(const OperandLayout& other) const;  // every dim split alike (partial sums aside)
+  // Every dim split alike (partial sums aside). Inline: the cost model compares layouts of
+  // every operand of every plan.
+  bool same_split(const OperandLayout& other) const {
+    const std::vector<int>& dims = *dims_;
+    if (dims.size() != other.dims_->size()) return false;
+    if (dims_ == other.dims_ && cut_ == other.cut_) return true;
+    for (int d = 0; d < static_cast<int>(dims.size()); ++d) {
+      const std::vector<int>& a = dim_axes(d);
+      const std::vector<int>& b = other.dim_axes(d);
+      if (a.size() != b.size()) return false;
+      for (std::size_t k = 0; k < a.size(); ++k)
+        if (a[k] != b[k]) return false;
+    }
+    return true;
+  }
   double ways(const hardware::DeviceMesh& mesh) const;  // pieces the tensor is split into
   bool padded() const { return !cut_->padded_extents.empty(); }
   long long padded_extent(int d) const;  // of the loop dim d maps to (NodeCut::padded_extents), 0 when none
@@ -43,6 +61,8 @@ class OperandLayout {
   }
 
  private:
+  static const std::vector<int>& no_axes() { return kNoAxes; }
+  static inline const std::vector<int> kNoAxes;
   OperandLayout(const std::vector<int>& dims, const NodeCut& cut, std::uint64_t partial)
       : dims_(&dims), cut_(&cut), partial_(partial) {}
   const std::vector<int>* dims_;  // operand dim -> loop
