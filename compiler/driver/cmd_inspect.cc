@@ -1,7 +1,9 @@
 // symtensor inspect MODEL.onnx [--bind ...] [--json]
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +16,26 @@
 
 namespace symtensor::driver {
 namespace {
+
+// Exporters name a dim per tensor: a deep model brings thousands of names for a handful of
+// values. One line per value, its first names in natural order (unk__2 before unk__10);
+// `inspect --json` lists every name.
+template <typename Aliases>
+void print_aliases(const Aliases& aliases) {
+  constexpr std::size_t kShown = 4;
+  std::map<std::string, std::vector<std::string>> by_value;
+  for (const auto& [name, value] : aliases) by_value[compiler::to_text(value)].push_back(name);
+  std::cout << "aliases (dims the exporter named, as inference derives them; all of them: --json):\n";
+  for (auto& [value, names] : by_value) {
+    std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+      return a.size() != b.size() ? a.size() < b.size() : a < b;
+    });
+    std::cout << "  " << value << ": ";
+    for (std::size_t i = 0; i < names.size() && i < kShown; ++i) std::cout << (i ? ", " : "") << names[i];
+    if (names.size() > kShown) std::cout << " and " << compiler::format_count(static_cast<double>(names.size() - kShown)) << " more";
+    std::cout << "\n";
+  }
+}
 
 using compiler::Graph;
 using compiler::Tensor;
@@ -118,11 +140,7 @@ void run_inspect(const InspectOptions& o) {
     if (auto it = g.symbols.bindings().find(d); it != g.symbols.bindings().end()) std::cout << "=" << it->second;
   }
   std::cout << "\nbatch dim: " << (g.batch_dim.empty() ? std::string("none (static shapes)") : g.batch_dim) << "\n";
-  if (!g.symbols.aliases().empty()) {
-    std::cout << "aliases (dims the exporter named, as inference derives them):";
-    for (const auto& [name, value] : g.symbols.aliases()) std::cout << " " << name << " = " << compiler::to_text(value) << ";";
-    std::cout << "\n";
-  }
+  if (!g.symbols.aliases().empty()) print_aliases(g.symbols.aliases());
   std::cout << "inputs:\n";
   for (auto id : g.inputs)
     std::cout << "  " << g.tensor(id).name << "  " << compiler::to_string(g.tensor(id).dtype) << " " << shape_text(g.tensor(id)) << "\n";
