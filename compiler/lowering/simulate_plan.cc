@@ -42,10 +42,8 @@ std::vector<const PlanAnalysis*> stage_timing_on_groups(Graph& graph, const Nume
   return timing;
 }
 
-}  // namespace
-
-PlanSimulation simulate_plan(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
-                             const LoweringOptions& lowering, const sim::SimOptions& options) {
+PlanSimulation simulate(Graph& graph, const Plan& plan, const hardware::Cluster& cluster, const LoweringOptions& lowering,
+                        const sim::SimOptions& options, bool lean) {
   PlanSimulation s;
   const NumericGraph ng(graph);  // one for the analyses on the cluster and on each group's device
   s.analysis = analyze_plan(graph, cluster, plan, ng);
@@ -53,10 +51,28 @@ PlanSimulation simulate_plan(Graph& graph, const Plan& plan, const hardware::Clu
   if (!with_graph.graph) with_graph.graph = &graph;
   std::vector<std::unique_ptr<PlanAnalysis>> on_groups;
   if (cluster.mixed()) with_graph.stage_timing = stage_timing_on_groups(graph, ng, plan, cluster, on_groups);
-  s.program = lower_plan(s.analysis, plan, cluster, plan_mesh(plan, cluster), with_graph);
-  s.result = sim::simulate(s.program, cluster, options);
+  if (lean) {
+    const sim::LeanProgram program = lower_plan_lean(s.analysis, plan, cluster, plan_mesh(plan, cluster), with_graph);
+    s.result = sim::simulate(program, cluster, options);
+    s.program = program.shape;
+  } else {
+    s.program = lower_plan(s.analysis, plan, cluster, plan_mesh(plan, cluster), with_graph);
+    s.result = sim::simulate(s.program, cluster, options);
+  }
   s.report = make_report(s.analysis, plan, cluster, s.result, bound_sequence_length(graph), palm_flops(graph));
   return s;
+}
+
+}  // namespace
+
+PlanSimulation simulate_plan(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
+                             const LoweringOptions& lowering, const sim::SimOptions& options) {
+  return simulate(graph, plan, cluster, lowering, options, false);
+}
+
+PlanSimulation simulate_plan_lean(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
+                                  const LoweringOptions& lowering, const sim::SimOptions& options) {
+  return simulate(graph, plan, cluster, lowering, options, true);
 }
 
 }  // namespace symtensor::compiler

@@ -25,8 +25,9 @@ namespace {
 
 // What the search reads of a simulation, the step and each stage's busy time, comes from the
 // rank classes' summaries; the per-task trace (Chrome's slices), recorded by default, is not
-// needed. The programs are lower_plan's, valid by construction: the engine skips
-// validate_program's checks (the same results, tests/compiler/trusted_simulation_test.cc).
+// needed. The plans are lowered straight into the engine's form (simulate_plan_lean: no text
+// program, no validation of what is valid by construction; the same results,
+// tests/compiler/lean_simulation_test.cc).
 sim::SimOptions search_simulation() {
   sim::SimOptions o;
   o.record_trace = false;
@@ -42,7 +43,7 @@ FleetStep simulated(Graph& graph, Plan plan, const hardware::Cluster& cluster, s
   step.found = true;
   ++simulations;
   try {
-    const PlanSimulation s = simulate_plan(graph, plan, cluster, {}, search_simulation());
+    const PlanSimulation s = simulate_plan_lean(graph, plan, cluster, {}, search_simulation());
     step.step_time_s = s.report.step_time_s;
     step.fits = s.report.fits;
   } catch (const std::exception&) {
@@ -420,7 +421,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
           // A split that cannot beat the best so far is not simulated (the attempt is spent).
           if (best.found && best.fits && compute_bound(step.plan, c.stage_groups) >= best.step_time_s) return false;
           ++result.simulations;
-          const PlanSimulation s = simulate_plan(graph, step.plan, on, {}, search_simulation());
+          const PlanSimulation s = simulate_plan_lean(graph, step.plan, on, {}, search_simulation());
           step.found = true, step.fits = s.report.fits, step.step_time_s = s.report.step_time_s;
           for (const StageReport& r : s.report.stages) compute.push_back(r.compute_s);
         } catch (const std::exception&) {
