@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "compiler/cost/numeric_graph.h"
@@ -43,9 +44,11 @@ std::vector<const PlanAnalysis*> stage_timing_on_groups(Graph& graph, const Nume
 }
 
 PlanSimulation simulate(Graph& graph, const Plan& plan, const hardware::Cluster& cluster, const LoweringOptions& lowering,
-                        const sim::SimOptions& options, bool lean) {
+                        const sim::SimOptions& options, bool lean, const NumericGraph* numeric) {
   PlanSimulation s;
-  const NumericGraph ng(graph);  // one for the analyses on the cluster and on each group's device
+  std::optional<NumericGraph> own;
+  // One for the analyses on the cluster and on each group's device.
+  const NumericGraph& ng = numeric ? *numeric : own.emplace(graph);
   s.analysis = analyze_plan(graph, cluster, plan, ng);
   LoweringOptions with_graph = lowering;
   if (!with_graph.graph) with_graph.graph = &graph;
@@ -67,12 +70,13 @@ PlanSimulation simulate(Graph& graph, const Plan& plan, const hardware::Cluster&
 
 PlanSimulation simulate_plan(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
                              const LoweringOptions& lowering, const sim::SimOptions& options) {
-  return simulate(graph, plan, cluster, lowering, options, false);
+  return simulate(graph, plan, cluster, lowering, options, false, nullptr);
 }
 
 PlanSimulation simulate_plan_lean(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
-                                  const LoweringOptions& lowering, const sim::SimOptions& options) {
-  return simulate(graph, plan, cluster, lowering, options, true);
+                                  const LoweringOptions& lowering, const sim::SimOptions& options,
+                                  const NumericGraph* numeric) {
+  return simulate(graph, plan, cluster, lowering, options, true, numeric);
 }
 
 }  // namespace symtensor::compiler

@@ -22,8 +22,10 @@ PlanSimulation simulate_plan(Graph& graph, const Plan& plan, const hardware::Clu
 
 // The same simulation with the plan lowered straight into the engine's form (lower_plan_lean,
 // no text program, trusted as built valid): the searches' path, the same result and report.
-// The program it returns has no tasks.
+// The program it returns has no tasks. `numeric`: NumericGraph(graph) when the caller has one
+// (else it is made here).
 PlanSimulation simulate_plan_lean(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
-                                  const LoweringOptions& lowering = {}, const sim::SimOptions& options = {});
+                                  const LoweringOptions& lowering = {}, const sim::SimOptions& options = {},
+                                  const NumericGraph* numeric = nullptr);
 
 }  // namespace symtensor::compiler
