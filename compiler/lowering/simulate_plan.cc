@@ -62,7 +62,7 @@ PlanSimulation simulate(Graph& graph, const Plan& plan, const hardware::Cluster&
     s.program = lower_plan(s.analysis, plan, cluster, plan_mesh(plan, cluster), with_graph);
     s.result = sim::simulate(s.program, cluster, options);
   }
-  s.report = make_report(s.analysis, plan, cluster, s.result, bound_sequence_length(graph), palm_flops(graph));
+  s.report = make_report(s.analysis, plan, cluster, s.result, bound_sequence_length(graph), palm_flops(graph, ng.spaces()));
   return s;
 }
 
