@@ -88,14 +88,17 @@ void size_tasks(CompiledClass& cc, size_t m) {
 // task's dependencies' indices, flat in program order (dep_count set).
 void pack_dependents(CompiledClass& cc, const std::vector<int>& targets) {
   const size_t m = cc.dep_count.size();
-  std::vector<int> count(m + 1, 0);
-  for (int d : targets) ++count[d + 1];
-  for (size_t i = 0; i < m; ++i) count[i + 1] += count[i];
-  cc.dependent_start = count;
+  std::vector<int>& start = cc.dependent_start;
+  start.assign(m + 1, 0);
+  for (int d : targets) ++start[d + 1];
+  for (size_t i = 0; i < m; ++i) start[i + 1] += start[i];
   cc.dependent_list.resize(targets.size());
   std::size_t k = 0;
+  // start[t] serves as task t's cursor, ending at start[t + 1]; shifted back after.
   for (size_t i = 0; i < m; ++i)
-    for (int d = 0; d < cc.dep_count[i]; ++d) cc.dependent_list[count[targets[k++]]++] = static_cast<int>(i);
+    for (int d = 0; d < cc.dep_count[i]; ++d) cc.dependent_list[start[targets[k++]]++] = static_cast<int>(i);
+  for (size_t i = m; i > 0; --i) start[i] = start[i - 1];
+  start[0] = 0;
 }
 
 // The k-th send from class A to B meets the k-th recv in B from A.
