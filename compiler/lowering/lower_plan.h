@@ -21,6 +21,7 @@
 #include "compiler/plan/plan.h"
 #include "hardware/cluster.h"
 #include "hardware/device_mesh.h"
+#include "simulator/program/lean_program.h"
 #include "simulator/program/program.h"
 
 namespace symtensor::compiler {
@@ -30,6 +31,11 @@ namespace symtensor::compiler {
 // that is not a multiple of the stages).
 sim::Program lower_plan(const PlanAnalysis& analysis, const Plan& plan, const hardware::Cluster& cluster,
                         const hardware::DeviceMesh& mesh, const LoweringOptions& options = {});
+
+// The same program in the simulator's lean form, without task ids (the searches simulate
+// it: sim::simulate(LeanProgram) gives the same result as lower_plan's program).
+sim::LeanProgram lower_plan_lean(const PlanAnalysis& analysis, const Plan& plan, const hardware::Cluster& cluster,
+                                 const hardware::DeviceMesh& mesh, const LoweringOptions& options = {});
 
 // The rank class name of pipeline stage `stage`.
 std::string stage_class_name(int stage);

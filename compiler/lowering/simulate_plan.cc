@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "compiler/cost/numeric_graph.h"
@@ -42,21 +43,40 @@ std::vector<const PlanAnalysis*> stage_timing_on_groups(Graph& graph, const Nume
   return timing;
 }
 
-}  // namespace
-
-PlanSimulation simulate_plan(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
-                             const LoweringOptions& lowering, const sim::SimOptions& options) {
+PlanSimulation simulate(Graph& graph, const Plan& plan, const hardware::Cluster& cluster, const LoweringOptions& lowering,
+                        const sim::SimOptions& options, bool lean, const NumericGraph* numeric) {
   PlanSimulation s;
-  const NumericGraph ng(graph);  // one for the analyses on the cluster and on each group's device
+  std::optional<NumericGraph> own;
+  // One for the analyses on the cluster and on each group's device.
+  const NumericGraph& ng = numeric ? *numeric : own.emplace(graph);
   s.analysis = analyze_plan(graph, cluster, plan, ng);
   LoweringOptions with_graph = lowering;
   if (!with_graph.graph) with_graph.graph = &graph;
   std::vector<std::unique_ptr<PlanAnalysis>> on_groups;
   if (cluster.mixed()) with_graph.stage_timing = stage_timing_on_groups(graph, ng, plan, cluster, on_groups);
-  s.program = lower_plan(s.analysis, plan, cluster, plan_mesh(plan, cluster), with_graph);
-  s.result = sim::simulate(s.program, cluster, options);
-  s.report = make_report(s.analysis, plan, cluster, s.result, bound_sequence_length(graph), palm_flops(graph));
+  if (lean) {
+    const sim::LeanProgram program = lower_plan_lean(s.analysis, plan, cluster, plan_mesh(plan, cluster), with_graph);
+    s.result = sim::simulate(program, cluster, options);
+    s.program = program.shape;
+  } else {
+    s.program = lower_plan(s.analysis, plan, cluster, plan_mesh(plan, cluster), with_graph);
+    s.result = sim::simulate(s.program, cluster, options);
+  }
+  s.report = make_report(s.analysis, plan, cluster, s.result, bound_sequence_length(graph), palm_flops(graph, ng.spaces()));
   return s;
+}
+
+}  // namespace
+
+PlanSimulation simulate_plan(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
+                             const LoweringOptions& lowering, const sim::SimOptions& options) {
+  return simulate(graph, plan, cluster, lowering, options, false, nullptr);
+}
+
+PlanSimulation simulate_plan_lean(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
+                                  const LoweringOptions& lowering, const sim::SimOptions& options,
+                                  const NumericGraph* numeric) {
+  return simulate(graph, plan, cluster, lowering, options, true, numeric);
 }
 
 }  // namespace symtensor::compiler

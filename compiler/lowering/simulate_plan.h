@@ -11,7 +11,7 @@ namespace symtensor::compiler {
 
 struct PlanSimulation {
   PlanAnalysis analysis;
-  sim::Program program;
+  sim::Program program;  // simulate_plan_lean: its shape alone (no tasks)
   sim::SimResult result;
   SimulationReport report;
 };
@@ -19,5 +19,13 @@ struct PlanSimulation {
 // Tokens per sample come from the graph's sequence dim (bound_sequence_length) when it is bound.
 PlanSimulation simulate_plan(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
                              const LoweringOptions& lowering = {}, const sim::SimOptions& options = {});
+
+// The same simulation with the plan lowered straight into the engine's form (lower_plan_lean,
+// no text program, trusted as built valid): the searches' path, the same result and report.
+// The program it returns has no tasks. `numeric`: NumericGraph(graph) when the caller has one
+// (else it is made here).
+PlanSimulation simulate_plan_lean(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
+                                  const LoweringOptions& lowering = {}, const sim::SimOptions& options = {},
+                                  const NumericGraph* numeric = nullptr);
 
 }  // namespace symtensor::compiler

@@ -25,8 +25,9 @@ namespace {
 
 // What the search reads of a simulation, the step and each stage's busy time, comes from the
 // rank classes' summaries; the per-task trace (Chrome's slices), recorded by default, is not
-// needed. The programs are lower_plan's, valid by construction: the engine skips
-// validate_program's checks (the same results, tests/compiler/trusted_simulation_test.cc).
+// needed. The plans are lowered straight into the engine's form (simulate_plan_lean: no text
+// program, no validation of what is valid by construction; the same results,
+// tests/compiler/lean_simulation_test.cc).
 sim::SimOptions search_simulation() {
   sim::SimOptions o;
   o.record_trace = false;
@@ -35,14 +36,15 @@ sim::SimOptions search_simulation() {
 }
 
 // The plan simulated on `cluster`; a plan the lowering or the simulator refuses does not fit.
-FleetStep simulated(Graph& graph, Plan plan, const hardware::Cluster& cluster, std::string label, int& simulations) {
+FleetStep simulated(Graph& graph, const NumericGraph& ng, Plan plan, const hardware::Cluster& cluster, std::string label,
+                    int& simulations) {
   FleetStep step;
   step.cluster = cluster.name;
   step.label = std::move(label);
   step.found = true;
   ++simulations;
   try {
-    const PlanSimulation s = simulate_plan(graph, plan, cluster, {}, search_simulation());
+    const PlanSimulation s = simulate_plan_lean(graph, plan, cluster, {}, search_simulation(), &ng);
     step.step_time_s = s.report.step_time_s;
     step.fits = s.report.fits;
   } catch (const std::exception&) {
@@ -158,6 +160,7 @@ MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fle
   if (!fleet.mixed()) throw std::runtime_error(fmt::format("cluster '{}' is not a mixed fleet", fleet.name));
   MegatronFleetBest best;
   int simulations = 0;
+  const NumericGraph ng(graph);  // the simulations' analyses share it
   // The groups by their step time lower bound (step_time_lower_bound: no plan on the group
   // runs a step faster), the most promising first: a group whose bound is no shorter than the
   // fastest group's simulated step so far cannot be faster, and is not searched.
@@ -179,7 +182,7 @@ MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fle
     const hardware::Cluster group = group_cluster(fleet, g);
     try {
       const MegatronSearchResult r = megatron_search(graph, group, options);
-      FleetStep step = simulated(graph, r.plan, group,
+      FleetStep step = simulated(graph, ng, r.plan, group,
                                  fmt::format("Megatron-best on {} alone ({})", group.name, knobs_label(r.knobs)), simulations);
       // Ties go to the group given first, as when the groups are searched in their order.
       const bool tie = best.subset.found && step.step_time_s == best.subset.step_time_s && g < best.subset_group;
@@ -194,7 +197,7 @@ MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fle
   if (best.subset.found) best.subset.missing.clear();
   try {
     const MegatronSearchResult r = megatron_search(graph, fleet, options);
-    best.uniform = simulated(graph, r.plan, fleet,
+    best.uniform = simulated(graph, ng, r.plan, fleet,
                              fmt::format("Megatron-best uniform over all {} GPUs at the slowest group's pace ({})",
                                          fleet.num_devices(), knobs_label(r.knobs)),
                              simulations);
@@ -420,7 +423,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
           // A split that cannot beat the best so far is not simulated (the attempt is spent).
           if (best.found && best.fits && compute_bound(step.plan, c.stage_groups) >= best.step_time_s) return false;
           ++result.simulations;
-          const PlanSimulation s = simulate_plan(graph, step.plan, on, {}, search_simulation());
+          const PlanSimulation s = simulate_plan_lean(graph, step.plan, on, {}, search_simulation(), &ng);
           step.found = true, step.fits = s.report.fits, step.step_time_s = s.report.step_time_s;
           for (const StageReport& r : s.report.stages) compute.push_back(r.compute_s);
         } catch (const std::exception&) {

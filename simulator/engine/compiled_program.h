@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "hardware/cluster.h"
+#include "simulator/program/lean_program.h"
 #include "simulator/program/program.h"
 #include "simulator/program/task_index.h"
 
@@ -25,6 +26,13 @@ struct CompiledClass {
   std::vector<int> dependent_start;
   std::vector<int> dependent_list;
   std::vector<double> duration_s;           // compute / optimizer tasks
+  // The task fields the engine reads (Task's), per task.
+  std::vector<TaskKind> kind;
+  std::vector<double> bytes;
+  std::vector<hardware::Collective> collective;
+  std::vector<hardware::CollectiveAlgorithm> algorithm;
+  std::vector<int> tag;                     // alloc / free: index into tags (-1 otherwise)
+  std::vector<std::string> tags;
   std::vector<int> collective_id;           // shared id of the task name (-1 if not a collective)
   std::vector<int> group;                   // collectives: index into groups (-1 if not a collective)
   std::vector<std::vector<int>> groups;     // the distinct groups' mesh axis indices
@@ -57,6 +65,16 @@ CompiledProgram compile_program(const Program& program, const hardware::Cluster&
 // The same with each class's task index at hand (validate_program_indexed's).
 CompiledProgram compile_program(const Program& program, const hardware::Cluster& cluster,
                                 const ProgramIndex& index);
+
+// A lean program's compiled form, equal to compile_program's of to_program(lean). Its
+// collective groups must lie inside their class (a lowered plan's all do: its tensor- and
+// data-parallel groups are a stage's ranks); throws std::runtime_error otherwise, or when a
+// priced task's precision has no peak on the cluster (validate_against_cluster's check).
+CompiledProgram compile_program(const LeanProgram& program, const hardware::Cluster& cluster);
+
+// The name of task `task` of class `rank_class` in messages: its id, or "#index" when the
+// program carries no task list (a lean program's shape).
+std::string task_name(const Program& program, int rank_class, int task);
 
 // Throws when a rank of some class sees different classes in a collective group (or a
 // different link level to its pipeline peer) than the class's first rank does: such a

@@ -50,10 +50,14 @@ CompiledProgram checked_compile(const Program& program, const hardware::Cluster&
 }  // namespace
 
 Engine::Engine(const Program& program, const hardware::Cluster& cluster, const SimOptions& options)
+    : Engine(program, checked_compile(program, cluster, options.trusted_program), cluster, options) {}
+
+Engine::Engine(const Program& program, CompiledProgram compiled, const hardware::Cluster& cluster,
+               const SimOptions& options)
     : program_(program),
       cluster_(cluster),
       options_(options),
-      compiled_(checked_compile(program, cluster, options.trusted_program)),
+      compiled_(std::move(compiled)),
       network_(make_network(program, cluster, options.mode)) {
   if (options.mode == SimMode::symmetric) check_symmetry(program, compiled_);
   int n = num_entities(program, options.mode);
@@ -106,23 +110,26 @@ void Engine::try_start(int entity, int stream, double now) {
 
 void Engine::start_task(int entity, int task, double now) {
   EntityState& st = entities_[entity];
-  const Task& t = program_.rank_classes[st.rank_class].tasks[task];
+  const CompiledClass& cc = compiled_.classes[st.rank_class];
+  const TaskKind kind = cc.kind[task];
   st.started[task] = 1;
   st.start[task] = now;
-  switch (t.kind) {
+  switch (kind) {
     case TaskKind::compute:
     case TaskKind::optimizer:
-      queue_.push({now + compiled_.classes[st.rank_class].duration_s[task], 0, EventKind::task_done, entity, task});
+      queue_.push({now + cc.duration_s[task], 0, EventKind::task_done, entity, task});
       break;
     case TaskKind::alloc:
     case TaskKind::free: {
-      st.live_bytes += t.kind == TaskKind::alloc ? t.bytes : -t.bytes;
-      if (st.live_bytes < -1e-6 * std::max(1.0, t.bytes))
+      const double bytes = cc.bytes[task];
+      st.live_bytes += kind == TaskKind::alloc ? bytes : -bytes;
+      if (st.live_bytes < -1e-6 * std::max(1.0, bytes))
         throw std::runtime_error(fmt::format("rank class '{}' task '{}': frees {} bytes more than are allocated",
-                                             program_.rank_classes[st.rank_class].name, t.id, -st.live_bytes));
+                                             program_.rank_classes[st.rank_class].name,
+                                             task_name(program_, st.rank_class, task), -st.live_bytes));
       double in_use = program_.rank_classes[st.rank_class].static_memory.total() + st.live_bytes;
       st.peak_bytes = std::max(st.peak_bytes, in_use);
-      st.memory.push_back({now, in_use, t.tag});
+      st.memory.push_back({now, in_use, cc.tag[task] >= 0 ? cc.tags[cc.tag[task]] : std::string()});
       queue_.push({now, 0, EventKind::task_done, entity, task});
       break;
     }
@@ -172,22 +179,29 @@ void Engine::report_stall(double now) const {
     for (size_t s = 0; s < cc.streams.size(); ++s) {
       if (st.stream_head[s] >= static_cast<int>(cc.stream_tasks[s].size())) continue;
       int task = cc.stream_tasks[s][st.stream_head[s]];
-      const Task& t = rc.tasks[task];
+      const int c = st.rank_class;
       std::string why;
       if (st.deps_left[task] > 0) {
-        for (const auto& d : t.deps)
-          for (size_t i = 0; i < rc.tasks.size() && why.empty(); ++i)
-            if (rc.tasks[i].id == d && !st.done[i]) why = fmt::format("waits for task '{}'", d);
-      } else if (t.kind == TaskKind::collective) {
+        if (task < static_cast<int>(rc.tasks.size())) {
+          for (const auto& d : rc.tasks[task].deps)
+            for (size_t i = 0; i < rc.tasks.size() && why.empty(); ++i)
+              if (rc.tasks[i].id == d && !st.done[i]) why = fmt::format("waits for task '{}'", d);
+        }
+        for (size_t i = 0; i < cc.kind.size() && why.empty(); ++i) {  // a program without task ids
+          const auto dependents = cc.dependents(static_cast<int>(i));
+          if (!st.done[i] && std::find(dependents.begin(), dependents.end(), task) != dependents.end())
+            why = fmt::format("waits for task '{}'", task_name(program_, c, static_cast<int>(i)));
+        }
+      } else if (cc.kind[task] == TaskKind::collective) {
         why = "waits for the other members of its group";
-      } else if (t.kind == TaskKind::recv) {
-        why = fmt::format("waits for data from rank class '{}'", t.peer);
+      } else if (cc.kind[task] == TaskKind::recv) {
+        why = fmt::format("waits for data from rank class '{}'", program_.rank_classes[cc.peer_class[task]].name);
       } else {
         why = "never finished";
       }
       throw std::runtime_error(fmt::format("simulation deadlocked at t={:.6g} s: rank class '{}' (rank {}) task '{}' "
                                            "on stream '{}' {}",
-                                           now, rc.name, st.rank, t.id, cc.streams[s], why));
+                                           now, rc.name, st.rank, task_name(program_, c, task), cc.streams[s], why));
     }
   }
   throw std::logic_error("simulation stalled without a blocked stream");
@@ -195,6 +209,12 @@ void Engine::report_stall(double now) const {
 
 SimResult simulate(const Program& program, const hardware::Cluster& cluster, const SimOptions& options) {
   Engine engine(program, cluster, options);
+  return engine.run();
+}
+
+SimResult simulate(const LeanProgram& program, const hardware::Cluster& cluster, const SimOptions& options) {
+  validate_against_cluster(program.shape, cluster);
+  Engine engine(program.shape, compile_program(program, cluster), cluster, options);
   return engine.run();
 }
 

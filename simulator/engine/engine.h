@@ -52,6 +52,9 @@ using FlowPlan = std::vector<std::vector<FlowSpec>>;
 class Engine {
  public:
   Engine(const Program& program, const hardware::Cluster& cluster, const SimOptions& options);
+  // A program already compiled (a lean program's): `program` gives the mesh and the rank
+  // classes' names, ranks and static memory; its task lists may be empty.
+  Engine(const Program& program, CompiledProgram compiled, const hardware::Cluster& cluster, const SimOptions& options);
   SimResult run();
 
  private:

@@ -39,20 +39,22 @@ void Engine::cap_mesh_flows(FlowPlan& plan, const hardware::GroupShape& group, b
 }
 
 FlowPlan Engine::build_plan(int rank_class, int task, int rank, bool dedupe) {
-  const Task& t = program_.rank_classes[rank_class].tasks[task];
-  const auto& axes = compiled_.classes[rank_class].group_axes(task);
+  const CompiledClass& cc = compiled_.classes[rank_class];
+  const hardware::Collective collective = cc.collective[task];
+  const double bytes = cc.bytes[task];
+  const auto& axes = cc.group_axes(task);
   std::vector<int> members = group_of(program_.mesh, rank, axes);
   const hardware::GroupShape shape = group_shape(program_.mesh, axes, compiled_.num_levels);
-  hardware::CollectiveAlgorithm algorithm = t.algorithm;
+  hardware::CollectiveAlgorithm algorithm = cc.algorithm[task];
   if (algorithm == hardware::CollectiveAlgorithm::automatic)
-    algorithm = hardware::collective_time(cluster_, t.collective, shape, t.bytes, algorithm).algorithm;
+    algorithm = hardware::collective_time(cluster_, collective, shape, bytes, algorithm).algorithm;
   if (algorithm == hardware::CollectiveAlgorithm::automatic) algorithm = hardware::CollectiveAlgorithm::ring;
   Phases phases;
   try {
-    phases = expand_collective(t.collective, algorithm, members, program_.mesh, t.bytes);
+    phases = expand_collective(collective, algorithm, members, program_.mesh, bytes);
   } catch (const std::exception& e) {
-    throw std::runtime_error(
-        fmt::format("rank class '{}' task '{}': {}", program_.rank_classes[rank_class].name, t.id, e.what()));
+    throw std::runtime_error(fmt::format("rank class '{}' task '{}': {}", program_.rank_classes[rank_class].name,
+                                         task_name(program_, rank_class, task), e.what()));
   }
   FlowPlan plan;
   plan.reserve(phases.size());
@@ -85,15 +87,15 @@ FlowPlan Engine::build_plan(int rank_class, int task, int rank, bool dedupe) {
     plan.push_back(std::move(specs));
   }
   // All-to-all runs pairwise whatever the algorithm (expand_collective).
-  const bool tree = algorithm == hardware::CollectiveAlgorithm::tree && t.collective != hardware::Collective::all_to_all;
+  const bool tree = algorithm == hardware::CollectiveAlgorithm::tree && collective != hardware::Collective::all_to_all;
   cap_mesh_flows(plan, shape, tree);
   return plan;
 }
 
 const FlowPlan& Engine::symmetric_plan(int rank_class, int task) {
-  const Task& t = program_.rank_classes[rank_class].tasks[task];
-  auto& slot = plan_cache_[{rank_class, compiled_.classes[rank_class].group[task], static_cast<int>(t.collective),
-                            static_cast<int>(t.algorithm), t.bytes}];
+  const CompiledClass& cc = compiled_.classes[rank_class];
+  auto& slot = plan_cache_[{rank_class, cc.group[task], static_cast<int>(cc.collective[task]),
+                            static_cast<int>(cc.algorithm[task]), cc.bytes[task]}];
   if (!slot)
     slot = std::make_unique<FlowPlan>(
         build_plan(rank_class, task, program_.rank_classes[rank_class].ranks.front(), true));
@@ -172,8 +174,7 @@ void Engine::start_send(int entity, int task, double now) {
   int peer_rank = program_.rank_classes[peer_class].ranks[cc.rank_position[st.rank]];
   int dst = entity_of_rank(peer_rank);
   int level = link_level(program_.mesh, st.rank, entities_[dst].rank);
-  const Task& t = program_.rank_classes[st.rank_class].tasks[task];
-  transfers_.push_back({entity, task, dst, cc.matched_recv[task], level, t.bytes});
+  transfers_.push_back({entity, task, dst, cc.matched_recv[task], level, cc.bytes[task]});
   queue_.push({now + cluster_.levels[level].latency_s, 0, EventKind::latency_done,
                static_cast<int>(transfers_.size() - 1), 0, 1});
 }

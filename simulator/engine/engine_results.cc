@@ -11,24 +11,25 @@ namespace symtensor::sim {
 
 namespace {
 
-ClassResult summarize(const EntityState& st, const RankClass& rc, double step_time, double device_memory) {
+ClassResult summarize(const EntityState& st, const RankClass& rc, const CompiledClass& cc, double step_time,
+                      double device_memory) {
   ClassResult r;
   r.name = rc.name;
   r.num_ranks = static_cast<int>(rc.ranks.size());
   std::vector<Interval> compute, comm;
   std::map<hardware::Collective, std::vector<Interval>> by_kind;  // named at the end (not a string per task)
-  for (size_t i = 0; i < rc.tasks.size(); ++i) {
+  for (size_t i = 0; i < cc.kind.size(); ++i) {
     r.finish_s = std::max(r.finish_s, st.end[i]);
-    const Task& t = rc.tasks[i];
+    const TaskKind kind = cc.kind[i];
     double d = st.end[i] - st.start[i];
-    if (t.kind == TaskKind::compute || t.kind == TaskKind::optimizer) {
+    if (kind == TaskKind::compute || kind == TaskKind::optimizer) {
       r.compute_busy_s += d;
       compute.emplace_back(st.start[i], st.end[i]);
     }
-    if (t.kind == TaskKind::optimizer) r.optimizer_s += d;
-    if (t.kind == TaskKind::collective) {
+    if (kind == TaskKind::optimizer) r.optimizer_s += d;
+    if (kind == TaskKind::collective) {
       comm.emplace_back(st.start[i], st.end[i]);
-      by_kind[t.collective].emplace_back(st.start[i], st.end[i]);
+      by_kind[cc.collective[i]].emplace_back(st.start[i], st.end[i]);
     }
   }
   for (auto& [kind, intervals] : by_kind)
@@ -77,7 +78,8 @@ SimResult Engine::build_result() const {
   result.classes.resize(program_.rank_classes.size());
   for (const auto& st : entities_) {
     const RankClass& rc = program_.rank_classes[st.rank_class];
-    ClassResult r = summarize(st, rc, result.step_time_s, usable_memory(cluster_, compiled_.classes[st.rank_class].device_groups));
+    const CompiledClass& cc = compiled_.classes[st.rank_class];
+    ClassResult r = summarize(st, rc, cc, result.step_time_s, usable_memory(cluster_, cc.device_groups));
     if (!seen[st.rank_class]) {
       result.classes[st.rank_class] = std::move(r);
       seen[st.rank_class] = 1;
@@ -88,10 +90,9 @@ SimResult Engine::build_result() const {
     TraceProcess p;
     p.name = result.full_mode ? fmt::format("{} rank {}", rc.name, st.rank) : rc.name;
     p.rank_class = st.rank_class;
-    const CompiledClass& cc = compiled_.classes[st.rank_class];
     p.streams = cc.streams;
-    for (size_t i = 0; i < rc.tasks.size(); ++i) {
-      TaskKind k = rc.tasks[i].kind;
+    for (size_t i = 0; i < cc.kind.size(); ++i) {
+      TaskKind k = cc.kind[i];
       if (k == TaskKind::alloc || k == TaskKind::free) continue;
       p.slices.push_back({cc.task_stream[i], static_cast<int>(i), st.start[i], st.end[i]});
     }

@@ -25,14 +25,26 @@ struct Event {
 
 class EventQueue {
  public:
+  // An event at now_ (the time of the last event popped from the heap while the FIFO was
+  // empty: a task ending at once, a transfer's completions) waits in a FIFO instead of the
+  // heap: scheduled after every event queued so far, it is already in order among those at
+  // that time. pop() takes the least (time, sequence) of the FIFO's head and the heap's top,
+  // the order a heap alone gives.
   void push(Event e) {
     e.seq = next_seq_++;
-    heap_.push(e);
+    if (e.time == now_) now_events_.push_back(e);
+    else heap_.push(e);
   }
-  bool empty() const { return heap_.empty(); }
+  bool empty() const { return heap_.empty() && head_ == now_events_.size(); }
   Event pop() {
+    if (head_ < now_events_.size() && (heap_.empty() || !Later{}(now_events_[head_], heap_.top()))) {
+      const Event e = now_events_[head_++];
+      if (head_ == now_events_.size()) now_events_.clear(), head_ = 0;
+      return e;
+    }
     Event e = heap_.top();
     heap_.pop();
+    if (head_ == now_events_.size()) now_ = e.time;  // the FIFO's events all stay at now_
     return e;
   }
   std::uint64_t scheduled() const { return next_seq_; }
@@ -44,6 +56,9 @@ class EventQueue {
     }
   };
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  std::vector<Event> now_events_;  // events at now_, in sequence from head_ on
+  std::size_t head_ = 0;
+  double now_ = 0;
   std::uint64_t next_seq_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 // Public entry point: play a step program on a cluster.
 #include "hardware/cluster.h"
+#include "simulator/program/lean_program.h"
 #include "simulator/program/program.h"
 #include "simulator/stats/result.h"
 
@@ -25,5 +26,8 @@ struct SimOptions {
 // cluster, then simulates one step. Throws
 // std::runtime_error (one line) on invalid input or when the program deadlocks.
 SimResult simulate(const Program& program, const hardware::Cluster& cluster, const SimOptions& options = {});
+// A lean program (built valid by code: SimOptions::trusted_program is implied), the same
+// result as simulating to_program(program).
+SimResult simulate(const LeanProgram& program, const hardware::Cluster& cluster, const SimOptions& options = {});
 
 }  // namespace symtensor::sim
