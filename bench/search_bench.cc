@@ -103,10 +103,12 @@ BENCHMARK(BM_FleetSearchLlama2_70B_96Gpus)->Unit(benchmark::kSecond)->Iterations
 // repetition pays for faulting the program's memory in (about 1.7 s of its 2.4 s here); the
 // fleet search's first simulation does too. 2026-12-05, the shared 2-core machine: 913-984 ms
 // warm before the commit add8e0a's collective ids and indexes, 699-765 ms after. /0 validates
-// the program (simulate_plan's default), /1 trusts it as the fleet search does
-// (SimOptions::trusted_program): 2026-12-06, warm 796-834 ms /0, 696-710 ms /1 (load 2-3);
+// the program (simulate_plan's default), /1 trusts it (SimOptions::trusted_program), as the
+// fleet search did until d2ff4ea: 2026-12-06, warm 796-834 ms /0, 696-710 ms /1 (load 2-3);
 // on a quiet machine (load 0.8) 716-772 ms /0, 630-643 ms /1, the first repetition 2.12 s
-// (2.48 s before 663475c's fuller reserve).
+// (2.48 s before 663475c's fuller reserve). /2 lowers the plan straight into the engine's
+// form, as the fleet search now does (simulate_plan_lean: no text program, ids or index):
+// 2026-12-06, load 2-3, 283-305 ms warm against 605-638 ms for /1 in the same process.
 void BM_SimulateMegatronPlanLlama2_70B_32H100(benchmark::State& state) {
   const hardware::Cluster fleet = hardware::with_software(hardware::load_cluster("dgx-h100x4+dgx-a100x8"), hardware::Software{});
   const hardware::Cluster group = hardware::group_cluster(fleet, 0);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "compiler/cost/numeric_graph.h"
@@ -55,9 +56,9 @@ PlanSimulation simulate(Graph& graph, const Plan& plan, const hardware::Cluster&
   std::vector<std::unique_ptr<PlanAnalysis>> on_groups;
   if (cluster.mixed()) with_graph.stage_timing = stage_timing_on_groups(graph, ng, plan, cluster, on_groups);
   if (lean) {
-    const sim::LeanProgram program = lower_plan_lean(s.analysis, plan, cluster, plan_mesh(plan, cluster), with_graph);
-    s.result = sim::simulate(program, cluster, options);
+    sim::LeanProgram program = lower_plan_lean(s.analysis, plan, cluster, plan_mesh(plan, cluster), with_graph);
     s.program = program.shape;
+    s.result = sim::simulate(std::move(program), cluster, options);
   } else {
     s.program = lower_plan(s.analysis, plan, cluster, plan_mesh(plan, cluster), with_graph);
     s.result = sim::simulate(s.program, cluster, options);

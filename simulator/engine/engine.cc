@@ -212,9 +212,11 @@ SimResult simulate(const Program& program, const hardware::Cluster& cluster, con
   return engine.run();
 }
 
-SimResult simulate(const LeanProgram& program, const hardware::Cluster& cluster, const SimOptions& options) {
+SimResult simulate(LeanProgram program, const hardware::Cluster& cluster, const SimOptions& options) {
   validate_against_cluster(program.shape, cluster);
-  Engine engine(program.shape, compile_program(program, cluster), cluster, options);
+  CompiledProgram compiled = compile_program(program, cluster);
+  std::vector<LeanClass>().swap(program.classes);
+  Engine engine(program.shape, std::move(compiled), cluster, options);
   return engine.run();
 }
 

@@ -2,6 +2,7 @@
 // The step program: the simulator's input. One task list per rank class (a set of ranks
 // that do identical work), the device mesh the collectives' groups refer to, and static
 // memory. The compiler lowers a Plan into this; it also reads/writes as JSON (program_json.h).
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,7 +13,7 @@
 
 namespace symtensor::sim {
 
-enum class TaskKind { compute, optimizer, collective, send, recv, alloc, free };
+enum class TaskKind : std::uint8_t { compute, optimizer, collective, send, recv, alloc, free };
 std::string_view to_string(TaskKind k);
 std::optional<TaskKind> parse_task_kind(std::string_view text);
 
