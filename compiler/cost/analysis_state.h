@@ -99,6 +99,17 @@ struct PlanAnalyzer::State {
   std::map<const NumericRedistribution*, std::vector<CommOp>> priced;
   std::vector<std::optional<OperandLayout>> produced;
   std::vector<double> produced_elements;  // local elements of `produced`, at the plan's micro-batch
+  // Per tensor, during an analysis from scratch: the twin's output whose layout copy_twin gave
+  // it (equal by construction: the same cut and dims), else kNone. Read by copy_twin only.
+  std::vector<TensorId> produced_copy_of;
+  // The last stamped cuts (Plan::cuts_stamp) check_node passed, on a mesh of that many axes
+  // with that pipeline axis.
+  struct CheckedCuts {
+    std::uint64_t stamp = 0;
+    int mesh_axes = 0, pipeline_axis = -1;
+    friend bool operator==(const CheckedCuts&, const CheckedCuts&) = default;
+  };
+  CheckedCuts checked_cuts;
   // Per tensor: layouts already made. Entries point into the plan being analysed, so a
   // list is cleared before it is read (all of them by a full analysis, those of the
   // tensors it re-prices by an incremental one).

@@ -121,6 +121,7 @@ bool Analyzer::prepare_operator_work() {
   const std::size_t tensors = graph_.tensors().size();
   state_.produced.resize(tensors);
   state_.produced_elements.resize(tensors);
+  state_.produced_copy_of.assign(tensors, kNone);
   state_.delivered.resize(tensors);
   state_.delivered_gradients.resize(tensors);
   for (std::size_t t = 0; t < tensors; ++t) {

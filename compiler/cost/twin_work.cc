@@ -153,7 +153,8 @@ bool Analyzer::copy_twin(NodeId id, std::size_t position, bool train) {
     if (context_made && !same_context()) continue;
     bool same = true;
     for (std::size_t i = 0; i < node.inputs.size() && same; ++i) {
-      if (node.inputs[i] == kNone) continue;
+      // A layout copied from the twin's input is that layout.
+      if (node.inputs[i] == kNone || state_.produced_copy_of[node.inputs[i]] == other.inputs[i]) continue;
       const auto& mine = state_.produced[node.inputs[i]];
       const auto& theirs = state_.produced[other.inputs[i]];
       same = mine.has_value() == theirs.has_value() && (!mine || *mine == *theirs);
@@ -199,6 +200,7 @@ bool Analyzer::copy_twin(NodeId id, std::size_t position, bool train) {
       const auto& theirs = state_.produced[other.outputs[o]];
       state_.produced[t] = theirs ? theirs->on(nn.space.output_dims[o], kept_cut)
                                   : OperandLayout::output(nn.space, kept_cut, static_cast<int>(o));
+      state_.produced_copy_of[t] = theirs ? other.outputs[o] : kNone;
       state_.produced_elements[t] = state_.produced_elements[other.outputs[o]];
     }
     state_.analysis.ops.push_back(std::move(w));
