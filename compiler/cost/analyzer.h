@@ -99,9 +99,14 @@ class Analyzer {
   // Returns false (nothing changed) when the plan is not such a step, or too many
   // operators changed for it to pay.
   bool update_operator_work(bool train);
-  void check_plan() const {
+  // The cuts' checks are skipped for cuts checked before on the same mesh (a search prices
+  // one layout's stamped cuts at each micro-batch size): State::checked_cuts.
+  void check_plan() {
     check_sizes_and_stages();
+    const PlanAnalyzer::State::CheckedCuts checked{plan_.cuts_stamp, static_cast<int>(mesh_.axes().size()), plan_.pipeline_axis};
+    if (checked.stamp != 0 && checked == state_.checked_cuts) return;
     for (NodeId id = 0; id < static_cast<NodeId>(graph_.nodes().size()); ++id) check_node(id);
+    state_.checked_cuts = checked;
   }
   void check_sizes_and_stages() const;
   void check_node(NodeId id) const;
