@@ -94,6 +94,17 @@ void Analyzer::add_offload_exposure(Offloaded& offloaded) const {
 }
 
 double Analyzer::saved_elements(const SavedTensor& s, NodeId holder) const {
+  // The recomputation policies price their saved tensors from the same operator work.
+  auto& made = state_.sums.saved_elements;
+  if (made.empty()) made.assign(graph_.tensors().size(), {kNone, 0.0});
+  auto& [made_holder, made_elements] = made[s.tensor];
+  if (made_holder == holder) return made_elements;
+  made_holder = holder;
+  made_elements = saved_elements_of(s, holder);
+  return made_elements;
+}
+
+double Analyzer::saved_elements_of(const SavedTensor& s, NodeId holder) const {
   const bool produced = produced_sharding(s.tensor).has_value() && produced_sharding(s.tensor)->partial_axes() == 0;
   double elements = produced ? state_.produced_elements[s.tensor] : std::numeric_limits<double>::infinity();
   const Node& node = graph_.node(holder);

@@ -154,6 +154,9 @@ struct PlanAnalyzer::State {
     std::optional<OperatorSums> layer_operators;
     int offload_layers = 0;  // Plan::offload_layers of the operator sums above
     std::optional<std::vector<double>> p2p_bytes;
+    // Per tensor, its saved local elements as its holder keeps it (saved_elements: the
+    // same under every recomputation policy); holder kNone until made.
+    std::vector<std::pair<NodeId, double>> saved_elements;
   };
   Sums sums;
   StageTotals totals;  // the last totals() answer

@@ -281,7 +281,8 @@ class Analyzer {
   // A saved tensor as the smaller of its producer's and its holder's layouts: sequence
   // parallelism keeps a linear's input before the all-gather (gathered again in backward), and
   // a residual add keeps the row-parallel output after the reduce-scatter, not the partial sums.
-  double saved_elements(const SavedTensor& s, NodeId holder) const;
+  double saved_elements(const SavedTensor& s, NodeId holder) const;     // State::Sums::saved_elements
+  double saved_elements_of(const SavedTensor& s, NodeId holder) const;  // made anew
 
   // `kept(saved tensor, holder)`: whether it counts (null: all).
   void add_saved(const std::vector<SavedTensor>& saved, const std::function<bool(const SavedTensor&, NodeId)>& kept,
