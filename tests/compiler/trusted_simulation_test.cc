@@ -14,6 +14,7 @@
 #include "simulator/program/task_factory.h"
 #include "simulator/program/validate.h"
 #include "tests/compiler/search_test_util.h"
+#include "tests/compiler/sim_result_compare.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -23,27 +24,6 @@ Graph trusted_sim_llama() {
   o.layers = 8;
   o.seq = 1024;
   return symtensor::testing::zoo_graph("llama2-7b", o, 16, 1024);
-}
-
-void expect_same_results(const sim::SimResult& a, const sim::SimResult& b, const std::string& what) {
-  EXPECT_EQ(a.step_time_s, b.step_time_s) << what;
-  EXPECT_EQ(a.events, b.events) << what;
-  EXPECT_EQ(a.simulated_ranks, b.simulated_ranks) << what;
-  ASSERT_EQ(a.classes.size(), b.classes.size()) << what;
-  for (std::size_t c = 0; c < a.classes.size(); ++c) {
-    const sim::ClassResult& x = a.classes[c];
-    const sim::ClassResult& y = b.classes[c];
-    EXPECT_EQ(x.name, y.name) << what;
-    EXPECT_EQ(x.finish_s, y.finish_s) << what << " " << x.name;
-    EXPECT_EQ(x.compute_busy_s, y.compute_busy_s) << what << " " << x.name;
-    EXPECT_EQ(x.optimizer_s, y.optimizer_s) << what << " " << x.name;
-    EXPECT_EQ(x.comm_busy_s, y.comm_busy_s) << what << " " << x.name;
-    EXPECT_EQ(x.collective_busy_s, y.collective_busy_s) << what << " " << x.name;
-    EXPECT_EQ(x.exposed_comm_s, y.exposed_comm_s) << what << " " << x.name;
-    EXPECT_EQ(x.bubble_s, y.bubble_s) << what << " " << x.name;
-    EXPECT_EQ(x.peak_memory_bytes, y.peak_memory_bytes) << what << " " << x.name;
-    EXPECT_EQ(x.memory_timeline.size(), y.memory_timeline.size()) << what << " " << x.name;
-  }
 }
 
 TEST(TrustedSimulation, LoweredPlansValidateAndSimulateAlikeBothWays) {
@@ -76,7 +56,7 @@ TEST(TrustedSimulation, LoweredPlansValidateAndSimulateAlikeBothWays) {
     for (const sim::RankClass& rc : b.program.rank_classes) tasks += rc.tasks.size();
     EXPECT_GT(tasks, 50u) << c.knobs;
     EXPECT_GT(a.result.step_time_s, 0) << c.knobs;
-    expect_same_results(a.result, b.result, c.knobs);
+    symtensor::testing::expect_identical_results(a.result, b.result, c.knobs);
     EXPECT_EQ(a.report.step_time_s, b.report.step_time_s) << c.knobs;
   }
 }
