@@ -40,7 +40,6 @@ OperandLayout OperandLayout::input_gradient(const IterationSpace& space, const N
   return OperandLayout(dims, cut, axes_of_absent_loops(dims, cut, space, false));
 }
 
-
 int OperandLayout::dim_of(int axis) const {
   for (int d = 0; d < rank(); ++d) {
     const auto& axes = dim_axes(d);

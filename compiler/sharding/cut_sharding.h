@@ -32,7 +32,7 @@ class OperandLayout {
   // Mesh axes splitting dim d, major to minor.
   const std::vector<int>& dim_axes(int d) const {
     const int loop = (*dims_)[d];
-    return loop >= 0 && loop < static_cast<int>(cut_->loop_axes.size()) ? cut_->loop_axes[loop] : no_axes();
+    return loop >= 0 && loop < static_cast<int>(cut_->loop_axes.size()) ? cut_->loop_axes[loop] : kNoAxes;
   }
   std::uint64_t partial_axes() const { return partial_; }
   bool is_partial(int axis) const { return axis >= 0 && axis < 64 && (partial_ >> axis & 1); }
@@ -61,7 +61,6 @@ class OperandLayout {
   }
 
  private:
-  static const std::vector<int>& no_axes() { return kNoAxes; }
   static inline const std::vector<int> kNoAxes;
   OperandLayout(const std::vector<int>& dims, const NodeCut& cut, std::uint64_t partial)
       : dims_(&dims), cut_(&cut), partial_(partial) {}
