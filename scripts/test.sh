@@ -13,6 +13,6 @@ if [ "${SYMTENSOR_SKIP_SANITIZE:-0}" != 1 ]; then
   # under the sanitizers, and under ASan they alone took about 15 of the run's minutes on 2 cores.
   TARGETS="hardware_tests simulator_tests onnx_models_tests compiler_tests symtensor" \
     bash "$root/scripts/build.sh" "$root/build-asan" -DSYMTENSOR_SANITIZE=ON
-  (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0" ctest --output-on-failure -j "$jobs" -LE scripts -E '^(Calibration|Section4c/Mi355xOverB200|ValidationMoe)\.')
+  bash "$root/scripts/run_sharded_tests.sh" "$root/build-asan/tests" "$jobs" \
+    '-Calibration.*:Section4c/Mi355xOverB200.*:ValidationMoe.*'
 fi
