@@ -6,14 +6,27 @@
 
 namespace symtensor::compiler {
 
-double step_time_lower_bound(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options) {
+namespace {
+
+// The whole step on one device of the cluster, on the whole global batch.
+StepEstimate one_device_step(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options) {
   hardware::Cluster one = cluster;
   for (hardware::TopologyLevel& level : one.levels) level.size = 1;
   Plan plan = make_data_parallel_plan(graph, one, options, 0);
   plan.micro_batches = 1;
   plan.recompute = RecomputePolicy::none;
-  const StepEstimate e = estimate_step(analyze_plan(graph, one, plan), plan, one);
+  return estimate_step(analyze_plan(graph, one, plan), plan, one);
+}
+
+}  // namespace
+
+double step_time_lower_bound(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options) {
+  const StepEstimate e = one_device_step(graph, cluster, options);
   return (e.compute_s + e.optimizer_s) / cluster.num_devices();
+}
+
+double compute_time_lower_bound(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options) {
+  return one_device_step(graph, cluster, options).compute_s / cluster.num_devices();
 }
 
 }  // namespace symtensor::compiler

@@ -15,4 +15,9 @@ namespace symtensor::compiler {
 // Seconds; throws where the graph has no bound batch (as the data-parallel plan does).
 double step_time_lower_bound(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options);
 
+// Its compute part alone (the optimizer left out): what the devices' compute streams of any
+// plan add up to at least, per device. A pipelined plan's estimate stretches it by the fill
+// and drain (MegatronSearch prunes with that).
+double compute_time_lower_bound(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options);
+
 }  // namespace symtensor::compiler

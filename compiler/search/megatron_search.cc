@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/analysis/transformer_structure.h"
+#include "compiler/cost/step_bound.h"
 #include "compiler/export/target_limits.h"
 #include "compiler/search/search_common.h"
 #include "compiler/strategies/propagation.h"
@@ -76,6 +77,13 @@ class MegatronSearch {
     const MegatronKnobs& given = c_ ? c_->knobs : MegatronKnobs{};
     if (c_) check_constraints(heads, layers, experts);
     const std::vector<int> cps = given_or(c_, "cp", given.cp, context_parallel_sizes(graph_, structure, spaces, devices));
+    if (space_ == MegatronSpace::exhaustive) {
+      try {
+        compute_bound_s_ = compute_time_lower_bound(graph_, cluster_, options_);
+      } catch (const std::exception&) {
+        compute_bound_s_ = 0;  // no bound (no batch bound): every point priced
+      }
+    }
 
     UpwardWalk widths(2);
     for (int tp : given_or(c_, "tp", given.tp, divisors(cluster_.devices_per_node()))) {
@@ -171,6 +179,7 @@ class MegatronSearch {
                                 ") to be a multiple of pp=" + std::to_string(pp);
                   continue;
                 }
+                if (pruned_by_step_bound(base.ep, pp, vp, m)) continue;
                 bool any_fit = false;
                 const double t = price_memory_options(plan, base, m, mb, vp, any_fit, vp_forced);
                 best_of_vp = std::min(best_of_vp, t);
@@ -429,6 +438,20 @@ class MegatronSearch {
     return best;
   }
 
+  // The estimate of a pipeline of p stages, m micro-batches and v chunks per device is at least
+  // its stages' compute per micro-batch times (m + (p - 1) / v) / p (the slowest stage m
+  // times, the others once over v: estimate_step), and m times that compute over p is at least
+  // compute_time_lower_bound. A point whose bound exceeds the fastest fitting step of its
+  // expert-parallel size so far changes neither that step nor the result: not priced.
+  bool pruned_by_step_bound(int ep, int pp, int vp, int m) {
+    if (compute_bound_s_ <= 0) return false;
+    const auto it = best_.best_by_ep.find(ep);
+    if (it == best_.best_by_ep.end()) return false;
+    if (compute_bound_s_ * (1 + (pp - 1) / (static_cast<double>(vp) * m)) <= it->second.step_time_s) return false;
+    ++best_.pruned;
+    return true;
+  }
+
   // HSDP's replicas on the layout of `base`: the given count's axes, or else each run of the
   // outermost data-parallel axes the experts do not take that leaves a shard group of more than
   // one rank (replicas across nodes, sharding inside them), with its size.
@@ -459,6 +482,7 @@ class MegatronSearch {
   MegatronSpace space_;
   const MegatronConstraints* c_;
   long long B_ = 0;
+  double compute_bound_s_ = 0;  // compute_time_lower_bound (exhaustive search only; 0: none)
   int layers_ = 0;  // transformer layers of the model
   bool train_ = true;
   MegatronSearchResult best_;

@@ -10,10 +10,14 @@
 // (make_megatron_plan; one build per (tp, pp, sp, ep, etp): the other knobs are plan fields) and
 // priced by analyze_plan + estimate_step; the fastest plan that fits memory wins.
 //
-// Two exact prunings keep it fast, both from the estimator's monotonicity: micro-batch
-// sizes go up until none of the memory options fits (a larger one only needs more
-// memory), and a (recompute, distopt) pair is skipped when a pair with no more
-// recomputation and no more sharding already fits (it can only be slower).
+// Three exact prunings keep it fast, from the estimator's monotonicity and a bound:
+// micro-batch sizes go up until none of the memory options fits (a larger one only needs
+// more memory); a (recompute, distopt) pair is skipped when a pair with no more
+// recomputation and no more sharding already fits (it can only be slower); and a
+// (layout, vp, mb) point is not priced when the model's compute spread over the devices
+// (compute_time_lower_bound), stretched by its pipeline's fill and drain, already exceeds the
+// fastest fitting step found for its expert-parallel size (MegatronSpace::unpruned prices
+// those too: the same result, for checking that).
 //
 // MegatronSpace::seed is the cheap part of that space the SymTensor search starts from:
 // tensor, context or expert parallelism (tp = 1 without them is data and pipeline
@@ -45,9 +49,10 @@ struct MegatronSearchResult {
   std::map<int, Best> best_by_ep;
   int configurations = 0;  // valid configurations considered (pruned ones included)
   int evaluations = 0;     // analyze_plan + estimate_step calls
+  int pruned = 0;          // (layout, vp, mb) points not priced: their step bound exceeds a fitting step
 };
 
-enum class MegatronSpace { exhaustive, seed };
+enum class MegatronSpace { exhaustive, seed, unpruned };
 
 // Throws when no configuration is valid (naming the last reason).
 MegatronSearchResult megatron_search(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options);
