@@ -182,6 +182,27 @@ struct PlanAnalyzer::State {
     std::vector<std::uint64_t> gradient_partials;
   };
   std::vector<std::vector<Twin>> twins;  // per class: those priced in this analysis
+  // Which twin each operator copied (its index in twins[class], -1: priced by op_work) in the
+  // last analysis from scratch of stamped cuts (Plan::cuts_stamp). copy_twin's comparisons read
+  // only the cuts and the layouts they make, so an analysis from scratch of the same stamped
+  // cuts in the same context but another micro-batch (a search's next size) copies the same
+  // twins without comparing again (`replaying`), the twins' entries kept from that analysis.
+  struct TwinReplay {
+    std::uint64_t stamp = 0;  // 0: nothing recorded
+    // What else the comparisons read of the plan (Analyzer::same_twin_context).
+    bool train = true;
+    hardware::Precision precision = hardware::Precision::bf16;
+    int pipeline_axis = -1;
+    std::vector<std::vector<int>> mesh_factors;
+    ContextParallelComm context_parallel_comm = ContextParallelComm::ring;
+    MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+    bool moe_comm_overlap = false;
+    double moe_load_imbalance = 1;
+    std::vector<int> twin_of;  // per topological position; empty: not recording
+    bool replaying = false;
+    std::size_t replays = 0;  // analyses that replayed, over every analysis
+  };
+  TwinReplay twin_replay;
   std::size_t twin_copies = 0;           // operators' work copied so far, over every analysis
   // The same for the plans analysed before ops_plan, the most recent first (at most
   // kKeptPlans): a search that walks the micro-batch sizes again at each interleaving depth

@@ -208,6 +208,13 @@ class Analyzer {
   // The work at topological position `position` copied from a twin priced before it in the
   // same context, with its side effects (deliveries, produced layouts); false when none is.
   bool copy_twin(NodeId id, std::size_t position, bool train);
+  // The copy itself, from `twin` (alike in context: copy_twin found it, or it copied it in the
+  // analysis State::twin_replay recorded, `replayed`). False when a collective of the twin's
+  // moves a tensor this operator lacks.
+  bool take_twin_work(NodeId id, std::size_t position, const PlanAnalyzer::State::Twin& twin, bool replayed);
+  // Whether State::twin_replay recorded this plan's cuts in the same context, and, when it did
+  // not, the record started for it.
+  bool replay_twins(bool train);
 
   // With `old` (this operator's work under the kept plan), the inputs whose tensor is not
   // `dirty` keep their collectives from it.

@@ -137,7 +137,8 @@ bool Analyzer::prepare_operator_work() {
   a.ops.reserve(graph_.nodes().size());
   index_inputs();
   if (state_.reuse_twins) find_twins();
-  for (auto& priced : state_.twins) priced.clear();
+  if (!replay_twins(train))
+    for (auto& priced : state_.twins) priced.clear();
   try {
     const auto& order = ng_.topological_order();
     for (std::size_t k = 0; k < order.size(); ++k)
@@ -145,10 +146,36 @@ bool Analyzer::prepare_operator_work() {
     if (train) group_parameters();
   } catch (...) {
     state_.ops_plan.reset();
+    state_.twin_replay.stamp = 0;
     a.ops.clear();
     throw;
   }
   return train;
+}
+
+bool Analyzer::replay_twins(bool train) {
+  PlanAnalyzer::State::TwinReplay& r = state_.twin_replay;
+  r.replaying = state_.reuse_twins && plan_.cuts_stamp != 0 && r.stamp == plan_.cuts_stamp && r.train == train &&
+                r.precision == plan_.precision && r.pipeline_axis == plan_.pipeline_axis &&
+                r.mesh_factors == plan_.mesh_factors && r.context_parallel_comm == plan_.context_parallel_comm &&
+                r.moe_dispatcher == plan_.moe_dispatcher && r.moe_comm_overlap == plan_.moe_comm_overlap &&
+                r.moe_load_imbalance == plan_.moe_load_imbalance;
+  if (r.replaying) {
+    ++r.replays;
+    return true;
+  }
+  r.stamp = state_.reuse_twins ? plan_.cuts_stamp : 0;
+  r.train = train;
+  r.precision = plan_.precision;
+  r.pipeline_axis = plan_.pipeline_axis;
+  r.mesh_factors = plan_.mesh_factors;
+  r.context_parallel_comm = plan_.context_parallel_comm;
+  r.moe_dispatcher = plan_.moe_dispatcher;
+  r.moe_comm_overlap = plan_.moe_comm_overlap;
+  r.moe_load_imbalance = plan_.moe_load_imbalance;
+  if (r.stamp != 0) r.twin_of.assign(ng_.topological_order().size(), -1);
+  else r.twin_of.clear();
+  return false;
 }
 
 void Analyzer::index_inputs() {

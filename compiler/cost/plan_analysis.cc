@@ -89,6 +89,7 @@ PlanAnalyzer::~PlanAnalyzer() = default;
 
 void PlanAnalyzer::reuse_repeated_layers(bool on) { state_->reuse_twins = on; }
 std::size_t PlanAnalyzer::twin_copies() const { return state_->twin_copies; }
+std::size_t PlanAnalyzer::twin_replays() const { return state_->twin_replay.replays; }
 
 const PlanAnalysis& PlanAnalyzer::analyze_in_place(const Plan& plan) {
   return analyzer_internal::Analyzer(graph_, cluster_, plan, ng_, *state_).run();

@@ -157,6 +157,9 @@ class PlanAnalyzer {
   void reuse_repeated_layers(bool on);
   // How many operators' work was copied from a twin, over every analysis so far.
   std::size_t twin_copies() const;
+  // How many analyses from scratch copied the twins a previous one of the same stamped cuts
+  // found (State::TwinReplay), without comparing contexts again.
+  std::size_t twin_replays() const;
 
   Graph& graph() const { return graph_; }
   const hardware::Cluster& cluster() const { return cluster_; }

@@ -140,11 +140,17 @@ void Analyzer::delivery_context(NodeId id, bool train, const PlanAnalyzer::State
 bool Analyzer::copy_twin(NodeId id, std::size_t position, bool train) {
   if (!state_.reuse_twins) return false;
   std::vector<PlanAnalyzer::State::Twin>& priced = state_.twins[state_.twin_class[id]];
+  PlanAnalyzer::State::TwinReplay& replay = state_.twin_replay;
+  if (replay.replaying) {
+    const int j = replay.twin_of[position];
+    return j >= 0 && take_twin_work(id, position, priced[j], true);
+  }
   const Node& node = graph_.node(id);
   const NodeCut& cut = plan_.node_cuts[id];
   const auto& order = ng_.topological_order();
   bool context_made = false;  // the delivery context, made for the first twin of the same cut
-  for (const PlanAnalyzer::State::Twin& twin : priced) {
+  for (std::size_t j = 0; j < priced.size(); ++j) {
+    const PlanAnalyzer::State::Twin& twin = priced[j];
     const Node& other = graph_.node(order[twin.position]);
     if (!(plan_.node_cuts[order[twin.position]] == cut)) continue;
     auto same_context = [&] {
@@ -164,47 +170,8 @@ bool Analyzer::copy_twin(NodeId id, std::size_t position, bool train) {
       delivery_context(id, train, &twin), context_made = true;
       if (!same_context()) continue;
     }
-    OpWork w = state_.analysis.ops[twin.position];
-    // Its collectives move this operator's operands: the twin's operand at the same slot.
-    auto counterpart = [&](TensorId t) {
-      for (std::size_t i = 0; i < other.inputs.size(); ++i)
-        if (other.inputs[i] == t) return node.inputs[i];
-      for (std::size_t o = 0; o < other.outputs.size(); ++o)
-        if (other.outputs[o] == t) return node.outputs[o];
-      return kNone;
-    };
-    for (auto* comms : {&w.fwd_comm, &w.bwd_comm})
-      for (CommOp& op : *comms)
-        if ((op.tensor = counterpart(op.tensor)) == kNone) same = false;
-    if (!same) continue;
-    w.node = id;
-    w.stage = plan_.stage_of_node[id];
-    // input_work's deliveries, in its order (1: the layout was not delivered before this
-    // operator; an input read twice finds the first reading's).
-    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
-      const TensorId t = node.inputs[i];
-      if (twin_delivered_[i] == 1) first_delivery(state_.delivered[t], *twin_wants_[i]);
-      if (twin_gradient_delivered_[i] == 1) first_delivery(state_.delivered_gradients[t], *twin_gradients_[i]);
-    }
-    state_.comm_ends.resize(static_cast<std::size_t>(state_.input_base.back()));
-    const std::size_t from = static_cast<std::size_t>(state_.input_base[twin.position]);
-    const std::size_t to = static_cast<std::size_t>(state_.input_base[position]);
-    for (std::size_t i = 0; i < node.inputs.size(); ++i) state_.comm_ends[to + i] = state_.comm_ends[from + i];
-    // record_outputs: the twin's output layouts (the same cut and dims), read from this
-    // operator's cut, and the local sizes of its outputs (the same shapes and facts).
-    const NumericNode& nn = ng_.node(id);
-    const NodeCut& kept_cut = state_.ops_plan->node_cuts[id];
-    for (std::size_t o = 0; o < node.outputs.size() && o < nn.space.output_dims.size(); ++o) {
-      const TensorId t = node.outputs[o];
-      if (t == kNone || ng_.facts(t).constant) continue;
-      const auto& theirs = state_.produced[other.outputs[o]];
-      state_.produced[t] = theirs ? theirs->on(nn.space.output_dims[o], kept_cut)
-                                  : OperandLayout::output(nn.space, kept_cut, static_cast<int>(o));
-      state_.produced_copy_of[t] = theirs ? other.outputs[o] : kNone;
-      state_.produced_elements[t] = state_.produced_elements[other.outputs[o]];
-    }
-    state_.analysis.ops.push_back(std::move(w));
-    ++state_.twin_copies;
+    if (!take_twin_work(id, position, twin, false)) continue;
+    if (!replay.twin_of.empty()) replay.twin_of[position] = static_cast<int>(j);
     return true;
   }
   if (priced.size() < kTwinContexts) {
@@ -218,6 +185,59 @@ bool Analyzer::copy_twin(NodeId id, std::size_t position, bool train) {
       if (twin_gradients_[i]) twin.gradient_partials[i] = twin_gradients_[i]->partial_axes();
   }
   return false;
+}
+
+bool Analyzer::take_twin_work(NodeId id, std::size_t position, const PlanAnalyzer::State::Twin& twin, bool replayed) {
+  const Node& node = graph_.node(id);
+  const Node& other = graph_.node(ng_.topological_order()[twin.position]);
+  OpWork w = state_.analysis.ops[twin.position];
+  // Its collectives move this operator's operands: the twin's operand at the same slot.
+  auto counterpart = [&](TensorId t) {
+    for (std::size_t i = 0; i < other.inputs.size(); ++i)
+      if (other.inputs[i] == t) return node.inputs[i];
+    for (std::size_t o = 0; o < other.outputs.size(); ++o)
+      if (other.outputs[o] == t) return node.outputs[o];
+    return kNone;
+  };
+  for (auto* comms : {&w.fwd_comm, &w.bwd_comm})
+    for (CommOp& op : *comms)
+      if ((op.tensor = counterpart(op.tensor)) == kNone) return false;
+  w.node = id;
+  w.stage = plan_.stage_of_node[id];
+  // input_work's deliveries, in its order (1: the layout was not delivered before this
+  // operator; an input read twice finds the first reading's). The context matched the twin's,
+  // so its flags are this operator's; replayed, the layouts are made here (delivery_context
+  // made them otherwise).
+  const NumericNode& nn = ng_.node(id);
+  const NodeCut& cut = plan_.node_cuts[id];
+  for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+    const TensorId t = node.inputs[i];
+    if (twin.delivered[i] == 1)
+      first_delivery(state_.delivered[t], replayed ? OperandLayout::input(nn.space, cut, static_cast<int>(i)) : *twin_wants_[i]);
+    if (twin.gradient_delivered[i] == 1)
+      first_delivery(state_.delivered_gradients[t],
+                     replayed ? OperandLayout::input(nn.space, cut, static_cast<int>(i)).partial_over(twin.gradient_partials[i])
+                              : *twin_gradients_[i]);
+  }
+  state_.comm_ends.resize(static_cast<std::size_t>(state_.input_base.back()));
+  const std::size_t from = static_cast<std::size_t>(state_.input_base[twin.position]);
+  const std::size_t to = static_cast<std::size_t>(state_.input_base[position]);
+  for (std::size_t i = 0; i < node.inputs.size(); ++i) state_.comm_ends[to + i] = state_.comm_ends[from + i];
+  // record_outputs: the twin's output layouts (the same cut and dims), read from this
+  // operator's cut, and the local sizes of its outputs (the same shapes and facts).
+  const NodeCut& kept_cut = state_.ops_plan->node_cuts[id];
+  for (std::size_t o = 0; o < node.outputs.size() && o < nn.space.output_dims.size(); ++o) {
+    const TensorId t = node.outputs[o];
+    if (t == kNone || ng_.facts(t).constant) continue;
+    const auto& theirs = state_.produced[other.outputs[o]];
+    state_.produced[t] = theirs ? theirs->on(nn.space.output_dims[o], kept_cut)
+                                : OperandLayout::output(nn.space, kept_cut, static_cast<int>(o));
+    state_.produced_copy_of[t] = theirs ? other.outputs[o] : kNone;
+    state_.produced_elements[t] = state_.produced_elements[other.outputs[o]];
+  }
+  state_.analysis.ops.push_back(std::move(w));
+  ++state_.twin_copies;
+  return true;
 }
 
 }  // namespace symtensor::compiler::analyzer_internal

@@ -315,5 +315,38 @@ TEST(TwinLayers, CopiedWorkEqualsTheOperatorsOwnPricing) {
   }
 }
 
+// The next micro-batch size of stamped cuts (a search's walk) copies the twins the first
+// analysis of those cuts found without comparing again: the same work as pricing every operator.
+TEST(TwinLayers, ReplayedCopiesAtOtherMicroBatchSizesEqualTheOperatorsOwnPricing) {
+  const hardware::Cluster cluster = testing::dgx(2, 4);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"llama2-7b-tiny", "tp=2,pp=2,mb=1"},
+      {"llama2-7b-tiny", "tp=4,pp=1,mb=1,sp=1,recompute=full"},
+      {"mixtral-8x7b-tiny", "tp=2,pp=2,mb=1,ep=2"},
+      {"deepseek-v3-tiny", "tp=2,pp=2,mb=1,ep=2,dispatcher=deepep"},
+  };
+  for (const auto& [preset, knobs] : cases) {
+    Graph g = twin_layers_graph(preset, 6);
+    const NumericGraph ng(g);
+    StrategyOptions options;
+    options.megatron = knobs;
+    Plan plan = make_plan("megatron", g, cluster, options);
+    plan.cuts_stamp = new_cuts_stamp();
+    PlanAnalyzer replayed(g, cluster, ng), own(g, cluster, ng);
+    own.reuse_repeated_layers(false);
+    const int most = plan.micro_batches;
+    int sizes = 0;
+    for (int m = most; m >= 1; m /= 2, ++sizes) {
+      SCOPED_TRACE(preset + " " + knobs + " at " + std::to_string(m) + " micro-batches");
+      plan.micro_batches = m;
+      expect_same_analysis(replayed.analyze(plan), own.analyze(plan), g);
+      expect_same_totals(replayed.totals(plan), own.totals(plan));
+    }
+    ASSERT_GE(sizes, 2) << preset;
+    EXPECT_EQ(replayed.twin_replays(), static_cast<std::size_t>(sizes - 1)) << preset << " " << knobs;
+    EXPECT_EQ(own.twin_replays(), 0u);
+  }
+}
+
 }  // namespace
 }  // namespace symtensor::compiler
