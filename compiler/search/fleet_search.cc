@@ -472,7 +472,21 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     }
   };
   if (options.mode == ExecutionMode::train) {
-    // Batch shares: the best three grids by the estimate, each rebalanced from its simulation.
+    std::vector<int> all(fleet.groups.size());
+    std::iota(all.begin(), all.end(), 0);
+    pipelines(fleet, all);
+    // Some of the groups only (three or more): a slow group behind a slow network may cost a
+    // pipeline more than its layers give.
+    const int n = static_cast<int>(fleet.groups.size());
+    for (int mask = 1; n > 2 && mask < (1 << n) - 1; ++mask) {
+      std::vector<int> some;
+      for (int g = 0; g < n; ++g)
+        if (mask & (1 << g)) some.push_back(g);
+      if (some.size() >= 2) pipelines(hardware::sub_fleet(fleet, some), some);
+    }
+    // Batch shares, after the pipelines (their step is the bar a grid's bound must beat): the
+    // best three grids by the estimate; one whose first simulation beats the plan so far is
+    // then rebalanced from its simulated times.
     const NumericGraph ng(graph);
     std::vector<SharesCandidate> grids;
     if (batch_shares) grids = batch_share_candidates(graph, fleet, options, ng);
@@ -511,6 +525,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
                                  describe_batch_shares(step.plan, fleet, c.knobs.dp), knobs_label(c.knobs));
         if (!faster(step, best)) break;
         best = std::move(step);
+        if (!faster(best, result.plan)) break;  // only a grid that wins is refined
         if (!best.fits || std::any_of(seconds.begin(), seconds.end(), [](double x) { return x <= 0; })) break;
         counts = share_counts(c.replicas, seconds, total);  // rebalanced from the simulated times
       }
@@ -519,19 +534,8 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         result.heterogeneous = false;
         result.batch_shares = true;
         result.shares_dp = c.knobs.dp;
+        result.stage_layers.clear();
       }
-    }
-    std::vector<int> all(fleet.groups.size());
-    std::iota(all.begin(), all.end(), 0);
-    pipelines(fleet, all);
-    // Some of the groups only (three or more): a slow group behind a slow network may cost a
-    // pipeline more than its layers give.
-    const int n = static_cast<int>(fleet.groups.size());
-    for (int mask = 1; n > 2 && mask < (1 << n) - 1; ++mask) {
-      std::vector<int> some;
-      for (int g = 0; g < n; ++g)
-        if (mask & (1 << g)) some.push_back(g);
-      if (some.size() >= 2) pipelines(hardware::sub_fleet(fleet, some), some);
     }
   }
   if (!result.heterogeneous) result.stage_groups.clear();
