@@ -489,7 +489,8 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     // then rebalanced from its simulated times.
     const NumericGraph ng(graph);
     std::vector<SharesCandidate> grids;
-    if (batch_shares) grids = batch_share_candidates(graph, fleet, options, ng);
+    if (batch_shares)
+      grids = batch_share_candidates(graph, fleet, options, ng, result.plan.fits ? result.plan.step_time_s : kInfinity);
     if (grids.size() > 3) grids.resize(3);
     for (SharesCandidate& c : grids) {
       FleetStep best;

@@ -84,7 +84,7 @@ double shares_compute_bound(Graph& graph, const hardware::Cluster& fleet, const 
 }
 
 std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware::Cluster& fleet,
-                                                    const StrategyOptions& options, const NumericGraph& ng) {
+                                                    const StrategyOptions& options, const NumericGraph& ng, double beat) {
   std::vector<SharesCandidate> out;
   if (!fleet.mixed() || options.mode != ExecutionMode::train) return out;
   double batch = 0;
@@ -124,6 +124,8 @@ std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware
           }
           if (!pipelines_inside_groups(c.plan, fleet)) break;
           c.plan.group_micro_batches = counts;
+          c.bound = shares_compute_bound(graph, fleet, c.plan, ng);
+          if (c.bound >= beat) break;  // cannot win, nor with more recomputation
           StepEstimate e;
           try {
             e = fleet_step_estimate(graph, fleet, c.plan, ng);
@@ -132,7 +134,6 @@ std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware
           }
           if (!e.fits) continue;  // more recomputation may fit
           c.knobs = k, c.replicas = replicas, c.estimate = e.step_time_s;
-          c.bound = shares_compute_bound(graph, fleet, c.plan, ng);
           out.push_back(std::move(c));
           break;  // the least recomputation that fits
         }

@@ -4,6 +4,7 @@
 // each group's replicas running their own count of micro-batches per step
 // (Plan::group_micro_batches), in proportion to their speed. The gradient reduction spans
 // every replica, so each waits for the slowest at the step's end.
+#include <limits>
 #include <vector>
 
 #include "compiler/cost/numeric_graph.h"
@@ -32,9 +33,12 @@ struct SharesCandidate {
 
 // The grids (tp, pp, micro-batch size, the least recomputation that fits) whose shares plan fits
 // every group by the analytic estimate, shares by hardware::device_pace, ranked by estimate.
-// Training only; a fleet of one group gives none.
+// A grid whose compute lower bound (shares_compute_bound) is no shorter than `beat` (the step
+// to beat) is left out before it is estimated: more recomputation only adds to it. Training
+// only; a fleet of one group gives none.
 std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware::Cluster& fleet,
-                                                    const StrategyOptions& options, const NumericGraph& ng);
+                                                    const StrategyOptions& options, const NumericGraph& ng,
+                                                    double beat = std::numeric_limits<double>::infinity());
 
 // A lower bound on the simulated step of `plan` (its shares set) on `fleet`: every rank runs its
 // compute blocks one after another, its group's count of micro-batches of forward and backward
