@@ -97,6 +97,17 @@ void BM_FleetSearchLlama2_70B_96Gpus(benchmark::State& state) {
 }
 BENCHMARK(BM_FleetSearchLlama2_70B_96Gpus)->Unit(benchmark::kSecond)->Iterations(1);
 
+// The same search without the batch-shares shape (fleet_shares.h): what that shape adds.
+void BM_FleetSearchLlama2_70B_96Gpus_NoBatchShares(benchmark::State& state) {
+  const hardware::Cluster fleet = hardware::with_software(hardware::load_cluster("dgx-h100x4+dgx-a100x8"), hardware::Software{});
+  compiler::Graph& g = llama2_70b();
+  compiler::FleetSearchResult r;
+  for (auto _ : state) r = compiler::fleet_search(g, fleet, compiler::StrategyOptions{}, false);
+  state.counters["simulations"] = r.simulations;
+  state.counters["step_s"] = r.plan.step_time_s;
+}
+BENCHMARK(BM_FleetSearchLlama2_70B_96Gpus_NoBatchShares)->Unit(benchmark::kSecond)->Iterations(1);
+
 // The fleet search's costliest simulation alone: Megatron-best on the fleet's dgx-h100x4 group
 // (its knobs as the search finds them), lowered and simulated (about 1.4M tasks): the
 // lowering, the engine's compilation of the program and the discrete-event run. The first

@@ -21,6 +21,10 @@ struct LoweringOptions {
   // on (a mixed fleet's group; nullptr: the lowered analysis), from which its compute blocks
   // and optimizer step take their durations.
   std::vector<const PlanAnalysis*> stage_timing;
+  // Optional, per group of a mixed fleet, for a plan with batch shares (Plan::group_micro_batches,
+  // whose classes are per stage and group): the analysis timing that group's classes (nullptr:
+  // the lowered analysis).
+  std::vector<const PlanAnalysis*> group_timing;
 };
 
 struct Segment {

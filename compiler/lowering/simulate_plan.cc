@@ -55,6 +55,17 @@ PlanSimulation simulate(Graph& graph, const Plan& plan, const hardware::Cluster&
   if (!with_graph.graph) with_graph.graph = &graph;
   std::vector<std::unique_ptr<PlanAnalysis>> on_groups;
   if (cluster.mixed()) with_graph.stage_timing = stage_timing_on_groups(graph, ng, plan, cluster, on_groups);
+  if (cluster.mixed() && !plan.group_micro_batches.empty()) {
+    // Batch shares: a class per stage and group, timed on its group's device.
+    for (std::size_t g = 0; g < cluster.groups.size(); ++g) {
+      if (!on_groups[g]) {
+        hardware::Cluster view = cluster;
+        view.device = cluster.groups[g].device;
+        on_groups[g] = std::make_unique<PlanAnalysis>(analyze_plan(graph, view, plan, ng));
+      }
+      with_graph.group_timing.push_back(on_groups[g].get());
+    }
+  }
   if (lean) {
     sim::LeanProgram program = lower_plan_lean(s.analysis, plan, cluster, plan_mesh(plan, cluster), with_graph);
     s.program = program.shape;

@@ -67,6 +67,12 @@ struct Plan {
 
   double global_batch = 0;      // samples per step (the value bound to the batch dim)
   int micro_batches = 1;        // per step, per pipeline (global_batch / dp / micro-batch size)
+  // On a mixed fleet (issue #32): per group of the cluster (hardware::Cluster::groups, in
+  // order), the micro-batches each of that group's data-parallel replicas runs per step, all
+  // of the one micro-batch size (global_batch / micro_batches / dp); the shares add up to the
+  // global batch: sum over groups of devices x count = devices x micro_batches
+  // (compiler/plan/batch_shares.h). Empty: every replica runs micro_batches (uniform).
+  std::vector<int> group_micro_batches;
   Schedule schedule = Schedule::one_f_one_b;
   int virtual_stages = 1;       // model chunks per device (interleaved 1F1B)
   RecomputePolicy recompute = RecomputePolicy::none;

@@ -31,6 +31,8 @@ constexpr const char* kHeader =
     "#   when a level is split); mesh.axes is derived, for the reader. pipeline_axis: an axis\n"
     "#   name or none; its coordinate is the pipeline stage.\n"
     "# batch.global: samples per step; batch.micro_batches: per step, per pipeline.\n"
+    "#   batch.group_micro_batches (optional, mixed fleets): per group, the micro-batches each of\n"
+    "#   its replicas runs (sum of devices x count = devices x micro_batches).\n"
     "# schedule: gpipe|1f1b|interleaved-1f1b; recompute: none|selective|full; recompute_layers (with\n"
     "#   full, optional): per stage, how many of its first layers are recomputed (absent: all);\n"
     "#   zero_stage: 0..3. replicate_axes (optional, HSDP): mesh axes of the data-parallel group\n"
@@ -100,7 +102,10 @@ std::string plan_to_yaml(const Plan& plan, Graph& graph, const hardware::Cluster
   out << YAML::EndMap;
 
   out << YAML::Key << "batch" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "global" << YAML::Value
-      << number(plan.global_batch) << YAML::Key << "micro_batches" << YAML::Value << plan.micro_batches << YAML::EndMap;
+      << number(plan.global_batch) << YAML::Key << "micro_batches" << YAML::Value << plan.micro_batches;
+  if (!plan.group_micro_batches.empty())
+    out << YAML::Key << "group_micro_batches" << YAML::Value << YAML::Flow << plan.group_micro_batches;
+  out << YAML::EndMap;
   out << YAML::Key << "schedule" << YAML::Value << std::string(to_string(plan.schedule));
   out << YAML::Key << "virtual_stages" << YAML::Value << plan.virtual_stages;
   out << YAML::Key << "recompute" << YAML::Value << std::string(to_string(plan.recompute));

@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "compiler/analysis/model_stats.h"
+#include "compiler/plan/batch_shares.h"
 #include "compiler/plan/plan_yaml.h"
 
 namespace symtensor::compiler {
@@ -262,7 +263,7 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   });
   read_mesh(r, root, cluster, plan);
   const YAML::Node batch = r.need(root, "batch", "batch");
-  r.only_keys(batch, "batch", {"global", "micro_batches"});
+  r.only_keys(batch, "batch", {"global", "micro_batches", "group_micro_batches"});
   plan.global_batch = r.get<double>(batch, "global", "batch.global");
   if (plan.global_batch <= 0) r.fail(batch["global"], "batch.global", "must be positive");
   // The plan was made for its batch; a model bound to another would be priced silently at the
@@ -279,6 +280,20 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
            fmt::format("{} does not divide the global batch {} (batch.global); the micro-batches must split it into whole "
                        "samples (and each data-parallel rank's share)",
                        plan.micro_batches, plan.global_batch));
+  if (const YAML::Node shares = batch["group_micro_batches"]; shares.IsDefined()) {
+    r.sequence(shares, "batch.group_micro_batches");
+    for (const YAML::Node& n : shares) {
+      int v = 0;
+      try {
+        v = n.as<int>();
+      } catch (const YAML::Exception&) {
+      }
+      if (v < 1) r.fail(n, "batch.group_micro_batches", "expected a count of micro-batches (1 or more)");
+      plan.group_micro_batches.push_back(v);
+    }
+    if (const std::string problem = batch_shares_problem(plan, cluster); !problem.empty())
+      r.fail(shares, "batch.group_micro_batches", problem);
+  }
   plan.schedule = r.parse(root, "schedule", "schedule", [](const std::string& s) { return parse_schedule(s); });
   plan.virtual_stages = r.get<int>(root, "virtual_stages", "virtual_stages");
   if (plan.virtual_stages < 1) r.fail(root["virtual_stages"], "virtual_stages", "must be at least 1");

@@ -1,16 +1,63 @@
 #include "compiler/search/fleet_estimate.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/plan_analysis.h"
+#include "compiler/plan/batch_shares.h"
 #include "compiler/search/fleet_search.h"
 
 namespace symtensor::compiler {
 
+namespace {
+
+// Batch shares (Plan::group_micro_batches): every group's replicas run the whole model over
+// their own count of micro-batches, then reduce the gradients together. Each group is priced on
+// its own device as if every replica ran its count (plan_for_group: its micro-batches' work,
+// the activations they keep in flight, the exposed reduction over the fleet's links); the step
+// is the slowest group's, and fits when every group fits its own devices.
+StepEstimate shares_step_estimate(Graph& graph, const hardware::Cluster& fleet, const Plan& plan, const NumericGraph& ng) {
+  StepEstimate worst;
+  bool first = true, fits = true;
+  double model = 0, hardware_flops = 0, tightest = -std::numeric_limits<double>::infinity();
+  for (std::size_t g = 0; g < fleet.groups.size(); ++g) {
+    hardware::Cluster view = fleet;
+    view.device = fleet.groups[g].device;
+    const Plan on_group = plan_for_group(plan, static_cast<int>(g));
+    PlanAnalyzer analyzer(graph, view, ng);
+    StepEstimate e = estimate_step(analyzer.totals(on_group), on_group, view);
+    const double share = static_cast<double>(fleet.groups[g].devices) / fleet.num_devices();
+    model += e.model_flops * share * plan.micro_batches / on_group.micro_batches;
+    hardware_flops += e.hardware_flops * share * plan.micro_batches / on_group.micro_batches;
+    fits = fits && e.fits;
+    const double margin = e.peak_memory - e.memory_capacity;
+    const double peak = e.peak_memory, capacity = e.memory_capacity;
+    if (first || e.step_time_s > worst.step_time_s) worst = std::move(e);
+    if (margin > tightest) tightest = margin, worst.peak_memory = peak, worst.memory_capacity = capacity;
+    first = false;
+  }
+  worst.fits = fits;
+  worst.model_flops = model, worst.hardware_flops = hardware_flops;
+  const double peak = hardware::total_peak(fleet, plan.precision);
+  if (worst.step_time_s > 0 && peak > 0) {
+    worst.mfu = model / (worst.step_time_s * peak);
+    worst.hfu = hardware_flops / (worst.step_time_s * peak);
+    worst.samples_per_s = plan.global_batch / worst.step_time_s;
+  }
+  return worst;
+}
+
+}  // namespace
+
 StepEstimate fleet_step_estimate(Graph& graph, const hardware::Cluster& fleet, const Plan& plan) {
   if (!fleet.mixed()) return estimate_step(analyze_plan(graph, fleet, plan), plan, fleet);
-  const NumericGraph ng(graph);
+  return fleet_step_estimate(graph, fleet, plan, NumericGraph(graph));
+}
+
+StepEstimate fleet_step_estimate(Graph& graph, const hardware::Cluster& fleet, const Plan& plan, const NumericGraph& ng) {
+  if (!fleet.mixed()) return estimate_step(PlanAnalyzer(graph, fleet, ng).totals(plan), plan, fleet);
+  if (!plan.group_micro_batches.empty()) return shares_step_estimate(graph, fleet, plan, ng);
   const std::vector<int> stage_groups = plan_stage_groups(plan, fleet);
   PlanAnalyzer uniform(graph, fleet, ng);
   StageTotals merged = uniform.totals(plan);

@@ -9,6 +9,7 @@
 namespace symtensor::compiler {
 
 class Graph;
+class NumericGraph;
 struct Plan;
 
 // On a cluster of one device type: estimate_step of the plan's analysis. On a mixed fleet:
@@ -17,7 +18,12 @@ struct Plan;
 // spanning groups keeps the fleet's uniform view (the slowest group's pace and least memory).
 // The step is assembled from those stage totals (estimate_step); fits when every stage fits
 // its own devices (stage_memory_capacity; peak_memory and memory_capacity are the tightest
-// stage's), and MFU is over the sum of the devices' peaks.
+// stage's), and MFU is over the sum of the devices' peaks. A plan with batch shares
+// (Plan::group_micro_batches): each group priced on its own device over its own count of
+// micro-batches (plan_for_group); the step is the slowest group's (its count x its
+// micro-batch time, plus its exposed gradient reduction), fits when every group fits.
 StepEstimate fleet_step_estimate(Graph& graph, const hardware::Cluster& fleet, const Plan& plan);
+// The same with the graph's NumericGraph at hand (a search's).
+StepEstimate fleet_step_estimate(Graph& graph, const hardware::Cluster& fleet, const Plan& plan, const NumericGraph& ng);
 
 }  // namespace symtensor::compiler

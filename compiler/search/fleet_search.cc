@@ -14,8 +14,10 @@
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/step_bound.h"
 #include "compiler/lowering/simulate_plan.h"
+#include "compiler/plan/batch_shares.h"
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/search/export_searched.h"
+#include "compiler/search/fleet_shares.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/search_common.h"
 #include "compiler/strategies/megatron.h"
@@ -208,7 +210,8 @@ MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fle
   return best;
 }
 
-FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, const StrategyOptions& options) {
+FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, const StrategyOptions& options,
+                               bool batch_shares) {
   if (!fleet.mixed()) throw std::runtime_error(fmt::format("cluster '{}' is not a mixed fleet", fleet.name));
   FleetSearchResult result;
   result.megatron = megatron_fleet_best(graph, fleet, options);
@@ -461,6 +464,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       if (best.found && faster(best, result.plan)) {
         result.plan = std::move(best);
         result.heterogeneous = true;
+        result.batch_shares = false;
         result.stage_groups.clear();
         for (int g : c.stage_groups) result.stage_groups.push_back(to_fleet[g]);
         result.stage_layers = best_counts;
@@ -479,6 +483,60 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       for (int g = 0; g < n; ++g)
         if (mask & (1 << g)) some.push_back(g);
       if (some.size() >= 2) pipelines(hardware::sub_fleet(fleet, some), some);
+    }
+    // Batch shares, after the pipelines (their step is the bar a grid's bound must beat): the
+    // best three grids by the estimate; one whose first simulation beats the plan so far is
+    // then rebalanced from its simulated times.
+    const NumericGraph ng(graph);
+    std::vector<SharesCandidate> grids;
+    if (batch_shares)
+      grids = batch_share_candidates(graph, fleet, options, ng, result.plan.fits ? result.plan.step_time_s : kInfinity);
+    if (grids.size() > 3) grids.resize(3);
+    for (SharesCandidate& c : grids) {
+      FleetStep best;
+      std::vector<std::vector<int>> tried;
+      std::vector<int> counts = c.plan.group_micro_batches;
+      int total = 0;
+      for (std::size_t g = 0; g < counts.size(); ++g) total += counts[g] * c.replicas[g];
+      for (int round = 0; round < 4 && !counts.empty(); ++round) {
+        if (std::find(tried.begin(), tried.end(), counts) != tried.end()) break;
+        tried.push_back(counts);
+        Plan plan = c.plan;
+        plan.group_micro_batches = counts;
+        const double bound = round == 0 ? c.bound : shares_compute_bound(graph, fleet, plan, ng);
+        const FleetStep& beat = best.found && best.fits && faster(best, result.plan) ? best : result.plan;
+        if (beat.fits && bound >= beat.step_time_s) break;  // cannot win
+        ++result.simulations;
+        FleetStep step;
+        step.plan = std::move(plan);
+        step.cluster = fleet.name, step.found = true;
+        std::vector<double> seconds(fleet.groups.size(), 0);  // simulated compute per micro-batch, per group
+        try {
+          const PlanSimulation s = simulate_plan_lean(graph, step.plan, fleet, {}, search_simulation(), &ng);
+          step.step_time_s = s.report.step_time_s, step.fits = s.report.fits;
+          for (const StageReport& r : s.report.stages)
+            for (std::size_t g = 0; g < fleet.groups.size(); ++g)
+              if (r.name.size() > fleet.groups[g].profile.size() &&
+                  r.name.compare(r.name.size() - fleet.groups[g].profile.size(), std::string::npos, fleet.groups[g].profile) == 0)
+                seconds[g] = std::max(seconds[g], r.compute_s / counts[g]);
+        } catch (const std::exception&) {
+          break;
+        }
+        step.label = fmt::format("batch shares by speed ({}; {})",
+                                 describe_batch_shares(step.plan, fleet, c.knobs.dp), knobs_label(c.knobs));
+        if (!faster(step, best)) break;
+        best = std::move(step);
+        if (!faster(best, result.plan)) break;  // only a grid that wins is refined
+        if (!best.fits || std::any_of(seconds.begin(), seconds.end(), [](double x) { return x <= 0; })) break;
+        counts = share_counts(c.replicas, seconds, total);  // rebalanced from the simulated times
+      }
+      if (best.found && faster(best, result.plan)) {
+        result.plan = std::move(best);
+        result.heterogeneous = false;
+        result.batch_shares = true;
+        result.shares_dp = c.knobs.dp;
+        result.stage_layers.clear();
+      }
     }
   }
   if (!result.heterogeneous) result.stage_groups.clear();
@@ -504,17 +562,25 @@ hardware::Cluster cluster_of_plan(const hardware::Cluster& loaded, const Plan& p
 
 ExportResult export_fleet_plan(ExportTarget target, Graph& graph, const hardware::Cluster& fleet,
                                const FleetSearchResult& r) {
-  if (!r.heterogeneous) return export_plan(target, graph, cluster_of_plan(fleet, r.plan.plan), r.plan.plan);
+  if (!r.heterogeneous && !r.batch_shares) return export_plan(target, graph, cluster_of_plan(fleet, r.plan.plan), r.plan.plan);
   const FleetStep& nearest = r.megatron.best();
   const hardware::Cluster on = cluster_of_plan(fleet, nearest.plan);
   ExportResult out = export_plan(target, graph, on, nearest.plan);
-  std::string split;
-  for (std::size_t s = 0; s < r.stage_groups.size(); ++s)
-    split += fmt::format("{}{} {}", s ? ", " : "", r.stage_layers[s], fleet.groups[r.stage_groups[s]].device.name);
-  const std::string item = fmt::format(
-      "heterogeneous plan: pipeline stages on {} GPU types with their own layer counts ({} layers); {} gives every rank "
-      "the same layers and batch share",
-      std::set<int>(r.stage_groups.begin(), r.stage_groups.end()).size(), split, to_string(target));
+  std::string item;
+  if (r.batch_shares) {
+    item = fmt::format(
+        "heterogeneous plan: batch shares by GPU speed ({}), uneven micro-batch counts per data-parallel replica; {} "
+        "gives every data-parallel replica the same batch share",
+        describe_batch_shares(r.plan.plan, fleet, r.shares_dp), to_string(target));
+  } else {
+    std::string split;
+    for (std::size_t s = 0; s < r.stage_groups.size(); ++s)
+      split += fmt::format("{}{} {}", s ? ", " : "", r.stage_layers[s], fleet.groups[r.stage_groups[s]].device.name);
+    item = fmt::format(
+        "heterogeneous plan: pipeline stages on {} GPU types with their own layer counts ({} layers); {} gives every rank "
+        "the same layers and batch share",
+        std::set<int>(r.stage_groups.begin(), r.stage_groups.end()).size(), split, to_string(target));
+  }
   out.not_expressible.insert(out.not_expressible.begin(), item);
   out.nearest = nearest.plan;
   out.nearest_yaml = plan_to_yaml(nearest.plan, graph, on);
@@ -545,6 +611,8 @@ std::string describe_fleet_result(const FleetSearchResult& r, const hardware::Cl
         if (r.stage_groups[st] == static_cast<int>(g)) layers += r.stage_layers[st], ++stages;
       s += stages ? fmt::format(": {} stage(s), {} layers", stages, layers) : std::string(": not used");
     }
+    if (r.batch_shares && g < r.plan.plan.group_micro_batches.size())
+      s += fmt::format(": {} micro-batch(es) per replica", r.plan.plan.group_micro_batches[g]);
     s += "\n";
   }
   auto line = [](const char* what, const FleetStep& step) {
@@ -554,6 +622,8 @@ std::string describe_fleet_result(const FleetSearchResult& r, const hardware::Cl
   s += line("Megatron-best (a)", r.megatron.subset);
   s += line("Megatron-best (b)", r.megatron.uniform);
   s += line("SymTensor", r.plan);
+  if (r.batch_shares)
+    s += fmt::format("  batch shares: {}\n", describe_batch_shares(r.plan.plan, fleet, r.shares_dp));
   const FleetStep* baseline = r.megatron.subset.fits || r.megatron.uniform.fits ? &r.megatron.best() : nullptr;
   if (baseline && r.plan.fits)
     s += fmt::format("  speedup over Megatron-best: {:.2f}x\n", baseline->step_time_s / r.plan.step_time_s);

@@ -17,7 +17,11 @@
 // lowers it once, each stage timed by the analysis on its own group's device
 // (LoweringOptions::stage_timing).
 //
-// fleet_search places work by speed: a pipeline whose stages each lie inside one group (the
+// fleet_search places work by speed in two shapes. Batch shares (fleet_shares.h): a uniform
+// tp x pp grid per replica, data parallelism over the groups, each group's replicas running
+// micro-batches in proportion to their pace, then rebalanced from the simulated time per
+// micro-batch of each group while the step drops; a grid whose compute lower bound
+// (shares_compute_bound) is no shorter than the plan so far is not simulated. And a pipeline whose stages each lie inside one group (the
 // nodes of the pipeline axis are cut so that no stage straddles two groups), with uneven layer
 // counts: first in proportion to the pace of the stage's device (hardware::device_pace), then
 // rebalanced from the simulated compute time of each stage, while the step time drops. The
@@ -65,6 +69,11 @@ struct FleetSearchResult {
   bool heterogeneous = false;     // a pipeline over the groups with uneven layers (else (a) or (b) won)
   std::vector<int> stage_groups;  // per pipeline stage of `plan`: its group (heterogeneous plans)
   std::vector<int> stage_layers;  // per pipeline stage: transformer layers
+  // The plan's shape is batch shares (compiler/search/fleet_shares.h): a uniform grid of
+  // `shares_dp` data-parallel replicas over the groups, each group's running its own count of
+  // micro-batches (Plan::group_micro_batches), by speed.
+  bool batch_shares = false;
+  int shares_dp = 0;
   MegatronFleetBest megatron;
   double ceiling = 0;             // sum of group speeds / the fastest usable group's (0: none usable)
   double ceiling_share = 0;       // (megatron.subset step / plan step) / ceiling
@@ -72,7 +81,9 @@ struct FleetSearchResult {
 };
 
 MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fleet, const StrategyOptions& options);
-FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, const StrategyOptions& options);
+// `batch_shares`: false leaves out the batch-shares shape (the pipelines' tests).
+FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, const StrategyOptions& options,
+                               bool batch_shares = true);
 
 // The group of each pipeline stage of a plan on a mixed fleet (-1 for a stage whose ranks lie
 // in several groups); one entry per stage.

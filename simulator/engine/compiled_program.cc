@@ -220,6 +220,7 @@ CompiledProgram compile_program(const LeanProgram& program, const hardware::Clus
     throw std::logic_error("lean program: the task lists do not match the rank classes");
   CompiledProgram out = compiled_shape(shape, cluster);
   int next_collective = 0;
+  std::map<int, int> shared_ids;  // LeanTask::shared -> collective id (groups spanning classes)
   for (size_t c = 0; c < program.classes.size(); ++c) {
     const LeanClass& lc = program.classes[c];
     const RankClass& rc = shape.rank_classes[c];
@@ -283,13 +284,19 @@ CompiledProgram compile_program(const LeanProgram& program, const hardware::Clus
           g = static_cast<int>(cc.groups.size());
           cc.groups.push_back(lc.groups[t.group]);
           inside.push_back(group_inside(shape, out, static_cast<int>(c), cc.groups.back()));
-          if (!inside.back())
-            throw std::runtime_error(fmt::format("lean program: rank class '{}' task #{}: a collective group reaches "
-                                                 "past its class",
-                                                 rc.name, i));
         }
         cc.group[i] = g;
-        cc.collective_id[i] = next_collective++;
+        if (inside[g]) {
+          cc.collective_id[i] = next_collective++;
+        } else {
+          if (t.shared < 0)
+            throw std::runtime_error(fmt::format("lean program: rank class '{}' task #{}: a collective group reaches "
+                                                 "past its class without a shared key",
+                                                 rc.name, i));
+          const auto [e, added] = shared_ids.try_emplace(t.shared, next_collective);
+          if (added) ++next_collective;
+          cc.collective_id[i] = e->second;
+        }
       }
       if (t.kind == TaskKind::send || t.kind == TaskKind::recv) cc.peer_class[i] = t.peer;
     }

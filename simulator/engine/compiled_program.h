@@ -66,10 +66,11 @@ CompiledProgram compile_program(const Program& program, const hardware::Cluster&
 CompiledProgram compile_program(const Program& program, const hardware::Cluster& cluster,
                                 const ProgramIndex& index);
 
-// A lean program's compiled form, equal to compile_program's of to_program(lean). Its
-// collective groups must lie inside their class (a lowered plan's all do: its tensor- and
-// data-parallel groups are a stage's ranks); throws std::runtime_error otherwise, or when a
-// priced task's precision has no peak on the cluster (validate_against_cluster's check).
+// A lean program's compiled form, equal to compile_program's of to_program(lean). A collective
+// whose group reaches past its class (a data-parallel reduction over a mixed fleet's per-group
+// classes) names its shared key (LeanTask::shared, as the text form's shared id); throws
+// std::runtime_error when it names none, or when a priced task's precision has no peak on the
+// cluster (validate_against_cluster's check).
 CompiledProgram compile_program(const LeanProgram& program, const hardware::Cluster& cluster);
 
 // The name of task `task` of class `rank_class` in messages: its id, or "#index" when the

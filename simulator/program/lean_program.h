@@ -20,6 +20,9 @@ struct LeanTask {
   int group = -1;  // collective: index into LeanClass::groups
   int peer = -1;   // send / recv: the other rank class's index
   int tag = -1;    // alloc / free: index into LeanClass::tags
+  // collective whose group reaches past its class: its key, the same in every member class's
+  // task (the text form's shared id); -1 for a group inside the class
+  int shared = -1;
   double flops = 0;
   double bytes = 0;        // as Task::bytes
   double duration_s = -1;  // compute / optimizer: the duration when >= 0, else the roofline's

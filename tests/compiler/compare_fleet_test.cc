@@ -80,8 +80,9 @@ TEST_F(CompareFleetTest, SymTensorRowIsTheFleetPlanAndNoSlowerThanMegatronBest) 
   EXPECT_NEAR(mg.step_time_s(), std::min(fleet_line_seconds("Megatron-best \\(a\\)"), fleet_line_seconds("Megatron-best \\(b\\)")),
               0.0006);
   EXPECT_EQ(mg.label.rfind("Megatron-best", 0), 0u) << mg.label;
-  // This fleet's search places layers by speed: a pipeline whose stages each lie inside a group.
-  EXPECT_NE(st.label.find("pipeline over the groups"), std::string::npos) << st.label;
+  // This fleet's search places work by speed: batch shares by group speed (a pipeline whose
+  // stages each lie inside a group is slower here).
+  EXPECT_NE(st.label.find("batch shares by speed"), std::string::npos) << st.label;
   ASSERT_GE(results_->chosen, 0);
   EXPECT_EQ(results_->strategies[results_->chosen].strategy, "symtensor");
 }
@@ -118,16 +119,18 @@ TEST_F(CompareFleetTest, ReportShowsTheGroupsAndTheirStages) {
     EXPECT_NE(text.find("group 2: A100-SXM4-80GB x16"), std::string::npos) << file;
     EXPECT_NE(text.find("Megatron-best (b)"), std::string::npos) << file;
   }
-  // The stages' layers add up to the model's 16.
+  // The groups' micro-batches per replica, stated per group: the H100s' replicas take more.
   std::smatch m;
   std::string rest = results_->fleet;
-  int layers = 0;
-  const std::regex re("stage\\(s\\), ([0-9]+) layers");
+  std::vector<int> counts;
+  const std::regex re("([0-9]+) micro-batch\\(es\\) per replica");
   while (std::regex_search(rest, m, re)) {
-    layers += std::stoi(m[1]);
+    counts.push_back(std::stoi(m[1]));
     rest = m.suffix();
   }
-  EXPECT_EQ(layers, 16) << results_->fleet;
+  ASSERT_EQ(counts.size(), 2u) << results_->fleet;
+  EXPECT_GT(counts[0], counts[1]) << results_->fleet;
+  EXPECT_NE(results_->fleet.find("batch shares: dgx-h100: "), std::string::npos) << results_->fleet;
 }
 
 }  // namespace
