@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <utility>
 #include <stdexcept>
@@ -488,8 +489,9 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     // the whole fleet and (three or more groups) on some of its groups, as the pipelines: the
     // best three grids by the estimate; one whose first simulation beats the plan so far is
     // then rebalanced from its simulated times.
-    const NumericGraph ng(graph);
+    std::optional<NumericGraph> numeric;  // made when the shares are searched
     auto shares = [&](const hardware::Cluster& on, const std::vector<int>& to_fleet) {
+      const NumericGraph& ng = numeric ? *numeric : numeric.emplace(graph);
       std::vector<SharesCandidate> grids =
           batch_share_candidates(graph, on, options, ng, result.plan.fits ? result.plan.step_time_s : kInfinity);
       if (grids.size() > 3) grids.resize(3);
