@@ -12,24 +12,32 @@ namespace symtensor::compiler {
 
 namespace {
 
-// Batch shares (Plan::group_micro_batches): every group's replicas run the whole model over
-// their own count of micro-batches, then reduce the gradients together. Each group is priced on
-// its own device as if every replica ran its count (plan_for_group: its micro-batches' work,
-// the activations they keep in flight, the exposed reduction over the fleet's links); the step
-// is the slowest group's, and fits when every group fits its own devices.
+// Batch shares (Plan::group_micro_batches): each group priced on its own device as if every
+// replica ran its count (plan_for_group), combined by combine_share_estimates.
 StepEstimate shares_step_estimate(Graph& graph, const hardware::Cluster& fleet, const Plan& plan, const NumericGraph& ng) {
-  StepEstimate worst;
-  bool first = true, fits = true;
-  double model = 0, hardware_flops = 0, tightest = -std::numeric_limits<double>::infinity();
+  std::vector<StepEstimate> per_group;
   for (std::size_t g = 0; g < fleet.groups.size(); ++g) {
     hardware::Cluster view = fleet;
     view.device = fleet.groups[g].device;
     const Plan on_group = plan_for_group(plan, static_cast<int>(g));
     PlanAnalyzer analyzer(graph, view, ng);
-    StepEstimate e = estimate_step(analyzer.totals(on_group), on_group, view);
-    const double share = static_cast<double>(fleet.groups[g].devices) / fleet.num_devices();
-    model += e.model_flops * share * plan.micro_batches / on_group.micro_batches;
-    hardware_flops += e.hardware_flops * share * plan.micro_batches / on_group.micro_batches;
+    per_group.push_back(estimate_step(analyzer.totals(on_group), on_group, view));
+  }
+  return combine_share_estimates(fleet, plan, std::move(per_group));
+}
+
+}  // namespace
+
+StepEstimate combine_share_estimates(const hardware::Cluster& fleet, const Plan& plan, std::vector<StepEstimate> per_group) {
+  StepEstimate worst;
+  bool first = true, fits = true;
+  double model = 0, hardware_flops = 0, tightest = -std::numeric_limits<double>::infinity();
+  for (std::size_t g = 0; g < per_group.size(); ++g) {
+    StepEstimate& e = per_group[g];
+    const int m = group_micro_batch_count(plan, static_cast<int>(g));
+    const double share = static_cast<double>(fleet.groups.at(g).devices) / fleet.num_devices();
+    model += e.model_flops * share * plan.micro_batches / m;
+    hardware_flops += e.hardware_flops * share * plan.micro_batches / m;
     fits = fits && e.fits;
     const double margin = e.peak_memory - e.memory_capacity;
     const double peak = e.peak_memory, capacity = e.memory_capacity;
@@ -47,8 +55,6 @@ StepEstimate shares_step_estimate(Graph& graph, const hardware::Cluster& fleet, 
   }
   return worst;
 }
-
-}  // namespace
 
 StepEstimate fleet_step_estimate(Graph& graph, const hardware::Cluster& fleet, const Plan& plan) {
   if (!fleet.mixed()) return estimate_step(analyze_plan(graph, fleet, plan), plan, fleet);

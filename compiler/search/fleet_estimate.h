@@ -3,6 +3,8 @@
 // one group priced on that group's device, as the fleet search balances its stages and as
 // simulate_plan times them, so that the two evaluators price a plan that places work by speed
 // alike.
+#include <vector>
+
 #include "compiler/cost/step_estimate.h"
 #include "hardware/cluster.h"
 
@@ -23,6 +25,10 @@ struct Plan;
 // micro-batches (plan_for_group); the step is the slowest group's (its count x its
 // micro-batch time, plus its exposed gradient reduction), fits when every group fits.
 StepEstimate fleet_step_estimate(Graph& graph, const hardware::Cluster& fleet, const Plan& plan);
+// A batch-shares plan's estimate from each group's (in the fleet's group order): estimate_step
+// of plan_for_group(plan, g) on group g's device. The slowest group's step and breakdown, the
+// tightest group's memory, fits when every group fits; flops and MFU over the whole fleet.
+StepEstimate combine_share_estimates(const hardware::Cluster& fleet, const Plan& plan, std::vector<StepEstimate> per_group);
 // The same with the graph's NumericGraph at hand (a search's).
 StepEstimate fleet_step_estimate(Graph& graph, const hardware::Cluster& fleet, const Plan& plan, const NumericGraph& ng);
 

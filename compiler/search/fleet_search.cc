@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <utility>
 #include <stdexcept>
@@ -484,58 +485,71 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         if (mask & (1 << g)) some.push_back(g);
       if (some.size() >= 2) pipelines(hardware::sub_fleet(fleet, some), some);
     }
-    // Batch shares, after the pipelines (their step is the bar a grid's bound must beat): the
+    // Batch shares, after the pipelines (their step is the bar a grid's bound must beat), on
+    // the whole fleet and (three or more groups) on some of its groups, as the pipelines: the
     // best three grids by the estimate; one whose first simulation beats the plan so far is
     // then rebalanced from its simulated times.
-    const NumericGraph ng(graph);
-    std::vector<SharesCandidate> grids;
-    if (batch_shares)
-      grids = batch_share_candidates(graph, fleet, options, ng, result.plan.fits ? result.plan.step_time_s : kInfinity);
-    if (grids.size() > 3) grids.resize(3);
-    for (SharesCandidate& c : grids) {
-      FleetStep best;
-      std::vector<std::vector<int>> tried;
-      std::vector<int> counts = c.plan.group_micro_batches;
-      int total = 0;
-      for (std::size_t g = 0; g < counts.size(); ++g) total += counts[g] * c.replicas[g];
-      for (int round = 0; round < 4 && !counts.empty(); ++round) {
-        if (std::find(tried.begin(), tried.end(), counts) != tried.end()) break;
-        tried.push_back(counts);
-        Plan plan = c.plan;
-        plan.group_micro_batches = counts;
-        const double bound = round == 0 ? c.bound : shares_compute_bound(graph, fleet, plan, ng);
-        const FleetStep& beat = best.found && best.fits && faster(best, result.plan) ? best : result.plan;
-        if (beat.fits && bound >= beat.step_time_s) break;  // cannot win
-        ++result.simulations;
-        FleetStep step;
-        step.plan = std::move(plan);
-        step.cluster = fleet.name, step.found = true;
-        std::vector<double> seconds(fleet.groups.size(), 0);  // simulated compute per micro-batch, per group
-        try {
-          const PlanSimulation s = simulate_plan_lean(graph, step.plan, fleet, {}, search_simulation(), &ng);
-          step.step_time_s = s.report.step_time_s, step.fits = s.report.fits;
-          for (const StageReport& r : s.report.stages)
-            for (std::size_t g = 0; g < fleet.groups.size(); ++g)
-              if (r.name.size() > fleet.groups[g].profile.size() &&
-                  r.name.compare(r.name.size() - fleet.groups[g].profile.size(), std::string::npos, fleet.groups[g].profile) == 0)
-                seconds[g] = std::max(seconds[g], r.compute_s / counts[g]);
-        } catch (const std::exception&) {
-          break;
+    std::optional<NumericGraph> numeric;  // made when the shares are searched
+    auto shares = [&](const hardware::Cluster& on, const std::vector<int>& to_fleet) {
+      const NumericGraph& ng = numeric ? *numeric : numeric.emplace(graph);
+      std::vector<SharesCandidate> grids =
+          batch_share_candidates(graph, on, options, ng, result.plan.fits ? result.plan.step_time_s : kInfinity);
+      if (grids.size() > 3) grids.resize(3);
+      for (SharesCandidate& c : grids) {
+        FleetStep best;
+        std::vector<std::vector<int>> tried;
+        std::vector<int> counts = c.plan.group_micro_batches;
+        int total = 0;
+        for (std::size_t g = 0; g < counts.size(); ++g) total += counts[g] * c.replicas[g];
+        for (int round = 0; round < 4 && !counts.empty(); ++round) {
+          if (std::find(tried.begin(), tried.end(), counts) != tried.end()) break;
+          tried.push_back(counts);
+          Plan plan = c.plan;
+          plan.group_micro_batches = counts;
+          const double bound = round == 0 ? c.bound : shares_compute_bound(graph, on, plan, ng);
+          const FleetStep& beat = best.found && best.fits && faster(best, result.plan) ? best : result.plan;
+          if (beat.fits && bound >= beat.step_time_s) break;  // cannot win
+          ++result.simulations;
+          FleetStep step;
+          step.plan = std::move(plan);
+          step.cluster = on.name, step.found = true;
+          std::vector<double> seconds(on.groups.size(), 0);  // simulated compute per micro-batch, per group
+          try {
+            const PlanSimulation s = simulate_plan_lean(graph, step.plan, on, {}, search_simulation(), &ng);
+            step.step_time_s = s.report.step_time_s, step.fits = s.report.fits;
+            for (const StageReport& r : s.report.stages)
+              for (std::size_t g = 0; g < on.groups.size(); ++g)
+                if (r.name.size() > on.groups[g].profile.size() &&
+                    r.name.compare(r.name.size() - on.groups[g].profile.size(), std::string::npos, on.groups[g].profile) == 0)
+                  seconds[g] = std::max(seconds[g], r.compute_s / counts[g]);
+          } catch (const std::exception&) {
+            break;
+          }
+          step.label = fmt::format("batch shares by speed ({}; {})", describe_batch_shares(step.plan, on, c.knobs.dp),
+                                   knobs_label(c.knobs));
+          if (!faster(step, best)) break;
+          best = std::move(step);
+          if (!faster(best, result.plan)) break;  // only a grid that wins is refined
+          if (!best.fits || std::any_of(seconds.begin(), seconds.end(), [](double x) { return x <= 0; })) break;
+          counts = share_counts(c.replicas, seconds, total);  // rebalanced from the simulated times
         }
-        step.label = fmt::format("batch shares by speed ({}; {})",
-                                 describe_batch_shares(step.plan, fleet, c.knobs.dp), knobs_label(c.knobs));
-        if (!faster(step, best)) break;
-        best = std::move(step);
-        if (!faster(best, result.plan)) break;  // only a grid that wins is refined
-        if (!best.fits || std::any_of(seconds.begin(), seconds.end(), [](double x) { return x <= 0; })) break;
-        counts = share_counts(c.replicas, seconds, total);  // rebalanced from the simulated times
+        if (best.found && faster(best, result.plan)) {
+          result.plan = std::move(best);
+          result.heterogeneous = false;
+          result.batch_shares = true;
+          result.shares_dp = c.knobs.dp;
+          result.share_groups = to_fleet;
+          result.stage_layers.clear();
+        }
       }
-      if (best.found && faster(best, result.plan)) {
-        result.plan = std::move(best);
-        result.heterogeneous = false;
-        result.batch_shares = true;
-        result.shares_dp = c.knobs.dp;
-        result.stage_layers.clear();
+    };
+    if (batch_shares) {
+      shares(fleet, all);
+      for (int mask = 1; n > 2 && mask < (1 << n) - 1; ++mask) {
+        std::vector<int> some;
+        for (int g = 0; g < n; ++g)
+          if (mask & (1 << g)) some.push_back(g);
+        if (some.size() >= 2) shares(hardware::sub_fleet(fleet, some), some);
       }
     }
   }
@@ -571,7 +585,7 @@ ExportResult export_fleet_plan(ExportTarget target, Graph& graph, const hardware
     item = fmt::format(
         "heterogeneous plan: batch shares by GPU speed ({}), uneven micro-batch counts per data-parallel replica; {} "
         "gives every data-parallel replica the same batch share",
-        describe_batch_shares(r.plan.plan, fleet, r.shares_dp), to_string(target));
+        describe_batch_shares(r.plan.plan, cluster_of_plan(fleet, r.plan.plan), r.shares_dp), to_string(target));
   } else {
     std::string split;
     for (std::size_t s = 0; s < r.stage_groups.size(); ++s)
@@ -611,8 +625,13 @@ std::string describe_fleet_result(const FleetSearchResult& r, const hardware::Cl
         if (r.stage_groups[st] == static_cast<int>(g)) layers += r.stage_layers[st], ++stages;
       s += stages ? fmt::format(": {} stage(s), {} layers", stages, layers) : std::string(": not used");
     }
-    if (r.batch_shares && g < r.plan.plan.group_micro_batches.size())
-      s += fmt::format(": {} micro-batch(es) per replica", r.plan.plan.group_micro_batches[g]);
+    if (r.batch_shares) {
+      const auto at = std::find(r.share_groups.begin(), r.share_groups.end(), static_cast<int>(g));
+      const std::size_t i = at - r.share_groups.begin();
+      s += at != r.share_groups.end() && i < r.plan.plan.group_micro_batches.size()
+               ? fmt::format(": {} micro-batch(es) per replica", r.plan.plan.group_micro_batches[i])
+               : std::string(": not used");
+    }
     s += "\n";
   }
   auto line = [](const char* what, const FleetStep& step) {
@@ -623,7 +642,7 @@ std::string describe_fleet_result(const FleetSearchResult& r, const hardware::Cl
   s += line("Megatron-best (b)", r.megatron.uniform);
   s += line("SymTensor", r.plan);
   if (r.batch_shares)
-    s += fmt::format("  batch shares: {}\n", describe_batch_shares(r.plan.plan, fleet, r.shares_dp));
+    s += fmt::format("  batch shares: {}\n", describe_batch_shares(r.plan.plan, cluster_of_plan(fleet, r.plan.plan), r.shares_dp));
   const FleetStep* baseline = r.megatron.subset.fits || r.megatron.uniform.fits ? &r.megatron.best() : nullptr;
   if (baseline && r.plan.fits)
     s += fmt::format("  speedup over Megatron-best: {:.2f}x\n", baseline->step_time_s / r.plan.step_time_s);

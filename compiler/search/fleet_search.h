@@ -74,6 +74,7 @@ struct FleetSearchResult {
   // micro-batches (Plan::group_micro_batches), by speed.
   bool batch_shares = false;
   int shares_dp = 0;
+  std::vector<int> share_groups;  // per entry of the plan's group_micro_batches: its group in the fleet
   MegatronFleetBest megatron;
   double ceiling = 0;             // sum of group speeds / the fastest usable group's (0: none usable)
   double ceiling_share = 0;       // (megatron.subset step / plan step) / ceiling

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <memory>
 
 #include "compiler/cost/plan_analysis.h"
+#include "compiler/plan/batch_shares.h"
 #include "compiler/search/fleet_estimate.h"
 
 namespace symtensor::compiler {
@@ -21,6 +23,18 @@ bool pipelines_inside_groups(const Plan& plan, const hardware::Cluster& fleet) {
     if ((r / axis.stride) % axis.size + 1 < axis.size && fleet.group_of_rank(r) != fleet.group_of_rank(r + axis.stride))
       return false;
   return true;
+}
+
+// The compute lower bound of one group's replicas from their analysis (`plan`: the group's,
+// plan_for_group): their micro-batches' forward and backward, after the fill and before the drain.
+double compute_bound_of(const StageTotals& t, const Plan& plan) {
+  const bool chained = plan.virtual_stages <= 1;
+  double bound = 0, fill = 0, drain = 0;
+  for (std::size_t st = 0; st < t.fwd_compute.size(); ++st) {
+    bound = std::max(bound, (chained ? fill + drain : 0.0) + (t.fwd_compute[st] + t.bwd_compute[st]) * plan.micro_batches);
+    fill += t.fwd_compute[st], drain += t.bwd_compute[st];
+  }
+  return bound;
 }
 
 }  // namespace
@@ -68,14 +82,8 @@ double shares_compute_bound(Graph& graph, const hardware::Cluster& fleet, const 
     view.device = fleet.groups[g].device;
     PlanAnalyzer analyzer(graph, view, ng);
     try {
-      const StageTotals& t = analyzer.totals(plan);
-      const int m = plan.group_micro_batches.empty() ? plan.micro_batches : plan.group_micro_batches.at(g);
-      const bool chained = plan.virtual_stages <= 1;
-      double fill = 0, drain = 0;
-      for (std::size_t st = 0; st < t.fwd_compute.size(); ++st) {
-        bound = std::max(bound, (chained ? fill + drain : 0.0) + (t.fwd_compute[st] + t.bwd_compute[st]) * m);
-        fill += t.fwd_compute[st], drain += t.bwd_compute[st];
-      }
+      const Plan pg = plan_for_group(plan, static_cast<int>(g));
+      bound = std::max(bound, compute_bound_of(analyzer.totals(pg), pg));
     } catch (const std::exception&) {
       return 0;
     }
@@ -94,6 +102,27 @@ std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware
     return out;  // no batch bound
   }
   MegatronLayouts layouts(graph, ng.spaces());
+  // One analyzer per group's device for every grid (the bound and the estimate from one analysis).
+  std::vector<std::unique_ptr<hardware::Cluster>> views;
+  std::vector<std::unique_ptr<PlanAnalyzer>> on_group;
+  for (const hardware::DeviceGroup& g : fleet.groups) {
+    views.push_back(std::make_unique<hardware::Cluster>(fleet));
+    views.back()->device = g.device;
+    on_group.push_back(std::make_unique<PlanAnalyzer>(graph, *views.back(), ng));
+  }
+  // The plan's compute lower bound and estimate (shares_compute_bound, fleet_step_estimate),
+  // the estimate only when the bound is under `beat`; throws when the analysis refuses the plan.
+  auto evaluate = [&](const Plan& plan, double& bound, StepEstimate& estimate) {
+    bound = 0;
+    std::vector<StepEstimate> per_group;
+    for (std::size_t g = 0; g < fleet.groups.size(); ++g) {
+      const Plan pg = plan_for_group(plan, static_cast<int>(g));
+      const StageTotals& t = on_group[g]->totals(pg);
+      bound = std::max(bound, compute_bound_of(t, pg));
+      per_group.push_back(estimate_step(t, pg, *views[g]));
+    }
+    if (bound < beat) estimate = combine_share_estimates(fleet, plan, std::move(per_group));
+  };
   const int devices = fleet.num_devices(), per_node = fleet.devices_per_node();
   std::vector<double> seconds;  // per micro-batch, relative: 1 / pace
   for (const hardware::DeviceGroup& g : fleet.groups) seconds.push_back(1 / hardware::device_pace(g.device));
@@ -106,6 +135,9 @@ std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware
       const int dp = devices / replica;
       std::vector<int> replicas;
       for (const hardware::DeviceGroup& g : fleet.groups) replicas.push_back(g.devices / replica);
+      // A micro-batch twice as large keeps more activations: it cannot fit with less
+      // recomputation than the smaller one needed.
+      int least = 0;
       for (int mb : {1, 2}) {
         const double per = static_cast<double>(dp) * mb;
         if (std::fmod(batch, per) != 0) continue;
@@ -113,7 +145,9 @@ std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware
         const std::vector<int> counts = share_counts(replicas, seconds, total);
         if (counts.empty() || std::all_of(counts.begin(), counts.end(), [&](int c) { return c == counts.front(); })) continue;
         if (pp > 1 && std::any_of(counts.begin(), counts.end(), [&](int c) { return c < pp; })) continue;  // a full pipeline
-        for (RecomputePolicy recompute : {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full}) {
+        const RecomputePolicy levels[] = {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
+        for (int level = least; level < 3; ++level) {
+          const RecomputePolicy recompute = levels[level];
           MegatronKnobs k;
           k.tp = tp, k.pp = pp, k.dp = dp, k.mb = mb, k.sp = tp > 1, k.distopt = true, k.recompute = recompute;
           SharesCandidate c;
@@ -124,15 +158,17 @@ std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware
           }
           if (!pipelines_inside_groups(c.plan, fleet)) break;
           c.plan.group_micro_batches = counts;
-          c.bound = shares_compute_bound(graph, fleet, c.plan, ng);
-          if (c.bound >= beat) break;  // cannot win, nor with more recomputation
           StepEstimate e;
           try {
-            e = fleet_step_estimate(graph, fleet, c.plan, ng);
+            evaluate(c.plan, c.bound, e);
           } catch (const std::exception&) {
             break;
           }
-          if (!e.fits) continue;  // more recomputation may fit
+          if (c.bound >= beat) break;  // cannot win, nor with more recomputation
+          if (!e.fits) {
+            least = level + 1;
+            continue;  // more recomputation may fit
+          }
           c.knobs = k, c.replicas = replicas, c.estimate = e.step_time_s;
           out.push_back(std::move(c));
           break;  // the least recomputation that fits

@@ -168,6 +168,29 @@ TEST(FleetBatchShares, FleetSearchPicksSharesWhereTheyWinAndExportsTheNearestHom
   EXPECT_NEAR(e.nearest_step_s, r.megatron.best().step_time_s, 1e-12);
 }
 
+TEST(FleetBatchShares, SharesOnSomeGroupsAreDescribedPerGroupOfTheFleet) {
+  // A plan on the H100s and A100s of a three-type fleet (the L4s idle): each group's line says
+  // its count, the unused group says so, and the shares name the plan's groups.
+  Graph graph = shares_llama(192);
+  const hardware::Cluster three =
+      hardware::with_software(hardware::load_cluster("dgx-h100x1+dgx-a100x2+pcie-l4x1"), hardware::Software{});
+  const hardware::Cluster two = hardware::sub_fleet(three, {0, 1});
+  FleetSearchResult r;
+  r.plan.plan = shares_plan(graph, two, {12, 6});
+  r.plan.found = r.plan.fits = true;
+  r.plan.step_time_s = 1;
+  r.batch_shares = true;
+  r.shares_dp = 24;  // tp=1: 8 + 16 replicas
+  r.share_groups = {0, 1};
+  ASSERT_EQ(cluster_of_plan(three, r.plan.plan).name, two.name);
+  const std::string text = describe_fleet_result(r, three);
+  EXPECT_NE(text.find("x8 (1 nodes), pace 729 TFLOP/s per GPU: 12 micro-batch(es) per replica"), std::string::npos) << text;
+  EXPECT_NE(text.find(": 6 micro-batch(es) per replica"), std::string::npos) << text;
+  EXPECT_NE(text.find("(1 nodes), pace 85 TFLOP/s per GPU: not used"), std::string::npos) << text;
+  // 192 samples in micro-batches of 192 / 8 / 24 = 1: an H100 replica takes 12, an A100 one 6.
+  EXPECT_NE(text.find("batch shares: dgx-h100: 12 samples per replica, dgx-a100: 6"), std::string::npos) << text;
+}
+
 TEST(FleetBatchShares, PerMicroBatchCollectivesAcrossGroupsAreRefused) {
   // ZeRO-3 gathers the weights over the data-parallel group at every micro-batch: with
   // different counts per group, the groups could never meet.
