@@ -191,6 +191,19 @@ Cluster sub_fleet(const Cluster& fleet, const std::vector<int>& groups) {
   return sub;
 }
 
+std::optional<Cluster> fleet_part_named(const Cluster& fleet, const std::string& name) {
+  if (!fleet.mixed() || name == fleet.name) return std::nullopt;
+  const int n = static_cast<int>(fleet.groups.size());
+  for (int mask = 1; mask < (1 << n) - 1; ++mask) {
+    std::vector<int> some;
+    for (int g = 0; g < n; ++g)
+      if (mask & (1 << g)) some.push_back(g);
+    Cluster part = sub_fleet(fleet, some);
+    if (part.name == name) return part;
+  }
+  return std::nullopt;
+}
+
 Cluster make_fleet(const std::string& name, const std::vector<Cluster>& parts, const std::vector<GroupLink>& links) {
   if (parts.size() < 2) throw std::runtime_error(fmt::format("fleet '{}': needs at least two groups", name));
   Cluster fleet;

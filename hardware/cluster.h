@@ -173,6 +173,10 @@ Cluster group_cluster(const Cluster& fleet, int g);
 // '+' ("dgx-h100x2+dgx-a100x2"), the links the fleet states between them kept.
 Cluster sub_fleet(const Cluster& fleet, const std::vector<int>& groups);
 
+// The part of a mixed fleet (sub_fleet of some of its groups, one group alone included) whose
+// name is `name`; none when the cluster is not mixed, `name` is the fleet's own, or no part has it.
+std::optional<Cluster> fleet_part_named(const Cluster& fleet, const std::string& name);
+
 // A mixed fleet of the given clusters (each a profile with its node count, in rank order);
 // `links`: links stated (bandwidth, latency) by pair of group indices, the others derived.
 // Throws a one-line error naming the group when the groups cannot form one fleet (different

@@ -64,8 +64,9 @@ std::string plan_to_yaml(const Plan& plan, Graph& graph, const hardware::Cluster
 void write_plan_yaml(const std::string& path, const Plan& plan, Graph& graph, const hardware::Cluster& cluster,
                      const PlanPrediction* prediction = nullptr);
 
-// `source` names the text in errors. The mesh must fit `cluster`; every node of `graph`
-// must appear once by name.
+// `source` names the text in errors. The mesh must fit `cluster` (on a mixed fleet, the part
+// of it the plan's `cluster:` names, when it names one: hardware::fleet_part_named); every node
+// of `graph` must appear once by name.
 Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& graph, const hardware::Cluster& cluster);
 Plan read_plan_yaml(const std::string& path, Graph& graph, const hardware::Cluster& cluster);
 

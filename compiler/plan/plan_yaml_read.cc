@@ -235,7 +235,7 @@ void read_nodes(const Reader& r, const YAML::Node& root, Graph& graph, const har
 
 }  // namespace
 
-Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& graph, const hardware::Cluster& cluster) {
+Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& graph, const hardware::Cluster& loaded) {
   const Reader r(source);
   YAML::Node root;
   try {
@@ -253,6 +253,10 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   plan.strategy = r.get<std::string>(root, "strategy", "strategy");
   plan.model = r.get<std::string>(root, "model", "model");
   plan.cluster = r.get<std::string>(root, "cluster", "cluster");
+  // On a mixed fleet the plan may run on some of its groups (compile keeps the fastest plan,
+  // which may leave groups out, as cluster_of_plan finds): it is read against that part.
+  const std::optional<hardware::Cluster> part = hardware::fleet_part_named(loaded, plan.cluster);
+  const hardware::Cluster& cluster = part ? *part : loaded;
   if (root["stack"].IsDefined()) plan.stack = r.get<std::string>(root, "stack", "stack");
   if (root["inputs"].IsDefined()) plan.inputs = plan_inputs_from_yaml(root["inputs"], source);
   plan.mode = r.parse(root, "mode", "mode", [](const std::string& s) { return parse_execution_mode(s); });

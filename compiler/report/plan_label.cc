@@ -72,9 +72,16 @@ PlanDegrees plan_degrees(Graph& graph, const Plan& plan, const hardware::Cluster
 std::string plan_label(const std::string& strategy, const PlanDegrees& d, const Plan& plan) {
   const double mbs = d.micro_batch_size;
   const std::string size = mbs == std::floor(mbs) ? fmt::format("{}", static_cast<long long>(mbs)) : fmt::format("{:.3g}", mbs);
-  std::string s = fmt::format("{} tp={} dp={} pp={} cp={} ep={}, {} micro-batch{} of {} sample{}", strategy, d.tp, d.dp,
-                              d.pp, d.cp, d.ep, d.micro_batches, d.micro_batches == 1 ? "" : "es", size,
-                              mbs == 1 ? "" : "s");
+  std::string s = fmt::format("{} tp={} dp={} pp={} cp={} ep={}, ", strategy, d.tp, d.dp, d.pp, d.cp, d.ep);
+  if (plan.group_micro_batches.empty()) {
+    s += fmt::format("{} micro-batch{}", d.micro_batches, d.micro_batches == 1 ? "" : "es");
+  } else {
+    // Batch shares on a mixed fleet: each group's replicas run their own count.
+    for (std::size_t g = 0; g < plan.group_micro_batches.size(); ++g)
+      s += fmt::format("{}{}", g ? " / " : "", plan.group_micro_batches[g]);
+    s += " micro-batches per replica by group";
+  }
+  s += fmt::format(" of {} sample{}", size, mbs == 1 ? "" : "s");
   if (d.vp > 1) s += fmt::format(", vp={}", d.vp);
   if (plan.recompute != RecomputePolicy::none) s += ", recompute " + describe_recompute(plan);
   if (plan.zero_stage > 0) s += fmt::format(", ZeRO-{}", plan.zero_stage);

@@ -24,7 +24,8 @@ struct PlanDegrees {
 PlanDegrees plan_degrees(Graph& graph, const Plan& plan, const hardware::Cluster& cluster);
 
 // "<strategy> tp=2 dp=4 pp=2 cp=1 ep=1, 8 micro-batches of 4 samples[, vp=2][, recompute
-// full][, ZeRO-1][, distributed optimizer][, HSDP 4 replicas x 8 shards][, sequence parallel]".
+// full][, ZeRO-1][, distributed optimizer][, HSDP 4 replicas x 8 shards][, sequence parallel]";
+// with batch shares (Plan::group_micro_batches) "8 / 2 micro-batches per replica by group of 2 samples".
 std::string plan_label(const std::string& strategy, const PlanDegrees& d, const Plan& plan);
 // The label of `plan` as above, or `otherwise` where its degrees cannot be read: what the
 // reports, compile, simulate and fit name a plan by.

@@ -562,14 +562,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
 
 hardware::Cluster cluster_of_plan(const hardware::Cluster& loaded, const Plan& plan) {
   if (!loaded.mixed() || plan.cluster == loaded.name) return loaded;
-  const int n = static_cast<int>(loaded.groups.size());
-  for (int mask = 1; mask < (1 << n) - 1; ++mask) {
-    std::vector<int> some;
-    for (int g = 0; g < n; ++g)
-      if (mask & (1 << g)) some.push_back(g);
-    hardware::Cluster part = hardware::sub_fleet(loaded, some);
-    if (part.name == plan.cluster) return part;
-  }
+  if (std::optional<hardware::Cluster> part = hardware::fleet_part_named(loaded, plan.cluster)) return *part;
   throw std::runtime_error(fmt::format("the plan is for cluster '{}', neither the fleet '{}' nor one of its groups", plan.cluster,
                                        loaded.name));
 }

@@ -10,6 +10,7 @@
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/plan/batch_shares.h"
 #include "compiler/plan/plan_yaml.h"
+#include "compiler/report/plan_label.h"
 #include "compiler/search/fleet_estimate.h"
 #include "compiler/search/fleet_search.h"
 #include "compiler/search/fleet_shares.h"
@@ -114,6 +115,10 @@ TEST(FleetBatchShares, PlanYamlRoundTripAndBadValues) {
   EXPECT_EQ(plan_from_yaml(text, "plan.yaml", graph, fleet).group_micro_batches, (std::vector<int>{12, 6}));
   // Without shares, the key is not written.
   EXPECT_EQ(plan_to_yaml(shares_plan(graph, fleet, {}), graph, fleet).find("group_micro_batches:"), std::string::npos);
+  // The label every report and `simulate` print names the counts, not their average.
+  const std::string label = plan_label_or("symtensor", graph, plan, fleet, "");
+  EXPECT_NE(label.find(", 12 / 6 micro-batches per replica by group of "), std::string::npos) << label;
+  EXPECT_EQ(plan_label_or("symtensor", graph, shares_plan(graph, fleet, {}), fleet, "").find("by group"), std::string::npos);
   for (const std::string bad : {"group_micro_batches: [12]", "group_micro_batches: [12, 0]", "group_micro_batches: [12, 5]",
                                 "group_micro_batches: [12, x]", "group_micro_batches: 12"}) {
     std::string edited = text;
@@ -189,6 +194,17 @@ TEST(FleetBatchShares, SharesOnSomeGroupsAreDescribedPerGroupOfTheFleet) {
   EXPECT_NE(text.find("(1 nodes), pace 85 TFLOP/s per GPU: not used"), std::string::npos) << text;
   // 192 samples in micro-batches of 192 / 8 / 24 = 1: an H100 replica takes 12, an A100 one 6.
   EXPECT_NE(text.find("batch shares: dgx-h100: 12 samples per replica, dgx-a100: 6"), std::string::npos) << text;
+
+  // Its plan.yaml reads back against the whole fleet (simulate --cluster as compile was given
+  // it), on the part it names; a part the fleet does not have is refused naming the mesh.
+  const std::string yaml = plan_to_yaml(r.plan.plan, graph, two);
+  const Plan back = plan_from_yaml(yaml, "plan.yaml", graph, three);
+  EXPECT_EQ(back.cluster, two.name);
+  EXPECT_EQ(back.group_micro_batches, (std::vector<int>{12, 6}));
+  EXPECT_EQ(back.mesh_factors, r.plan.plan.mesh_factors);
+  EXPECT_FALSE(hardware::fleet_part_named(three, "dgx-h100x1+pcie-l4x2").has_value());
+  EXPECT_EQ(hardware::fleet_part_named(three, "dgx-a100x2")->num_devices(), 16);
+  EXPECT_FALSE(hardware::fleet_part_named(three, three.name).has_value());
 }
 
 TEST(FleetBatchShares, PerMicroBatchCollectivesAcrossGroupsAreRefused) {
