@@ -167,6 +167,14 @@ Cluster group_cluster(const Cluster& fleet, int g) {
   return c;
 }
 
+Cluster fleet_on_group_device(const Cluster& fleet, int g) {
+  if (g < 0 || g >= static_cast<int>(fleet.groups.size()))
+    throw std::runtime_error(fmt::format("cluster '{}' has no group {}", fleet.name, g));
+  Cluster view = fleet;
+  view.device = fleet.groups[g].device;
+  return view;
+}
+
 Cluster sub_fleet(const Cluster& fleet, const std::vector<int>& groups) {
   if (groups.empty()) throw std::runtime_error(fmt::format("fleet '{}': a part of it with no group", fleet.name));
   if (groups.size() == 1) return group_cluster(fleet, groups.front());

@@ -168,6 +168,10 @@ double total_peak(const Cluster& cluster, Precision p);
 // stack and headroom kept). Throws when the cluster is not mixed or g is out of range.
 Cluster group_cluster(const Cluster& fleet, int g);
 
+// The fleet (its mesh, levels and links) with group `g`'s device: what a pipeline stage or a
+// batch share lying in group g is priced on. Throws when g is out of range.
+Cluster fleet_on_group_device(const Cluster& fleet, int g);
+
 // The groups `groups` (ascending indices, at least one) of a mixed fleet as a cluster of their
 // own: one group's group_cluster, or a fleet of those groups named by their clusters joined by
 // '+' ("dgx-h100x2+dgx-a100x2"), the links the fleet states between them kept.

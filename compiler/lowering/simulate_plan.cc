@@ -34,11 +34,8 @@ std::vector<const PlanAnalysis*> stage_timing_on_groups(Graph& graph, const Nume
     const std::vector<int> groups = sim::device_groups_of(fleet, ranks[s]);
     if (groups.size() != 1) continue;
     const int g = groups.front();
-    if (!on_groups[g]) {
-      hardware::Cluster view = fleet;
-      view.device = fleet.groups[g].device;
-      on_groups[g] = std::make_unique<PlanAnalysis>(analyze_plan(graph, view, plan, ng));
-    }
+    if (!on_groups[g])
+      on_groups[g] = std::make_unique<PlanAnalysis>(analyze_plan(graph, hardware::fleet_on_group_device(fleet, g), plan, ng));
     timing[s] = on_groups[g].get();
   }
   return timing;
@@ -59,9 +56,8 @@ PlanSimulation simulate(Graph& graph, const Plan& plan, const hardware::Cluster&
     // Batch shares: a class per stage and group, timed on its group's device.
     for (std::size_t g = 0; g < cluster.groups.size(); ++g) {
       if (!on_groups[g]) {
-        hardware::Cluster view = cluster;
-        view.device = cluster.groups[g].device;
-        on_groups[g] = std::make_unique<PlanAnalysis>(analyze_plan(graph, view, plan, ng));
+        on_groups[g] = std::make_unique<PlanAnalysis>(
+            analyze_plan(graph, hardware::fleet_on_group_device(cluster, static_cast<int>(g)), plan, ng));
       }
       with_graph.group_timing.push_back(on_groups[g].get());
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/plan_analysis.h"
@@ -17,8 +18,7 @@ namespace {
 StepEstimate shares_step_estimate(Graph& graph, const hardware::Cluster& fleet, const Plan& plan, const NumericGraph& ng) {
   std::vector<StepEstimate> per_group;
   for (std::size_t g = 0; g < fleet.groups.size(); ++g) {
-    hardware::Cluster view = fleet;
-    view.device = fleet.groups[g].device;
+    const hardware::Cluster view = hardware::fleet_on_group_device(fleet, static_cast<int>(g));
     const Plan on_group = plan_for_group(plan, static_cast<int>(g));
     PlanAnalyzer analyzer(graph, view, ng);
     per_group.push_back(estimate_step(analyzer.totals(on_group), on_group, view));
@@ -64,17 +64,29 @@ StepEstimate fleet_step_estimate(Graph& graph, const hardware::Cluster& fleet, c
 StepEstimate fleet_step_estimate(Graph& graph, const hardware::Cluster& fleet, const Plan& plan, const NumericGraph& ng) {
   if (!fleet.mixed()) return estimate_step(PlanAnalyzer(graph, fleet, ng).totals(plan), plan, fleet);
   if (!plan.group_micro_batches.empty()) return shares_step_estimate(graph, fleet, plan, ng);
-  const std::vector<int> stage_groups = plan_stage_groups(plan, fleet);
   PlanAnalyzer uniform(graph, fleet, ng);
+  GroupAnalyzers on_group(graph, fleet, ng);
+  return fleet_step_estimate(fleet, plan, uniform, on_group);
+}
+
+GroupAnalyzers::GroupAnalyzers(Graph& graph, const hardware::Cluster& fleet, const NumericGraph& ng) {
+  for (std::size_t g = 0; g < fleet.groups.size(); ++g) {
+    views_.push_back(std::make_unique<hardware::Cluster>(hardware::fleet_on_group_device(fleet, static_cast<int>(g))));
+    analyzers_.push_back(std::make_unique<PlanAnalyzer>(graph, *views_.back(), ng));
+  }
+}
+
+GroupAnalyzers::~GroupAnalyzers() = default;
+
+StepEstimate fleet_step_estimate(const hardware::Cluster& fleet, const Plan& plan, PlanAnalyzer& uniform,
+                                 GroupAnalyzers& on_group) {
+  const std::vector<int> stage_groups = plan_stage_groups(plan, fleet);
   StageTotals merged = uniform.totals(plan);
   std::vector<double> capacity(stage_groups.size(), merged.device_memory);
   double after_step = 0;
   for (std::size_t g = 0; g < fleet.groups.size(); ++g) {
     if (std::find(stage_groups.begin(), stage_groups.end(), static_cast<int>(g)) == stage_groups.end()) continue;
-    hardware::Cluster view = fleet;
-    view.device = fleet.groups[g].device;
-    PlanAnalyzer on_group(graph, view, ng);
-    const StageTotals& t = on_group.totals(plan);
+    const StageTotals& t = on_group[g].totals(plan);
     for (std::size_t st = 0; st < stage_groups.size(); ++st) {
       if (stage_groups[st] != static_cast<int>(g)) continue;
       for (auto field : {&StageTotals::fwd_compute, &StageTotals::fwd_comm, &StageTotals::bwd_compute, &StageTotals::bwd_comm,

@@ -3,6 +3,7 @@
 // one group priced on that group's device, as the fleet search balances its stages and as
 // simulate_plan times them, so that the two evaluators price a plan that places work by speed
 // alike.
+#include <memory>
 #include <vector>
 
 #include "compiler/cost/step_estimate.h"
@@ -12,6 +13,7 @@ namespace symtensor::compiler {
 
 class Graph;
 class NumericGraph;
+class PlanAnalyzer;
 struct Plan;
 
 // On a cluster of one device type: estimate_step of the plan's analysis. On a mixed fleet:
@@ -31,5 +33,25 @@ StepEstimate fleet_step_estimate(Graph& graph, const hardware::Cluster& fleet, c
 StepEstimate combine_share_estimates(const hardware::Cluster& fleet, const Plan& plan, std::vector<StepEstimate> per_group);
 // The same with the graph's NumericGraph at hand (a search's).
 StepEstimate fleet_step_estimate(Graph& graph, const hardware::Cluster& fleet, const Plan& plan, const NumericGraph& ng);
+
+// A search's analyzers of one fleet on each group's device (hardware::fleet_on_group_device):
+// what prices a stage or a batch share lying in that group.
+class GroupAnalyzers {
+ public:
+  // `graph`, `fleet` and `ng` (NumericGraph(graph)) must outlive it.
+  GroupAnalyzers(Graph& graph, const hardware::Cluster& fleet, const NumericGraph& ng);
+  ~GroupAnalyzers();
+  PlanAnalyzer& operator[](std::size_t g) { return *analyzers_.at(g); }
+  const hardware::Cluster& view(std::size_t g) const { return *views_.at(g); }
+
+ private:
+  std::vector<std::unique_ptr<hardware::Cluster>> views_;
+  std::vector<std::unique_ptr<PlanAnalyzer>> analyzers_;
+};
+
+// A plan without batch shares, priced by a search's analyzers: `uniform` on the fleet's
+// uniform view, `on_group` on its groups' devices; throws as the analysis does.
+StepEstimate fleet_step_estimate(const hardware::Cluster& fleet, const Plan& plan, PlanAnalyzer& uniform,
+                                 GroupAnalyzers& on_group);
 
 }  // namespace symtensor::compiler

@@ -18,8 +18,10 @@
 #include "compiler/plan/batch_shares.h"
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/search/export_searched.h"
+#include "compiler/search/fleet_estimate.h"
 #include "compiler/search/fleet_shares.h"
 #include "compiler/search/megatron_search.h"
+#include "compiler/search/recompute_layers.h"
 #include "compiler/search/search_common.h"
 #include "compiler/strategies/megatron.h"
 
@@ -237,21 +239,37 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     NumericGraph ng(graph);
     PlanAnalyzer analyzer(graph, on, ng);
     // Each group's device under the fleet's mesh: the analysis prices a stage on it.
-    std::vector<std::unique_ptr<hardware::Cluster>> views;
-    std::vector<std::unique_ptr<PlanAnalyzer>> on_group;
-    for (const hardware::DeviceGroup& g : on.groups) {
-      views.push_back(std::make_unique<hardware::Cluster>(on));
-      views.back()->device = g.device;
-      on_group.push_back(std::make_unique<PlanAnalyzer>(graph, *views.back(), ng));
-    }
+    GroupAnalyzers on_group(graph, on, ng);
+    // The analytic estimate, each stage on its own group's device and memory.
+    auto evaluate = [&](const Plan& plan) {
+      Evaluation e;
+      try {
+        e.estimate = fleet_step_estimate(on, plan, analyzer, on_group);
+        e.valid = true;
+      } catch (const std::exception& x) {
+        e.error = x.what();
+      }
+      return e;
+    };
+    // A plan recomputing every layer recomputes, per stage, only as many as its devices'
+    // memory needs (recompute_fewest_layers): the stages hold different numbers of
+    // micro-batches in flight, on devices of different memory. Returns whether it fits.
+    auto recompute_fewest = [&](Plan& plan) {
+      if (plan.recompute != RecomputePolicy::full) return evaluate(plan).estimate.fits;
+      Plan fewer = plan;
+      const Evaluation e = recompute_fewest_layers(fewer, ng, evaluate);
+      if (!e.valid || !e.estimate.fits) return false;
+      plan = std::move(fewer);
+      return true;
+    };
     // Seconds of each stage's forward and backward of one micro-batch on its own group's
     // device (kernels and the collectives they expose); empty when the analysis refuses it.
     auto stage_seconds = [&](const Plan& plan, const std::vector<int>& stage_groups) {
       std::vector<double> t(stage_groups.size(), 0);
-      for (std::size_t g = 0; g < on_group.size(); ++g) {
+      for (std::size_t g = 0; g < on.groups.size(); ++g) {
         if (std::find(stage_groups.begin(), stage_groups.end(), static_cast<int>(g)) == stage_groups.end()) continue;
         try {
-          const StageTotals& tot = on_group[g]->totals(plan);
+          const StageTotals& tot = on_group[g].totals(plan);
           for (std::size_t st = 0; st < t.size(); ++st)
             if (stage_groups[st] == static_cast<int>(g))
               t[st] = tot.fwd_compute.at(st) + tot.fwd_comm.at(st) + tot.bwd_compute.at(st) + tot.bwd_comm.at(st);
@@ -273,10 +291,10 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     auto compute_bound = [&](const Plan& plan, const std::vector<int>& stage_groups) {
       const std::size_t stages = stage_groups.size();
       std::vector<double> fwd(stages, 0), bwd(stages, 0);
-      for (std::size_t g = 0; g < on_group.size(); ++g) {
+      for (std::size_t g = 0; g < on.groups.size(); ++g) {
         if (std::find(stage_groups.begin(), stage_groups.end(), static_cast<int>(g)) == stage_groups.end()) continue;
         try {
-          const StageTotals& tot = on_group[g]->totals(plan);
+          const StageTotals& tot = on_group[g].totals(plan);
           for (std::size_t st = 0; st < stages; ++st)
             if (stage_groups[st] == static_cast<int>(g)) fwd[st] = tot.fwd_compute.at(st), bwd[st] = tot.bwd_compute.at(st);
         } catch (const std::exception&) {
@@ -298,7 +316,6 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       Plan plan;
       MegatronKnobs knobs;
       std::vector<int> stage_groups;
-      double estimate = 0;   // the analysis on the uniform view (every stage at the slowest pace)
       double predicted = 0;  // the balanced split's slowest stage x (micro-batches + stages - 1)
     };
     std::vector<Candidate> candidates;
@@ -329,9 +346,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
           if (counts.empty()) continue;
           c.plan = restage(graph, order, layouts.structure(), std::move(c.plan), counts);
           c.knobs = k;
-          const Evaluation e = evaluate_plan(analyzer, c.plan);
-          if (!e.valid || !e.estimate.fits) continue;
-          c.estimate = e.estimate.step_time_s;
+          if (!recompute_fewest(c.plan)) continue;
           // Balance by the analysis on each group's device: each stage's time is linear in its
           // layers (t = extra + n x per-layer), measured at two splits, then layers go one at a
           // time to the stage that stays the fastest with it (min-max, exact for linear costs).
@@ -359,8 +374,8 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
             double slowest = 0;
             for (int st = 0; st < pp; ++st) slowest = std::max(slowest, extra[st] + balanced[st] * per_layer[st]);
             Plan plan = restage(graph, order, layouts.structure(), c.plan, balanced);
-            const Evaluation fit = evaluate_plan(analyzer, plan);
-            if (fit.valid && fit.estimate.fits) {
+            plan.recompute_layers.clear();
+            if (recompute_fewest(plan)) {
               c.plan = std::move(plan);
               c.predicted = slowest * (c.plan.micro_batches + pp - 1);
             }
@@ -404,11 +419,12 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
                result.plan.fits && f.step_time_s >= result.plan.step_time_s;
       });
       if (dominated) continue;
-      auto label = [&](const std::vector<int>& layers_per_stage) {
+      auto label = [&](const std::vector<int>& layers_per_stage, const Plan& plan) {
         std::string split;
         for (int s = 0; s < stages; ++s)
           split += fmt::format("{}{}:{}", s ? " " : "", on.groups[c.stage_groups[s]].profile, layers_per_stage[s]);
-        return fmt::format("pipeline over the groups, layers by speed ({}; {})", split, knobs_label(c.knobs));
+        return fmt::format("pipeline over the groups, layers by speed ({}; {}{})", split, knobs_label(c.knobs),
+                           plan.recompute_layers.empty() ? "" : " of " + describe_recompute(plan));
       };
       // Simulates a split; keeps it when it beats the best so far.
       FleetStep best;
@@ -424,6 +440,10 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         std::vector<double> compute;
         try {
           step.plan = restage(graph, order, layouts.structure(), c.plan, counts);
+          if (!c.plan.recompute_layers.empty()) {  // the new split's stages recompute what they need
+            step.plan.recompute_layers.clear();
+            if (!recompute_fewest(step.plan)) return false;
+          }
           // A split that cannot beat the best so far is not simulated (the attempt is spent).
           if (best.found && best.fits && compute_bound(step.plan, c.stage_groups) >= best.step_time_s) return false;
           ++result.simulations;
@@ -434,7 +454,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
           return false;
         }
         if (static_cast<int>(compute.size()) != stages || !faster(step, best)) return false;
-        step.cluster = on.name, step.label = label(counts);
+        step.cluster = on.name, step.label = label(counts, step.plan);
         best = std::move(step), best_counts = counts, best_compute = std::move(compute);
         return true;
       };

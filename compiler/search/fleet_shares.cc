@@ -78,8 +78,7 @@ std::vector<int> share_counts(const std::vector<int>& replicas, const std::vecto
 double shares_compute_bound(Graph& graph, const hardware::Cluster& fleet, const Plan& plan, const NumericGraph& ng) {
   double bound = 0;
   for (std::size_t g = 0; g < fleet.groups.size(); ++g) {
-    hardware::Cluster view = fleet;
-    view.device = fleet.groups[g].device;
+    const hardware::Cluster view = hardware::fleet_on_group_device(fleet, static_cast<int>(g));
     PlanAnalyzer analyzer(graph, view, ng);
     try {
       const Plan pg = plan_for_group(plan, static_cast<int>(g));
@@ -103,13 +102,7 @@ std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware
   }
   MegatronLayouts layouts(graph, ng.spaces());
   // One analyzer per group's device for every grid (the bound and the estimate from one analysis).
-  std::vector<std::unique_ptr<hardware::Cluster>> views;
-  std::vector<std::unique_ptr<PlanAnalyzer>> on_group;
-  for (const hardware::DeviceGroup& g : fleet.groups) {
-    views.push_back(std::make_unique<hardware::Cluster>(fleet));
-    views.back()->device = g.device;
-    on_group.push_back(std::make_unique<PlanAnalyzer>(graph, *views.back(), ng));
-  }
+  GroupAnalyzers on_group(graph, fleet, ng);
   // The plan's compute lower bound and estimate (shares_compute_bound, fleet_step_estimate),
   // the estimate only when the bound is under `beat`; throws when the analysis refuses the plan.
   auto evaluate = [&](const Plan& plan, double& bound, StepEstimate& estimate) {
@@ -117,9 +110,9 @@ std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware
     std::vector<StepEstimate> per_group;
     for (std::size_t g = 0; g < fleet.groups.size(); ++g) {
       const Plan pg = plan_for_group(plan, static_cast<int>(g));
-      const StageTotals& t = on_group[g]->totals(pg);
+      const StageTotals& t = on_group[g].totals(pg);
       bound = std::max(bound, compute_bound_of(t, pg));
-      per_group.push_back(estimate_step(t, pg, *views[g]));
+      per_group.push_back(estimate_step(t, pg, on_group.view(g)));
     }
     if (bound < beat) estimate = combine_share_estimates(fleet, plan, std::move(per_group));
   };

@@ -13,6 +13,7 @@
 #include "compiler/search/ilp_solver.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/pipeline_stages.h"
+#include "compiler/search/recompute_layers.h"
 #include "compiler/search/search_common.h"
 #include "compiler/sharding/cut_sharding.h"
 #include "compiler/strategies/data_parallel.h"
@@ -365,43 +366,15 @@ class Search {
     return partial.valid && partial.estimate.fits ? partial.estimate.step_time_s : kInfinity;
   }
 
-  // Full recomputation of only as many layers as memory needs (Plan::recompute_layers):
-  // per stage, the fewest first layers whose recomputation makes it fit. A stage's memory
-  // depends on its own count alone and falls by the same bytes per recomputed layer (the
-  // layers alike), so the count comes from the peaks with none and with all of them
-  // recomputed, then is checked (and raised where a stage still does not fit): a few
-  // evaluations whatever the depth. Mist (EuroSys'25) and Aceso (EuroSys'24) tune
-  // recomputation per stage; Megatron's block method takes one count for all. Leaves the
-  // counts on `plan`; invalid when some stage does not fit with all its layers recomputed,
-  // or when not even no recomputation would beat the best plan so far.
+  // Full recomputation of only as many layers as memory needs, per stage
+  // (compiler/search/recompute_layers.h); invalid when not even no recomputation would beat
+  // the best plan so far.
   Evaluation recompute_fewest_layers(Plan& plan) {
-    std::vector<int> counts;
-    stage_layer_ordinals(ng_, plan, &counts);
-    plan.recompute = RecomputePolicy::full;
-    auto evaluate = [&](const std::vector<int>& layers) {
-      plan.recompute_layers = layers;
+    const double beat = best_.valid && best_.estimate.fits ? best_.estimate.step_time_s : kInfinity;
+    return compiler::recompute_fewest_layers(plan, ng_, [&](const Plan& p) {
       ++evaluations_;
-      return evaluate_plan(analyzer_, plan);
-    };
-    // No recomputation bounds the step from below: no better than the best, no more work.
-    const Evaluation none = evaluate(std::vector<int>(counts.size(), 0));
-    if (!none.valid || (best_.valid && best_.estimate.fits && none.estimate.step_time_s >= best_.estimate.step_time_s))
-      return Evaluation{};
-    const Evaluation all = evaluate(counts);
-    if (!all.valid || !all.estimate.fits) return Evaluation{};
-    const double capacity = all.estimate.memory_capacity;
-    std::vector<int> layers(counts.size(), 0);
-    for (std::size_t s = 0; s < counts.size(); ++s) {
-      const double over = none.estimate.stage_peak_memory.at(s) - capacity;
-      const double per_layer = counts[s] > 0 ? (none.estimate.stage_peak_memory[s] - all.estimate.stage_peak_memory[s]) / counts[s] : 0;
-      if (over > 0) layers[s] = per_layer > 0 ? std::min(counts[s], static_cast<int>(std::ceil(over / per_layer))) : counts[s];
-    }
-    for (int attempt = 0;; ++attempt) {
-      const Evaluation e = evaluate(layers);
-      if (!e.valid || e.estimate.fits) return e;
-      for (std::size_t s = 0; s < counts.size(); ++s)
-        if (e.estimate.stage_peak_memory.at(s) > capacity) layers[s] = attempt < 2 ? std::min(counts[s], layers[s] + 1) : counts[s];
-    }
+      return evaluate_plan(analyzer_, p);
+    }, beat);
   }
 
   // Pure data parallelism (at every ZeRO stage, at each micro-batch count

@@ -9,6 +9,7 @@
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/search/fleet_estimate.h"
 #include "compiler/search/fleet_search.h"
+#include "compiler/search/recompute_layers.h"
 #include "compiler/strategies/megatron.h"
 #include "compiler/analysis/transformer_structure.h"
 #include "hardware/stack.h"
@@ -192,6 +193,61 @@ TEST(FleetLowering, EachStageTimedByItsGroupsDevice) {
   for (std::size_t c = 0; c < 3; ++c)
     for (std::size_t i = 0; i < lowered.rank_classes[c].tasks.size(); ++i)
       EXPECT_EQ(simulated.rank_classes[c].tasks.at(i).duration_s, lowered.rank_classes[c].tasks[i].duration_s) << c << " " << i;
+}
+
+// LLaMA-2 7B (32 layers, 4k tokens) on one H100 node beside two L4 nodes (24 GB), tp=1 in
+// three stages of 16, 8 and 8 layers: the middle stage, an L4 one holding two micro-batches in
+// flight, is 0.2 GB over its memory without recomputation; the H100 stage has 28 GB to spare.
+Plan h100_l4_pipeline(Graph& graph, const hardware::Cluster& fleet) {
+  MegatronKnobs k;
+  k.tp = 1, k.pp = 3, k.mb = 1, k.first = 11, k.last = 11, k.distopt = true, k.recompute = RecomputePolicy::full;
+  return restage_layers(graph, make_megatron_plan(graph, fleet, k, {}), {16, 8, 8});
+}
+
+// Full recomputation of only as many layers as each stage's own devices need
+// (recompute_fewest_layers under the fleet's estimate): each stage's count is the least that
+// fits its group's memory (one fewer does not), so the stages differ, and the step lies between
+// recomputing nothing (which does not fit) and recomputing every layer.
+TEST(FleetSearch, StagesRecomputeOnlyWhatTheirOwnDevicesMemoryNeeds) {
+  models::Overrides o;
+  o.layers = 32;
+  o.seq = 4096;
+  Graph graph = symtensor::testing::zoo_graph("llama2-7b", o, 64, 4096);
+  const hardware::Cluster fleet = hardware::with_software(hardware::load_cluster("dgx-h100x1+pcie-l4x2"), hardware::Software{});
+  const NumericGraph ng(graph);
+  const Plan all = h100_l4_pipeline(graph, fleet);
+  ASSERT_EQ(plan_stage_groups(all, fleet), (std::vector<int>{0, 1, 1}));
+  auto estimate = [&](const Plan& p) { return fleet_step_estimate(graph, fleet, p, ng); };
+  Plan fewer = all;
+  const Evaluation e = recompute_fewest_layers(fewer, ng, [&](const Plan& p) {
+    Evaluation x;
+    x.estimate = estimate(p);
+    x.valid = true;
+    return x;
+  });
+  ASSERT_TRUE(e.valid && e.estimate.fits);
+  const std::vector<int> layers{16, 8, 8};
+  ASSERT_EQ(fewer.recompute_layers.size(), 3u);
+  for (std::size_t s = 0; s < 3; ++s) {
+    const int count = fewer.recompute_layers[s];
+    EXPECT_LE(count, layers[s]);
+    if (count == 0) continue;
+    Plan one_fewer = fewer;
+    --one_fewer.recompute_layers[s];
+    const StepEstimate over = estimate(one_fewer);
+    EXPECT_GT(over.stage_peak_memory[s], over.stage_memory_capacity[s]) << "stage " << s << " fits with " << count - 1;
+  }
+  EXPECT_EQ(fewer.recompute_layers[0], 0);  // 80 GB of H100: nothing to recompute
+  EXPECT_GT(fewer.recompute_layers[1], 0);  // 24 GB of L4 with two micro-batches in flight
+  Plan none = all;
+  none.recompute = RecomputePolicy::none;
+  const StepEstimate with_none = estimate(none), with_all = estimate(all);
+  EXPECT_FALSE(with_none.fits);
+  EXPECT_TRUE(with_all.fits);
+  EXPECT_LT(e.estimate.step_time_s, 0.9 * with_all.step_time_s);
+  EXPECT_GE(e.estimate.step_time_s, with_none.step_time_s);
+  EXPECT_EQ(describe_recompute(fewer), "full (layers 0/" + std::to_string(fewer.recompute_layers[1]) + "/" +
+                                           std::to_string(fewer.recompute_layers[2]) + ")");
 }
 
 }  // namespace
