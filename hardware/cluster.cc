@@ -199,13 +199,21 @@ Cluster sub_fleet(const Cluster& fleet, const std::vector<int>& groups) {
   return sub;
 }
 
-std::optional<Cluster> fleet_part_named(const Cluster& fleet, const std::string& name) {
-  if (!fleet.mixed() || name == fleet.name) return std::nullopt;
+std::vector<std::vector<int>> fleet_parts(const Cluster& fleet, int fewest) {
+  std::vector<std::vector<int>> parts;
   const int n = static_cast<int>(fleet.groups.size());
-  for (int mask = 1; mask < (1 << n) - 1; ++mask) {
+  for (int mask = 1; n > 1 && mask < (1 << n) - 1; ++mask) {
     std::vector<int> some;
     for (int g = 0; g < n; ++g)
       if (mask & (1 << g)) some.push_back(g);
+    if (static_cast<int>(some.size()) >= fewest) parts.push_back(std::move(some));
+  }
+  return parts;
+}
+
+std::optional<Cluster> fleet_part_named(const Cluster& fleet, const std::string& name) {
+  if (!fleet.mixed() || name == fleet.name) return std::nullopt;
+  for (const std::vector<int>& some : fleet_parts(fleet, 1)) {
     Cluster part = sub_fleet(fleet, some);
     if (part.name == name) return part;
   }

@@ -177,6 +177,10 @@ Cluster fleet_on_group_device(const Cluster& fleet, int g);
 // '+' ("dgx-h100x2+dgx-a100x2"), the links the fleet states between them kept.
 Cluster sub_fleet(const Cluster& fleet, const std::vector<int>& groups);
 
+// The proper parts of a mixed fleet of n groups: every set of at least `fewest` and fewer than
+// n of its groups (ascending indices), as sub_fleet takes them; none for a cluster of one type.
+std::vector<std::vector<int>> fleet_parts(const Cluster& fleet, int fewest);
+
 // The part of a mixed fleet (sub_fleet of some of its groups, one group alone included) whose
 // name is `name`; none when the cluster is not mixed, `name` is the fleet's own, or no part has it.
 std::optional<Cluster> fleet_part_named(const Cluster& fleet, const std::string& name);

@@ -21,6 +21,15 @@ double exposed_gather_seconds(double gather, double first, double compute) {
   return std::min(gather, first + beyond / 2);
 }
 
+double pipeline_compute_bound(const std::vector<double>& fwd, const std::vector<double>& bwd, int micro_batches, bool chained) {
+  double bound = 0, fill = 0, drain = 0;
+  for (std::size_t st = 0; st < fwd.size(); ++st) {
+    bound = std::max(bound, (chained ? fill + drain : 0.0) + (fwd[st] + bwd.at(st)) * micro_batches);
+    fill += fwd[st], drain += bwd[st];
+  }
+  return bound;
+}
+
 StepEstimate estimate_step(const PlanAnalysis& analysis, const Plan& plan, const hardware::Cluster& cluster) {
   return estimate_step(stage_totals(analysis, plan), plan, cluster);
 }

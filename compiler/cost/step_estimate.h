@@ -41,6 +41,15 @@ struct StepEstimate {
 // `first`: the largest single one.
 double exposed_gather_seconds(double gather, double first, double compute);
 
+// A lower bound on a pipeline's step from each stage's compute of one micro-batch (`fwd`,
+// `bwd`: seconds per stage, recomputation included): each rank runs its compute blocks one
+// after another, so no step is shorter than the busiest stage's `micro_batches` forwards and
+// backwards. Without interleaving (`chained`), stage k's first block is a micro-batch's
+// forward, which waits for that micro-batch's forward on every stage before it, and its last
+// a backward, after which that micro-batch's backward runs on every stage before it in turn:
+// the earlier stages' forward and backward of one micro-batch (the fill and drain) add to it.
+double pipeline_compute_bound(const std::vector<double>& fwd, const std::vector<double>& bwd, int micro_batches, bool chained);
+
 StepEstimate estimate_step(const PlanAnalysis& analysis, const Plan& plan, const hardware::Cluster& cluster);
 // The same from the analysis' per-stage sums (PlanAnalyzer::totals: a search's fast path).
 StepEstimate estimate_step(const StageTotals& totals, const Plan& plan, const hardware::Cluster& cluster);

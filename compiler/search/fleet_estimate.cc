@@ -81,7 +81,11 @@ GroupAnalyzers::~GroupAnalyzers() = default;
 StepEstimate fleet_step_estimate(const hardware::Cluster& fleet, const Plan& plan, PlanAnalyzer& uniform,
                                  GroupAnalyzers& on_group) {
   const std::vector<int> stage_groups = plan_stage_groups(plan, fleet);
-  StageTotals merged = uniform.totals(plan);
+  // Where every stage lies in one group, each stage's figures come from its group's analysis
+  // and the rest (the sends' bytes, the FLOPs) is the same on any device: the uniform view is
+  // not analysed.
+  const bool spanning = std::find(stage_groups.begin(), stage_groups.end(), -1) != stage_groups.end();
+  StageTotals merged = spanning || stage_groups.empty() ? uniform.totals(plan) : on_group[stage_groups.front()].totals(plan);
   std::vector<double> capacity(stage_groups.size(), merged.device_memory);
   double after_step = 0;
   for (std::size_t g = 0; g < fleet.groups.size(); ++g) {
@@ -97,7 +101,7 @@ StepEstimate fleet_step_estimate(const hardware::Cluster& fleet, const Plan& pla
     after_step = std::max(after_step, t.after_step_s);
   }
   // The optimizer step waits for the slowest stage's: the uniform view's where a stage spans groups.
-  if (std::find(stage_groups.begin(), stage_groups.end(), -1) == stage_groups.end()) merged.after_step_s = after_step;
+  if (!spanning) merged.after_step_s = after_step;
   // One memory figure for the estimate: every stage's peak measured against its own devices,
   // the tightest margin kept (the capacity reported is that stage's).
   std::size_t tightest = 0;

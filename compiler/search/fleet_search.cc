@@ -253,12 +253,16 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     };
     // A plan recomputing every layer recomputes, per stage, only as many as its devices'
     // memory needs (recompute_fewest_layers): the stages hold different numbers of
-    // micro-batches in flight, on devices of different memory. Returns whether it fits.
-    auto recompute_fewest = [&](Plan& plan) {
+    // micro-batches in flight, on devices of different memory. Returns whether it fits;
+    // `distinct`: and, recomputing, whether some stage recomputes a layer (else the same
+    // plan without recomputation is a candidate of its own).
+    auto recompute_fewest = [&](Plan& plan, bool distinct) {
       if (plan.recompute != RecomputePolicy::full) return evaluate(plan).estimate.fits;
       Plan fewer = plan;
       const Evaluation e = recompute_fewest_layers(fewer, ng, evaluate);
       if (!e.valid || !e.estimate.fits) return false;
+      if (distinct && std::all_of(fewer.recompute_layers.begin(), fewer.recompute_layers.end(), [](int n) { return n == 0; }))
+        return false;
       plan = std::move(fewer);
       return true;
     };
@@ -279,15 +283,8 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       }
       return t;
     };
-    // A lower bound on the simulated step: each rank runs its compute blocks one after another
-    // on its compute stream, the plan's micro-batches of its stage's forward and backward
-    // (with recomputation) on its group's device, so no step is shorter than the busiest
-    // stage's compute. Without interleaving, stage k's first compute block is a micro-batch's
-    // forward, which waits for that micro-batch's forward on every stage before it, and its
-    // last is a micro-batch's backward, after which that micro-batch's backward runs on every
-    // stage before it in turn: the step takes at least the earlier stages' forward of one
-    // micro-batch, stage k's compute, then their backward of one micro-batch (the pipeline's
-    // fill and drain), for every k. 0 (no bound) when the analysis refuses the plan.
+    // A lower bound on the simulated step (pipeline_compute_bound), each stage's compute on its
+    // group's device; 0 (no bound) when the analysis refuses the plan.
     auto compute_bound = [&](const Plan& plan, const std::vector<int>& stage_groups) {
       const std::size_t stages = stage_groups.size();
       std::vector<double> fwd(stages, 0), bwd(stages, 0);
@@ -301,13 +298,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
           return 0.0;
         }
       }
-      const bool chained = plan.virtual_stages <= 1;
-      double bound = 0, fill = 0, drain = 0;
-      for (std::size_t st = 0; st < stages; ++st) {
-        bound = std::max(bound, (chained ? fill + drain : 0.0) + (fwd[st] + bwd[st]) * plan.micro_batches);
-        fill += fwd[st], drain += bwd[st];
-      }
-      return bound;
+      return pipeline_compute_bound(fwd, bwd, plan.micro_batches, plan.virtual_stages <= 1);
     };
     std::vector<int> nodes;
     for (const hardware::DeviceGroup& g : on.groups) nodes.push_back(g.nodes);
@@ -346,7 +337,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
           if (counts.empty()) continue;
           c.plan = restage(graph, order, layouts.structure(), std::move(c.plan), counts);
           c.knobs = k;
-          if (!recompute_fewest(c.plan)) continue;
+          if (!recompute_fewest(c.plan, true)) continue;
           // Balance by the analysis on each group's device: each stage's time is linear in its
           // layers (t = extra + n x per-layer), measured at two splits, then layers go one at a
           // time to the stage that stays the fastest with it (min-max, exact for linear costs).
@@ -375,7 +366,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
             for (int st = 0; st < pp; ++st) slowest = std::max(slowest, extra[st] + balanced[st] * per_layer[st]);
             Plan plan = restage(graph, order, layouts.structure(), c.plan, balanced);
             plan.recompute_layers.clear();
-            if (recompute_fewest(plan)) {
+            if (recompute_fewest(plan, false)) {
               c.plan = std::move(plan);
               c.predicted = slowest * (c.plan.micro_batches + pp - 1);
             }
@@ -442,7 +433,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
           step.plan = restage(graph, order, layouts.structure(), c.plan, counts);
           if (!c.plan.recompute_layers.empty()) {  // the new split's stages recompute what they need
             step.plan.recompute_layers.clear();
-            if (!recompute_fewest(step.plan)) return false;
+            if (!recompute_fewest(step.plan, false)) return false;
           }
           // A split that cannot beat the best so far is not simulated (the attempt is spent).
           if (best.found && best.fits && compute_bound(step.plan, c.stage_groups) >= best.step_time_s) return false;
@@ -496,15 +487,10 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     std::vector<int> all(fleet.groups.size());
     std::iota(all.begin(), all.end(), 0);
     pipelines(fleet, all);
-    // Some of the groups only (three or more): a slow group behind a slow network may cost a
-    // pipeline more than its layers give.
-    const int n = static_cast<int>(fleet.groups.size());
-    for (int mask = 1; n > 2 && mask < (1 << n) - 1; ++mask) {
-      std::vector<int> some;
-      for (int g = 0; g < n; ++g)
-        if (mask & (1 << g)) some.push_back(g);
-      if (some.size() >= 2) pipelines(hardware::sub_fleet(fleet, some), some);
-    }
+    // Some of the groups only (two or more of three or more): a slow group behind a slow
+    // network may cost a pipeline more than its layers give.
+    const std::vector<std::vector<int>> parts = hardware::fleet_parts(fleet, 2);
+    for (const std::vector<int>& some : parts) pipelines(hardware::sub_fleet(fleet, some), some);
     // Batch shares, after the pipelines (their step is the bar a grid's bound must beat), on
     // the whole fleet and (three or more groups) on some of its groups, as the pipelines: the
     // best three grids by the estimate; one whose first simulation beats the plan so far is
@@ -565,12 +551,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     };
     if (batch_shares) {
       shares(fleet, all);
-      for (int mask = 1; n > 2 && mask < (1 << n) - 1; ++mask) {
-        std::vector<int> some;
-        for (int g = 0; g < n; ++g)
-          if (mask & (1 << g)) some.push_back(g);
-        if (some.size() >= 2) shares(hardware::sub_fleet(fleet, some), some);
-      }
+      for (const std::vector<int>& some : parts) shares(hardware::sub_fleet(fleet, some), some);
     }
   }
   if (!result.heterogeneous) result.stage_groups.clear();

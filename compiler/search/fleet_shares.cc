@@ -26,15 +26,9 @@ bool pipelines_inside_groups(const Plan& plan, const hardware::Cluster& fleet) {
 }
 
 // The compute lower bound of one group's replicas from their analysis (`plan`: the group's,
-// plan_for_group): their micro-batches' forward and backward, after the fill and before the drain.
+// plan_for_group).
 double compute_bound_of(const StageTotals& t, const Plan& plan) {
-  const bool chained = plan.virtual_stages <= 1;
-  double bound = 0, fill = 0, drain = 0;
-  for (std::size_t st = 0; st < t.fwd_compute.size(); ++st) {
-    bound = std::max(bound, (chained ? fill + drain : 0.0) + (t.fwd_compute[st] + t.bwd_compute[st]) * plan.micro_batches);
-    fill += t.fwd_compute[st], drain += t.bwd_compute[st];
-  }
-  return bound;
+  return pipeline_compute_bound(t.fwd_compute, t.bwd_compute, plan.micro_batches, plan.virtual_stages <= 1);
 }
 
 }  // namespace
