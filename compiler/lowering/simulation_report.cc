@@ -57,6 +57,7 @@ SimulationReport make_report(const PlanAnalysis& a, const Plan& plan, const hard
     StageReport s;
     s.name = c.name;
     s.ranks = c.num_ranks;
+    if (c.device_groups.size() == 1) s.group = c.device_groups.front();
     s.finish_s = c.finish_s;
     s.compute_s = c.compute_busy_s - c.optimizer_s;
     s.exposed_comm_s = c.exposed_comm_s;

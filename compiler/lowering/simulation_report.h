@@ -20,6 +20,7 @@ namespace symtensor::compiler {
 struct StageReport {
   std::string name;
   int ranks = 0;
+  int group = -1;  // on a mixed fleet, the group all its ranks lie in (batch shares: one class per stage and group); else -1
   double finish_s = 0;
   double compute_s = 0, exposed_comm_s = 0, bubble_s = 0, optimizer_s = 0;
   double static_memory_bytes = 0, peak_memory_bytes = 0;

@@ -524,10 +524,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
             const PlanSimulation s = simulate_plan_lean(graph, step.plan, on, {}, search_simulation(), &ng);
             step.step_time_s = s.report.step_time_s, step.fits = s.report.fits;
             for (const StageReport& r : s.report.stages)
-              for (std::size_t g = 0; g < on.groups.size(); ++g)
-                if (r.name.size() > on.groups[g].profile.size() &&
-                    r.name.compare(r.name.size() - on.groups[g].profile.size(), std::string::npos, on.groups[g].profile) == 0)
-                  seconds[g] = std::max(seconds[g], r.compute_s / counts[g]);
+              if (r.group >= 0) seconds.at(r.group) = std::max(seconds[r.group], r.compute_s / counts.at(r.group));
           } catch (const std::exception&) {
             break;
           }

@@ -16,6 +16,7 @@ ClassResult summarize(const EntityState& st, const RankClass& rc, const Compiled
   ClassResult r;
   r.name = rc.name;
   r.num_ranks = static_cast<int>(rc.ranks.size());
+  r.device_groups = cc.device_groups;
   std::vector<Interval> compute, comm;
   std::map<hardware::Collective, std::vector<Interval>> by_kind;  // named at the end (not a string per task)
   for (size_t i = 0; i < cc.kind.size(); ++i) {

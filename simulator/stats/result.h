@@ -34,6 +34,7 @@ struct TraceProcess {
 struct ClassResult {
   std::string name;
   int num_ranks = 0;
+  std::vector<int> device_groups;  // the mixed fleet's groups its ranks lie in; empty for one device type
   double finish_s = 0;          // when its last task ended
   double compute_busy_s = 0;    // compute and optimizer tasks
   double optimizer_s = 0;
