@@ -133,16 +133,17 @@ bool Analyzer::prepare_operator_work() {
   // valid for the plans that reuse this one's operator work.
   state_.ops_plan = plan_;
   PlanAnalysis& a = state_.analysis;
-  a.ops.clear();
-  a.ops.reserve(graph_.nodes().size());
+  const auto& order = ng_.topological_order();
+  // One slot per operator, written in topological order; a slot keeps the storage of the
+  // work it held before (the plan analysed least recently), which a twin's copy reuses.
+  a.ops.resize(order.size());
   index_inputs();
   if (state_.reuse_twins) find_twins();
   if (!replay_twins(train))
     for (auto& priced : state_.twins) priced.clear();
   try {
-    const auto& order = ng_.topological_order();
     for (std::size_t k = 0; k < order.size(); ++k)
-      if (!copy_twin(order[k], k, train)) a.ops.push_back(op_work(order[k], k, train, nullptr));
+      if (!copy_twin(order[k], k, train)) a.ops[k] = op_work(order[k], k, train, nullptr);
     if (train) group_parameters();
   } catch (...) {
     state_.ops_plan.reset();
