@@ -44,7 +44,12 @@ const StageTotals& Analyzer::totals() {
   if (by_layers) sums.layer_recompute = plan_.recompute_layers;
   if (!ops) {
     ops.emplace(stages);
-    for (const OpWork& w : state_.analysis.ops) ops->add(w, train && recomputed(w.node), train);
+    const std::vector<OpWork>& work = state_.analysis.ops;
+    if (sums.exposures.size() != work.size()) {
+      sums.exposures.clear();
+      for (const OpWork& w : work) sums.exposures.push_back(PlanAnalyzer::State::OpExposure::of(w));
+    }
+    for (std::size_t k = 0; k < work.size(); ++k) ops->add(work[k], sums.exposures[k], train && recomputed(work[k].node), train);
     if (train) {
       Offloaded offloaded;
       saved_activations(ops->activations, nullptr, &offloaded);
