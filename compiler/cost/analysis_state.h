@@ -24,6 +24,15 @@ namespace symtensor::compiler {
 struct PlanAnalyzer::State {
   // StageTotals in the making: the operators' part (one recomputation policy's) and the
   // parameters' part (one ZeRO stage's), per stage.
+  // What an operator's collectives expose (exposed_seconds, beside_microbatch_seconds) in
+  // its forward and backward pass: the same under every recomputation policy.
+  struct OpExposure {
+    double fwd_exposed = 0, fwd_beside = 0, bwd_exposed = 0, bwd_beside = 0;
+    static OpExposure of(const OpWork& w) {
+      return {exposed_seconds(w.fwd_comm, w.fwd_seconds), beside_microbatch_seconds(w.fwd_comm),
+              exposed_seconds(w.bwd_comm, w.bwd_seconds), beside_microbatch_seconds(w.bwd_comm)};
+    }
+  };
   struct OperatorSums {
     std::vector<double> fwd_compute, fwd_comm, bwd_compute, bwd_comm;
     // Exchanges beside the adjacent micro-batch's compute (CommOp::beside_microbatch):
@@ -36,19 +45,21 @@ struct PlanAnalyzer::State {
     explicit OperatorSums(int stages)
         : fwd_compute(stages), fwd_comm(stages), bwd_compute(stages), bwd_comm(stages), fwd_beside(stages),
           bwd_beside(stages), activations(stages), buffers(stages) {}
-    void add(const OpWork& w, bool recomputed, bool train) {
+    void add(const OpWork& w, bool recomputed, bool train) { add(w, OpExposure::of(w), recomputed, train); }
+    // With the operator's exposure made before (Sums::exposures).
+    void add(const OpWork& w, const OpExposure& x, bool recomputed, bool train) {
       analyzer_internal::add_working_buffers(buffers[w.stage], w);
       fwd_compute[w.stage] += w.fwd_seconds;
-      fwd_comm[w.stage] += exposed_seconds(w.fwd_comm, w.fwd_seconds);
-      fwd_beside[w.stage] += beside_microbatch_seconds(w.fwd_comm);
+      fwd_comm[w.stage] += x.fwd_exposed;
+      fwd_beside[w.stage] += x.fwd_beside;
       if (!train) {
         model_flops += w.fwd_flops * w.ways;
         hardware_flops = model_flops;
         return;
       }
       bwd_compute[w.stage] += w.bwd_seconds + (recomputed ? w.fwd_seconds : 0);
-      bwd_comm[w.stage] += exposed_seconds(w.bwd_comm, w.bwd_seconds) + (recomputed ? exposed_seconds(w.fwd_comm, w.fwd_seconds) : 0);
-      bwd_beside[w.stage] += beside_microbatch_seconds(w.bwd_comm) + (recomputed ? beside_microbatch_seconds(w.fwd_comm) : 0);
+      bwd_comm[w.stage] += x.bwd_exposed + (recomputed ? x.fwd_exposed : 0);
+      bwd_beside[w.stage] += x.bwd_beside + (recomputed ? x.fwd_beside : 0);
       model_flops += (w.fwd_flops + w.bwd_flops) * w.ways;
       hardware_flops += (w.fwd_flops * (recomputed ? 2 : 1) + w.bwd_flops) * w.ways;
     }
@@ -157,6 +168,8 @@ struct PlanAnalyzer::State {
     // Per tensor, its saved local elements as its holder keeps it (saved_elements: the
     // same under every recomputation policy); holder kNone until made.
     std::vector<std::pair<NodeId, double>> saved_elements;
+    // Per operator of the work (analysis.ops' order), its OpExposure; empty until made.
+    std::vector<OpExposure> exposures;
   };
   Sums sums;
   StageTotals totals;  // the last totals() answer

@@ -44,7 +44,12 @@ const StageTotals& Analyzer::totals() {
   if (by_layers) sums.layer_recompute = plan_.recompute_layers;
   if (!ops) {
     ops.emplace(stages);
-    for (const OpWork& w : state_.analysis.ops) ops->add(w, train && recomputed(w.node), train);
+    const std::vector<OpWork>& work = state_.analysis.ops;
+    if (sums.exposures.size() != work.size()) {
+      sums.exposures.clear();
+      for (const OpWork& w : work) sums.exposures.push_back(PlanAnalyzer::State::OpExposure::of(w));
+    }
+    for (std::size_t k = 0; k < work.size(); ++k) ops->add(work[k], sums.exposures[k], train && recomputed(work[k].node), train);
     if (train) {
       Offloaded offloaded;
       saved_activations(ops->activations, nullptr, &offloaded);
@@ -133,16 +138,17 @@ bool Analyzer::prepare_operator_work() {
   // valid for the plans that reuse this one's operator work.
   state_.ops_plan = plan_;
   PlanAnalysis& a = state_.analysis;
-  a.ops.clear();
-  a.ops.reserve(graph_.nodes().size());
+  const auto& order = ng_.topological_order();
+  // One slot per operator, written in topological order; a slot keeps the storage of the
+  // work it held before (the plan analysed least recently), which a twin's copy reuses.
+  a.ops.resize(order.size());
   index_inputs();
   if (state_.reuse_twins) find_twins();
   if (!replay_twins(train))
     for (auto& priced : state_.twins) priced.clear();
   try {
-    const auto& order = ng_.topological_order();
     for (std::size_t k = 0; k < order.size(); ++k)
-      if (!copy_twin(order[k], k, train)) a.ops.push_back(op_work(order[k], k, train, nullptr));
+      if (!copy_twin(order[k], k, train)) a.ops[k] = op_work(order[k], k, train, nullptr);
     if (train) group_parameters();
   } catch (...) {
     state_.ops_plan.reset();

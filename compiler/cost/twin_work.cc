@@ -190,7 +190,7 @@ bool Analyzer::copy_twin(NodeId id, std::size_t position, bool train) {
 bool Analyzer::take_twin_work(NodeId id, std::size_t position, const PlanAnalyzer::State::Twin& twin, bool replayed) {
   const Node& node = graph_.node(id);
   const Node& other = graph_.node(ng_.topological_order()[twin.position]);
-  OpWork w = state_.analysis.ops[twin.position];
+  const OpWork& theirs = state_.analysis.ops[twin.position];
   // Its collectives move this operator's operands: the twin's operand at the same slot.
   auto counterpart = [&](TensorId t) {
     for (std::size_t i = 0; i < other.inputs.size(); ++i)
@@ -199,9 +199,14 @@ bool Analyzer::take_twin_work(NodeId id, std::size_t position, const PlanAnalyze
       if (other.outputs[o] == t) return node.outputs[o];
     return kNone;
   };
+  for (const auto* comms : {&theirs.fwd_comm, &theirs.bwd_comm})
+    for (const CommOp& op : *comms)
+      if (counterpart(op.tensor) == kNone) return false;
+  // Copied into this operator's slot (prepare_operator_work), whose vectors keep their storage.
+  OpWork& w = state_.analysis.ops[position];
+  w = theirs;
   for (auto* comms : {&w.fwd_comm, &w.bwd_comm})
-    for (CommOp& op : *comms)
-      if ((op.tensor = counterpart(op.tensor)) == kNone) return false;
+    for (CommOp& op : *comms) op.tensor = counterpart(op.tensor);
   w.node = id;
   w.stage = plan_.stage_of_node[id];
   // input_work's deliveries, in its order (1: the layout was not delivered before this
@@ -235,7 +240,6 @@ bool Analyzer::take_twin_work(NodeId id, std::size_t position, const PlanAnalyze
     state_.produced_copy_of[t] = theirs ? other.outputs[o] : kNone;
     state_.produced_elements[t] = state_.produced_elements[other.outputs[o]];
   }
-  state_.analysis.ops.push_back(std::move(w));
   ++state_.twin_copies;
   return true;
 }
