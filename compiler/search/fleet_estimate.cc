@@ -17,11 +17,10 @@ namespace {
 // replica ran its count (plan_for_group), combined by combine_share_estimates.
 StepEstimate shares_step_estimate(Graph& graph, const hardware::Cluster& fleet, const Plan& plan, const NumericGraph& ng) {
   std::vector<StepEstimate> per_group;
+  GroupAnalyzers on_group(graph, fleet, ng);
   for (std::size_t g = 0; g < fleet.groups.size(); ++g) {
-    const hardware::Cluster view = hardware::fleet_on_group_device(fleet, static_cast<int>(g));
-    const Plan on_group = plan_for_group(plan, static_cast<int>(g));
-    PlanAnalyzer analyzer(graph, view, ng);
-    per_group.push_back(estimate_step(analyzer.totals(on_group), on_group, view));
+    const Plan pg = plan_for_group(plan, static_cast<int>(g));
+    per_group.push_back(estimate_step(on_group[g].totals(pg), pg, on_group.view(g)));
   }
   return combine_share_estimates(fleet, plan, std::move(per_group));
 }

@@ -68,8 +68,10 @@ bool faster(const FleetStep& a, const FleetStep& b) {
   return a.step_time_s < b.step_time_s;
 }
 
-std::string knobs_label(const MegatronKnobs& k) {
-  return fmt::format("tp={} pp={} dp={} mb={} recompute={}", k.tp, k.pp, k.dp, k.mb, to_string(k.recompute));
+// `plan`: where its recomputation is per stage (Plan::recompute_layers), described as such.
+std::string knobs_label(const MegatronKnobs& k, const Plan* plan = nullptr) {
+  return fmt::format("tp={} pp={} dp={} mb={} recompute={}", k.tp, k.pp, k.dp, k.mb,
+                     plan ? describe_recompute(*plan) : std::string(to_string(k.recompute)));
 }
 
 // `total` split in proportion to `weights`, each part at least 1 (largest remainders).
@@ -253,16 +255,15 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     };
     // A plan recomputing every layer recomputes, per stage, only as many as its devices'
     // memory needs (recompute_fewest_layers): the stages hold different numbers of
-    // micro-batches in flight, on devices of different memory. Returns whether it fits;
-    // `distinct`: and, recomputing, whether some stage recomputes a layer (else the same
-    // plan without recomputation is a candidate of its own).
-    auto recompute_fewest = [&](Plan& plan, bool distinct) {
-      if (plan.recompute != RecomputePolicy::full) return evaluate(plan).estimate.fits;
+    // micro-batches in flight, on devices of different memory. Returns whether it fits.
+    auto recompute_fewest = [&](Plan& plan) {
+      if (plan.recompute != RecomputePolicy::full) {
+        const Evaluation e = evaluate(plan);
+        return e.valid && e.estimate.fits;
+      }
       Plan fewer = plan;
       const Evaluation e = recompute_fewest_layers(fewer, ng, evaluate);
       if (!e.valid || !e.estimate.fits) return false;
-      if (distinct && std::all_of(fewer.recompute_layers.begin(), fewer.recompute_layers.end(), [](int n) { return n == 0; }))
-        return false;
       plan = std::move(fewer);
       return true;
     };
@@ -337,9 +338,10 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
           if (counts.empty()) continue;
           c.plan = restage(graph, order, layouts.structure(), std::move(c.plan), counts);
           c.knobs = k;
-          if (!recompute_fewest(c.plan, true)) continue;
+          if (!recompute_fewest(c.plan)) continue;
           // Balance by the analysis on each group's device: each stage's time is linear in its
-          // layers (t = extra + n x per-layer), measured at two splits, then layers go one at a
+          // layers (t = extra + n x per-layer; a stage's recomputed layers, kept at their count,
+          // are in `extra`), measured at two splits, then layers go one at a
           // time to the stage that stays the fastest with it (min-max, exact for linear costs).
           const std::vector<double> t1 = stage_seconds(c.plan, c.stage_groups);
           std::vector<int> other = counts;
@@ -366,7 +368,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
             for (int st = 0; st < pp; ++st) slowest = std::max(slowest, extra[st] + balanced[st] * per_layer[st]);
             Plan plan = restage(graph, order, layouts.structure(), c.plan, balanced);
             plan.recompute_layers.clear();
-            if (recompute_fewest(plan, false)) {
+            if (recompute_fewest(plan)) {
               c.plan = std::move(plan);
               c.predicted = slowest * (c.plan.micro_batches + pp - 1);
             }
@@ -376,6 +378,11 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
             for (double x : t1) slowest = std::max(slowest, x);
             c.predicted = t1.empty() ? kInfinity : slowest * (c.plan.micro_batches + pp - 1);
           }
+          // Recomputing no layer of any stage, it is the candidate without recomputation of the
+          // same knobs (whose split balances alike): not kept twice.
+          if (c.plan.recompute == RecomputePolicy::full && !c.plan.recompute_layers.empty() &&
+              std::all_of(c.plan.recompute_layers.begin(), c.plan.recompute_layers.end(), [](int n) { return n == 0; }))
+            continue;
           candidates.push_back(std::move(c));
         }
       }
@@ -385,7 +392,6 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     std::stable_sort(candidates.begin(), candidates.end(),
                      [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
     if (candidates.size() > 3) candidates.resize(3);
-    int refine = 4;  // simulations left for the refinement of the best candidate
     // The first split simulated of each candidate that fit: its knobs, layer counts and step.
     struct FirstSplit {
       MegatronKnobs knobs;
@@ -393,94 +399,123 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       double step_time_s;
     };
     std::vector<FirstSplit> first_splits;
-    for (Candidate& c : candidates) {
-      // A candidate that cannot beat the plan so far is neither simulated nor refined (only
-      // one that beats it is refined): its busiest stage's compute alone takes as long.
-      if (result.plan.fits && compute_bound(c.plan, c.stage_groups) >= result.plan.step_time_s) continue;
-      const int stages = static_cast<int>(c.stage_groups.size());
-      std::vector<int> counts(stages, 0);
-      for (NodeId anchor : layouts.structure().layer_anchors) ++counts[c.plan.stage_of_node[anchor]];
-      // Nor one that is a simulated candidate's plan with more recomputation (the same layout
-      // and split): recomputation only adds compute blocks before each backward, so its step is
-      // no shorter than that candidate's, which the plan so far already matches or beats.
-      const bool dominated = std::any_of(first_splits.begin(), first_splits.end(), [&](const FirstSplit& f) {
-        MegatronKnobs same = c.knobs;
-        same.recompute = f.knobs.recompute;
-        return f.knobs.recompute < c.knobs.recompute && same == f.knobs && f.counts == counts &&
-               result.plan.fits && f.step_time_s >= result.plan.step_time_s;
-      });
-      if (dominated) continue;
-      auto label = [&](const std::vector<int>& layers_per_stage, const Plan& plan) {
-        std::string split;
-        for (int s = 0; s < stages; ++s)
-          split += fmt::format("{}{}:{}", s ? " " : "", on.groups[c.stage_groups[s]].profile, layers_per_stage[s]);
-        return fmt::format("pipeline over the groups, layers by speed ({}; {}{})", split, knobs_label(c.knobs),
-                           plan.recompute_layers.empty() ? "" : " of " + describe_recompute(plan));
-      };
-      // Simulates a split; keeps it when it beats the best so far.
+    // Per candidate: the best split simulated and the splits tried.
+    struct Trials {
       FleetStep best;
       std::vector<int> best_counts;
       std::vector<double> best_compute;  // per stage, simulated compute seconds of the best split
       std::vector<std::vector<int>> tried;
-      int budget = 1;
-      auto attempt = [&](const std::vector<int>& counts) {
-        if (counts.empty() || budget <= 0 || std::find(tried.begin(), tried.end(), counts) != tried.end()) return false;
-        tried.push_back(counts);
-        --budget;
-        FleetStep step;
-        std::vector<double> compute;
-        try {
-          step.plan = restage(graph, order, layouts.structure(), c.plan, counts);
-          if (!c.plan.recompute_layers.empty()) {  // the new split's stages recompute what they need
-            step.plan.recompute_layers.clear();
-            if (!recompute_fewest(step.plan, false)) return false;
-          }
-          // A split that cannot beat the best so far is not simulated (the attempt is spent).
-          if (best.found && best.fits && compute_bound(step.plan, c.stage_groups) >= best.step_time_s) return false;
-          ++result.simulations;
-          const PlanSimulation s = simulate_plan_lean(graph, step.plan, on, {}, search_simulation(), &ng);
-          step.found = true, step.fits = s.report.fits, step.step_time_s = s.report.step_time_s;
-          for (const StageReport& r : s.report.stages) compute.push_back(r.compute_s);
-        } catch (const std::exception&) {
-          return false;
+    };
+    std::vector<Trials> trials(candidates.size());
+    auto label = [&](const Candidate& c, const std::vector<int>& layers_per_stage, const Plan& plan) {
+      std::string split;
+      for (std::size_t s = 0; s < c.stage_groups.size(); ++s)
+        split += fmt::format("{}{}:{}", s ? " " : "", on.groups[c.stage_groups[s]].profile, layers_per_stage[s]);
+      return fmt::format("pipeline over the groups, layers by speed ({}; {})", split, knobs_label(c.knobs, &plan));
+    };
+    // Simulates candidate i at a split not tried before; keeps it when it beats the
+    // candidate's best. Returns whether it did.
+    auto attempt = [&](std::size_t i, const std::vector<int>& counts) {
+      const Candidate& c = candidates[i];
+      Trials& t = trials[i];
+      if (counts.empty() || std::find(t.tried.begin(), t.tried.end(), counts) != t.tried.end()) return false;
+      t.tried.push_back(counts);
+      FleetStep step;
+      std::vector<double> compute;
+      try {
+        step.plan = restage(graph, order, layouts.structure(), c.plan, counts);
+        if (!c.plan.recompute_layers.empty()) {  // the new split's stages recompute what they need
+          step.plan.recompute_layers.clear();
+          if (!recompute_fewest(step.plan)) return false;
         }
-        if (static_cast<int>(compute.size()) != stages || !faster(step, best)) return false;
-        step.cluster = on.name, step.label = label(counts, step.plan);
-        best = std::move(step), best_counts = counts, best_compute = std::move(compute);
-        return true;
-      };
-      attempt(counts);
-      if (best.found && best.fits && best_counts == counts) first_splits.push_back({c.knobs, counts, best.step_time_s});
-      if (best.found && faster(best, result.plan)) budget = std::exchange(refine, 0);
-      // Then, while the step drops: layers in proportion to each stage's simulated speed
-      // (layers per second of compute), else one layer off the busiest stage onto the idlest
-      // or a neighbour.
-      while (best.found && budget > 0) {
-        std::vector<std::vector<int>> moves;
-        std::vector<double> speed;
-        for (int st = 0; st < stages; ++st) speed.push_back(best_counts[st] / std::max(best_compute[st], 1e-12));
-        moves.push_back(proportional(speed, layers));
-        const int busiest = static_cast<int>(std::max_element(best_compute.begin(), best_compute.end()) - best_compute.begin());
-        const int idlest = static_cast<int>(std::min_element(best_compute.begin(), best_compute.end()) - best_compute.begin());
-        for (int to : {idlest, busiest - 1, busiest + 1}) {
-          if (to < 0 || to >= stages || to == busiest || best_counts[busiest] <= 1) continue;
-          std::vector<int> moved = best_counts;
-          --moved[busiest], ++moved[to];
-          moves.push_back(moved);
-        }
-        bool improved = false;
-        for (const std::vector<int>& m : moves)
-          if ((improved = attempt(m))) break;
-        if (!improved) break;
+        // A split that cannot beat the best so far is not simulated (the attempt is spent).
+        if (t.best.found && t.best.fits && compute_bound(step.plan, c.stage_groups) >= t.best.step_time_s) return false;
+        ++result.simulations;
+        const PlanSimulation s = simulate_plan_lean(graph, step.plan, on, {}, search_simulation(), &ng);
+        step.found = true, step.fits = s.report.fits, step.step_time_s = s.report.step_time_s;
+        for (const StageReport& r : s.report.stages) compute.push_back(r.compute_s);
+      } catch (const std::exception&) {
+        return false;
       }
-      if (best.found && faster(best, result.plan)) {
-        result.plan = std::move(best);
-        result.heterogeneous = true;
-        result.batch_shares = false;
-        result.stage_groups.clear();
-        for (int g : c.stage_groups) result.stage_groups.push_back(to_fleet[g]);
-        result.stage_layers = best_counts;
+      if (compute.size() != c.stage_groups.size() || !faster(step, t.best)) return false;
+      step.cluster = on.name, step.label = label(c, counts, step.plan);
+      t.best = std::move(step), t.best_counts = counts, t.best_compute = std::move(compute);
+      return true;
+    };
+    auto adopt_if_faster = [&](std::size_t i) {
+      Trials& t = trials[i];
+      if (!t.best.found || !faster(t.best, result.plan)) return false;
+      result.plan = t.best;
+      result.heterogeneous = true;
+      result.batch_shares = false;
+      result.stage_groups.clear();
+      for (int g : candidates[i].stage_groups) result.stage_groups.push_back(to_fleet[g]);
+      result.stage_layers = t.best_counts;
+      return true;
+    };
+    // First each candidate's balanced split, then the refinement of those that fit, the
+    // fastest first, while simulations are left.
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      const Candidate& c = candidates[i];
+      // A candidate that cannot beat the plan so far is not simulated: its busiest stage's
+      // compute alone takes as long.
+      if (result.plan.fits && compute_bound(c.plan, c.stage_groups) >= result.plan.step_time_s) continue;
+      std::vector<int> counts(c.stage_groups.size(), 0);
+      for (NodeId anchor : layouts.structure().layer_anchors) ++counts[c.plan.stage_of_node[anchor]];
+      // Nor one that is a simulated candidate's plan with more recomputation (the same layout
+      // and split): recomputation only adds compute blocks before each backward, so its step is
+      // no shorter than that candidate's, which the plan so far already matches or beats.
+      // (Full recomputation of some layers per stage recomputes more than none, but not more
+      // than selective recomputation of every layer.)
+      const bool dominated = std::any_of(first_splits.begin(), first_splits.end(), [&](const FirstSplit& f) {
+        MegatronKnobs same = c.knobs;
+        same.recompute = f.knobs.recompute;
+        const bool more = f.knobs.recompute < c.knobs.recompute &&
+                          (f.knobs.recompute == RecomputePolicy::none || c.plan.recompute_layers.empty());
+        return more && same == f.knobs && f.counts == counts && result.plan.fits && f.step_time_s >= result.plan.step_time_s;
+      });
+      if (dominated) continue;
+      attempt(i, counts);
+      const Trials& t = trials[i];
+      if (t.best.found && t.best.fits) first_splits.push_back({c.knobs, counts, t.best.step_time_s});
+      adopt_if_faster(i);
+    }
+    // Then, while the step drops: layers in proportion to each stage's simulated speed
+    // (layers per second of compute), else one layer off the busiest stage onto the idlest or
+    // a neighbour; four simulations at most in all, so a candidate whose refinement stalls
+    // leaves the rest to the next (a split 2% slower at first may refine to the fastest).
+    std::vector<std::size_t> by_step;
+    for (std::size_t i = 0; i < candidates.size(); ++i)
+      if (trials[i].best.found && trials[i].best.fits) by_step.push_back(i);
+    std::stable_sort(by_step.begin(), by_step.end(),
+                     [&](std::size_t a, std::size_t b) { return trials[a].best.step_time_s < trials[b].best.step_time_s; });
+    int refine = 4;
+    for (std::size_t next = 0; next < by_step.size() && refine > 0;) {
+      const std::size_t i = by_step[next];
+      const Trials& t = trials[i];
+      const int stages = static_cast<int>(t.best_counts.size());
+      std::vector<std::vector<int>> moves;
+      std::vector<double> speed;
+      for (int st = 0; st < stages; ++st) speed.push_back(t.best_counts[st] / std::max(t.best_compute[st], 1e-12));
+      moves.push_back(proportional(speed, layers));
+      const int busiest = static_cast<int>(std::max_element(t.best_compute.begin(), t.best_compute.end()) - t.best_compute.begin());
+      const int idlest = static_cast<int>(std::min_element(t.best_compute.begin(), t.best_compute.end()) - t.best_compute.begin());
+      for (int to : {idlest, busiest - 1, busiest + 1}) {
+        if (to < 0 || to >= stages || to == busiest || t.best_counts[busiest] <= 1) continue;
+        std::vector<int> moved = t.best_counts;
+        --moved[busiest], ++moved[to];
+        moves.push_back(moved);
       }
+      bool improved = false;
+      for (const std::vector<int>& m : moves) {
+        if (refine <= 0) break;
+        const std::size_t before = t.tried.size();
+        improved = attempt(i, m);
+        if (t.tried.size() > before) --refine;
+        if (improved) break;
+      }
+      if (improved) adopt_if_faster(i);
+      else ++next;
     }
   };
   if (options.mode == ExecutionMode::train) {

@@ -71,12 +71,11 @@ std::vector<int> share_counts(const std::vector<int>& replicas, const std::vecto
 
 double shares_compute_bound(Graph& graph, const hardware::Cluster& fleet, const Plan& plan, const NumericGraph& ng) {
   double bound = 0;
+  GroupAnalyzers on_group(graph, fleet, ng);
   for (std::size_t g = 0; g < fleet.groups.size(); ++g) {
-    const hardware::Cluster view = hardware::fleet_on_group_device(fleet, static_cast<int>(g));
-    PlanAnalyzer analyzer(graph, view, ng);
     try {
       const Plan pg = plan_for_group(plan, static_cast<int>(g));
-      bound = std::max(bound, compute_bound_of(analyzer.totals(pg), pg));
+      bound = std::max(bound, compute_bound_of(on_group[g].totals(pg), pg));
     } catch (const std::exception&) {
       return 0;
     }

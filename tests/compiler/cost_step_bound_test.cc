@@ -85,5 +85,16 @@ TEST(StepBound, NeedsTheBatchBound) {
                std::runtime_error);
 }
 
+// The pipeline's compute bound by hand: stages of (forward, backward) 1+2, 3+4, 1+1 seconds,
+// 4 micro-batches. Chained (1F1B): stage 1 waits for stage 0's forward and follows it with
+// stage 0's backward: 1 + 4 x 7 + 2 = 31; stage 2 waits 1 + 3 and drains 2 + 4: 10 + 8 = 18;
+// stage 0 alone: 12. Interleaved, no fill and drain: the busiest stage's 28.
+TEST(StepBound, PipelineComputeBoundByHand) {
+  const std::vector<double> fwd{1, 3, 1}, bwd{2, 4, 1};
+  EXPECT_DOUBLE_EQ(pipeline_compute_bound(fwd, bwd, 4, true), 31);
+  EXPECT_DOUBLE_EQ(pipeline_compute_bound(fwd, bwd, 4, false), 28);
+  EXPECT_DOUBLE_EQ(pipeline_compute_bound({5}, {7}, 3, true), 36);
+}
+
 }  // namespace
 }  // namespace symtensor::compiler

@@ -61,10 +61,14 @@ TEST(FleetBatchShares, StepIsTheSlowestGroupsMicroBatchesPlusTheReduction) {
   const SimulationReport r1 = simulate_plan(graph, one, fleet).report;
   const double h100 = shares_class(r1, "dgx-h100").compute_s, a100 = shares_class(r1, "dgx-a100").compute_s;
   ASSERT_GT(h100, 0);
-  EXPECT_GT(a100, 2 * h100);
-  // Each class names the group its ranks lie in (what the search's rebalancing reads).
+  EXPECT_GT(a100, 2 * h100);  // an A100 takes over twice an H100's time per micro-batch
+  // Each class names the group its ranks lie in (what the search's rebalancing reads), in the
+  // lean simulation too.
   EXPECT_EQ(shares_class(r1, "dgx-h100").group, 0);
-  EXPECT_EQ(shares_class(r1, "dgx-a100").group, 1);  // an A100 takes over twice an H100's time per micro-batch
+  EXPECT_EQ(shares_class(r1, "dgx-a100").group, 1);
+  const SimulationReport lean = simulate_plan_lean(graph, one, fleet).report;
+  EXPECT_EQ(shares_class(lean, "dgx-h100").group, 0);
+  EXPECT_EQ(shares_class(lean, "dgx-a100").group, 1);
   // By hand: the step of shares (m_h, m_a) is the slowest group's m_g micro-batches, then the
   // tail, which the one-micro-batch step shows after its slowest group's micro-batch:
   // max_g m_g x t_g + (step(1, 1) - max_g t_g).

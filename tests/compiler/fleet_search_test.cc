@@ -133,8 +133,7 @@ TEST(FleetEstimate, EachStageOnItsGroupsDeviceAgreesWithTheSimulation) {
   const Plan plan = ten_four_two(graph, fleet);
   const StepEstimate e = fleet_step_estimate(graph, fleet, plan);
   const StepEstimate uniform = estimate_step(analyze_plan(graph, fleet, plan), plan, fleet);
-  hardware::Cluster on_h100 = fleet;
-  on_h100.device = fleet.groups[0].device;
+  const hardware::Cluster on_h100 = hardware::fleet_on_group_device(fleet, 0);
   const StageTotals h100 = stage_totals(analyze_plan(graph, on_h100, plan), plan);
   const StageTotals a100 = stage_totals(analyze_plan(graph, fleet, plan), plan);
   // Stage 0 (H100): 10 layers at the H100's rate; stage 1 (A100): 4 layers at the A100's.
@@ -163,8 +162,7 @@ TEST(FleetLowering, EachStageTimedByItsGroupsDevice) {
   const hardware::Cluster fleet = h100_a100_fleet();
   const Plan plan = ten_four_two(graph, fleet);
   ASSERT_EQ(plan_stage_groups(plan, fleet), (std::vector<int>{0, 1, 1}));
-  hardware::Cluster on_h100 = fleet;
-  on_h100.device = fleet.groups[0].device;
+  const hardware::Cluster on_h100 = hardware::fleet_on_group_device(fleet, 0);
   const PlanAnalysis fleet_analysis = analyze_plan(graph, fleet, plan), h100_analysis = analyze_plan(graph, on_h100, plan);
   LoweringOptions plain;
   plain.graph = &graph;

@@ -75,6 +75,19 @@ TEST(Fleet, SomeOfItsGroupsMakeAFleetOfTheirOwn) {
   EXPECT_DOUBLE_EQ(sub.link_between(0, 1)->bandwidth, 1.5625e9);
   EXPECT_EQ(sub_fleet(f, {1}).name, "dgx-a100x2");
   EXPECT_EQ(load_cluster(sub.name).num_devices(), 24);
+  // Its proper parts: the six of three groups, or the three of two or more.
+  using Parts = std::vector<std::vector<int>>;
+  EXPECT_EQ(fleet_parts(f, 1), (Parts{{0}, {1}, {0, 1}, {2}, {0, 2}, {1, 2}}));
+  EXPECT_EQ(fleet_parts(f, 2), (Parts{{0, 1}, {0, 2}, {1, 2}}));
+  EXPECT_TRUE(fleet_parts(load_cluster("dgx-h100x2+dgx-a100x2"), 2).empty());
+  EXPECT_TRUE(fleet_parts(load_cluster("dgx-h100x2"), 1).empty());
+  EXPECT_EQ(fleet_part_named(f, "dgx-a100x2+pcie-l4x1")->num_devices(), 16 + 8);
+  // The fleet on one group's device: the fleet's mesh and links, the L4.
+  const Cluster on_l4 = fleet_on_group_device(f, 2);
+  EXPECT_EQ(on_l4.device.name, f.groups[2].device.name);
+  EXPECT_EQ(on_l4.num_devices(), f.num_devices());
+  EXPECT_EQ(on_l4.groups.size(), 3u);
+  EXPECT_THROW(fleet_on_group_device(f, 3), std::runtime_error);
 }
 
 TEST(Fleet, StackAndHeadroomReachEveryGroup) {
