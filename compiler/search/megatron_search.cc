@@ -96,8 +96,8 @@ class MegatronSearch {
         UpwardWalk depths;
         for (int pp : given_or(c_, "pp", given.pp, divisors(std::max(layers, 1)))) {
           if (devices % (tp * pp * cp) != 0) {
-            last_skip_ = "tp=" + std::to_string(tp) + " x pp=" + std::to_string(pp) + " x cp=" + std::to_string(cp) +
-                          " does not divide the " + std::to_string(devices) + " devices";
+            grid_skip_ = "tp=" + std::to_string(tp) + " x pp=" + std::to_string(pp) + " x cp=" + std::to_string(cp) +
+                         " does not divide the " + std::to_string(devices) + " devices";
             continue;
           }
           // Inference runs without a pipeline, unless the knobs ask for one.
@@ -216,7 +216,12 @@ class MegatronSearch {
       // A plan that failed to build or price says more than a combination skipped.
       // The reason most plans failed to build for (heads that tp does not divide rather than the
       // pipeline depths no topology level takes), else the last one to price.
-      std::string why = !last_error_.empty() ? last_error_ : !last_skip_.empty() ? last_skip_ : "no configuration";
+      // A grid that divides the devices skipped for a reason of its own says more than one that
+      // does not divide them (24 GPUs and a batch of 32: dp = 3 or 24 everywhere, not tp=8 x pp=16).
+      std::string why = !last_error_.empty() ? last_error_
+                        : !last_skip_.empty() ? last_skip_
+                        : !grid_skip_.empty() ? grid_skip_
+                                              : "no configuration";
       int most = 0;
       for (const auto& [error, count] : build_errors_)
         if (count > most) most = count, why = error;
@@ -488,7 +493,8 @@ class MegatronSearch {
   MegatronSearchResult best_;
   Evaluation best_eval_;
   std::string last_error_;  // the last plan that failed to build or price
-  std::string last_skip_;   // the last combination of knobs skipped before building
+  std::string last_skip_;   // the last combination of knobs skipped before building (its grid divides the devices)
+  std::string grid_skip_;   // the last tp x pp x cp grid that does not divide the devices
   std::map<std::string, int> build_errors_;  // why plans failed to build, and how often
   std::vector<std::pair<int, std::vector<int>>> replicas_;  // HSDP candidates of the layout built last
 };

@@ -157,6 +157,19 @@ TEST(MegatronConstraints, ImpossibleConstraintsAreOneLineNamingTheKnob) {
   EXPECT_EQ(together.find('\n'), std::string::npos) << together;
 }
 
+// 24 GPUs (three nodes) and a batch of 32: every grid that divides the devices leaves dp = 3 or
+// 24, which the batch does not divide. That is the reason given, not the last depth tried that
+// does not divide the devices (tp=8 x pp=16).
+TEST(MegatronConstraints, NoGridForTheBatchSaysSoRatherThanTheLastDepthTried) {
+  models::Overrides o;
+  o.layers = 16, o.seq = 1024;
+  Graph g = testing::zoo_graph("llama2-7b", o, 32, 1024);
+  const hardware::Cluster c = testing::cluster_of("dgx-h100", 3, 8);
+  const std::string e = error_of([&] { megatron_search(g, c, StrategyOptions{}); });
+  EXPECT_EQ(e.rfind("megatron search: no valid configuration (batch 32 is not divisible by dp=", 0), 0u) << e;
+  EXPECT_EQ(e.find("does not divide the 24 devices"), std::string::npos) << e;
+}
+
 // Every candidate failing to build for the same reason: that reason, not the last skip. An MLP
 // width of 1026 does not divide over tp=4 (a vocabulary that does not is padded instead).
 TEST(MegatronConstraints, TheCommonBuildFailureIsTheReasonGiven) {
