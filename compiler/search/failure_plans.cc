@@ -12,7 +12,6 @@
 #include "compiler/search/fleet_search.h"
 #include "compiler/search/symtensor_search.h"
 #include "compiler/search/megatron_search.h"
-#include "compiler/analysis/transformer_structure.h"
 #include "compiler/strategies/megatron.h"
 #include "hardware/cluster_loss.h"
 
@@ -59,44 +58,6 @@ GridPlan on_largest_grid(Graph& graph, const hardware::Cluster& left, const std:
     }
   }
   throw std::runtime_error(fmt::format("{}: no plan on any number of the {} nodes left of '{}' ({})", who, nodes, left.name, why));
-}
-
-// Pipelines of whole nodes Megatron's grid leaves out: pp a multiple of the nodes left that does
-// not divide the layers (Megatron-best's search takes pp dividing them), the layers split
-// unevenly: the middle stages ceil or floor of layers / pp each, the first and last the rest (the
-// last, which holds the loss, no more than the first). Each is Megatron's constrained search
-// with pp, first= and last= given (the rest searched); the best by better_estimate, with a note
-// saying what it is. None when the knobs are the user's (options.megatron) or none builds.
-std::optional<GridPlan> uneven_pipelines(Graph& graph, const hardware::Cluster& left, const StrategyOptions& options,
-                                         StepEstimate& best_step) {
-  if (!options.megatron.empty() || options.mode != ExecutionMode::train) return std::nullopt;
-  const int layers = MegatronLayouts(graph).structure().decoder_layers();  // Megatron's --num-layers
-  const int nodes = hardware::node_count(left), devices = left.num_devices();
-  std::optional<GridPlan> best;
-  for (int pp = nodes; pp >= 2 && pp <= layers; pp += nodes) {
-    if (devices % pp != 0 || layers % pp == 0) continue;
-    for (int middle : {(layers + pp - 1) / pp, layers / pp}) {
-      const int rest = layers - middle * (pp - 2);
-      const int first = (rest + 1) / 2, last = rest - first;
-      if (last < 1 || (pp == 2 && middle != (layers + pp - 1) / pp)) continue;
-      StrategyOptions o = options;
-      o.megatron = fmt::format("pp={},first={},last={}", pp, first, last);
-      try {
-        StepEstimate step;
-        GridPlan g = priced(graph, make_megatron_best_plan(graph, left, o), left, &step);
-        if (best && !better_estimate(step, best_step)) continue;
-        std::string split = std::to_string(first);
-        for (int s = 1; s + 1 < pp; ++s) split += "/" + std::to_string(middle);
-        g.note = fmt::format("a pipeline of {} stages over the {} nodes left, layers {}/{} (uneven: {} does not divide the "
-                             "{} layers)",
-                             pp, nodes, split, last, pp, layers);
-        best = std::move(g), best_step = step;
-      } catch (const std::exception&) {
-        // No configuration with these stages fits or divides: not a candidate.
-      }
-    }
-  }
-  return best;
 }
 
 GridPlan from_fleet_step(const FleetStep& step, const hardware::Cluster& fleet) {
@@ -167,10 +128,6 @@ FailurePlans plans_after_loss(Graph& graph, const hardware::Cluster& left, const
   } catch (const std::exception& e) {
     own_error = e.what();
   }
-  // Pipelines of uneven stages over the nodes left, where they beat the search's own plan.
-  StepEstimate uneven_step;
-  if (std::optional<GridPlan> uneven = uneven_pipelines(graph, left, options, uneven_step))
-    if (!own || better_estimate(uneven_step, own_step)) own = std::move(uneven), own_step = uneven_step;
   if (!own && !megatron) throw std::runtime_error(own_error);
   if (megatron) out.megatron = *megatron;
   else out.megatron.note = megatron_error;

@@ -3,19 +3,18 @@
 // left of a cluster once nodes are lost (hardware::without_nodes), and how many of the GPUs
 // left each one uses.
 //
-// Megatron-LM needs tp x pp x cp x dp to be the whole world, with pp dividing the layers, tp
-// the heads and dp the batch: on 3 nodes of 8 with a batch of 64 no grid takes 24 GPUs (24 has
-// a factor 3 that only dp could take, and 3 does not divide 64), so it relaunches on the
-// largest grid that is valid, here 2 nodes, and idles the third. megatron_largest_grid tries
-// the whole nodes left, then one fewer, and so on, and returns the first on which Megatron's
-// search (make_megatron_best_plan: options.megatron's knobs as constraints) finds a plan.
+// Megatron-LM needs tp x pp x cp x dp to be the whole world, with tp dividing the heads and dp
+// the batch (pipelines whose depth does not divide the layers take uneven first and last stages,
+// megatron_search.h): on 3 nodes of 8 with a batch of 64 and 32 layers pp=3 (11/11/10) takes all
+// 24 GPUs, but where nothing does, it relaunches on the largest grid that is valid and idles
+// the rest. megatron_largest_grid tries the whole nodes left, then one fewer, and so on, and
+// returns the first on which Megatron's search (make_megatron_best_plan: options.megatron's
+// knobs as constraints) finds a plan.
 //
-// SymTensor's plans are not tied to that grid: its search factors 24 GPUs as 3 x 8 and may cut
-// the node axis into three pipeline stages (compiler/search/symtensor_search.h), and pipelines
-// of whole nodes with uneven layers are priced beside it (pp a multiple of the nodes left that
-// does not divide the layers: 8 layers on 3 stages as 3/3/2, each Megatron layout searched with
-// those stages), so it can use every GPU left. Its plan is the fastest of those (on fewer nodes
-// only when no plan on all of them can be made) and Megatron-best's plan on its grid (a plan
+// SymTensor's plans are not tied to that grid: its search factors the GPUs left by their prime
+// factors and may cut the node axis into pipeline stages of any depth
+// (compiler/search/symtensor_search.h). Its plan is the faster of its own (on fewer nodes only
+// when no plan on all of them can be made) and Megatron-best's plan on its grid (a plan
 // SymTensor's space holds as well), by better_estimate: fits first, then faster.
 // On a mixed fleet both come from fleet_search (simulated): SymTensor's plan and Megatron-best
 // (the faster of its plan on one group alone and its uniform plan over every GPU).

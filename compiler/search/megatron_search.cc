@@ -1,5 +1,6 @@
 #include "compiler/search/megatron_search.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <limits>
@@ -89,12 +90,17 @@ class MegatronSearch {
     for (int tp : given_or(c_, "tp", given.tp, divisors(cluster_.devices_per_node()))) {
       double best_of_tp = kInfinity;
       for (int cp : cps) {
-        // The seed leaves out tp = 1 without cp or experts: data and pipeline parallelism,
-        // which the SymTensor search covers itself (expert parallelism at tp = 1 it does not).
-        if ((heads > 0 && heads % tp != 0) || (seed && tp == 1 && cp == 1 && experts <= 1)) continue;
+        if (heads > 0 && heads % tp != 0) continue;
         if (c_ && c_->has("sp") && given.sp && tp == 1) continue;  // sequence parallelism needs tp > 1
         UpwardWalk depths;
-        for (int pp : given_or(c_, "pp", given.pp, divisors(std::max(layers, 1)))) {
+        // The seed prices uneven stages only where it otherwise leaves pipelines to the
+        // SymTensor search (tp = 1 without cp or experts: below), which cuts its own uneven
+        // stages worse: LLaMA-2 7B at 8 layers on 24 H100, batch 256, pp=3: 765 ms against
+        // Megatron-LM's tp=1 with 3/3/2 layers, 530 ms. Everywhere (DeepSeek-V3's 61 layers on
+        // 2048 H100) they would double its evaluations.
+        const bool uneven = !seed || (tp == 1 && cp == 1);
+        for (const PipelineDepth& depth : pipeline_depths(layers, devices / (tp * cp), uneven)) {
+          const int pp = depth.pp;
           if (devices % (tp * pp * cp) != 0) {
             grid_skip_ = "tp=" + std::to_string(tp) + " x pp=" + std::to_string(pp) + " x cp=" + std::to_string(cp) +
                          " does not divide the " + std::to_string(devices) + " devices";
@@ -124,14 +130,17 @@ class MegatronSearch {
           // H100 at tp=1: 16.4, 15.9, 15.2, 19.4, 22.6 s at ep = 2 ... 32).
           std::map<std::pair<int, int>, UpwardWalk> expert_walks;
           for (const auto& [sp, ep, etp] : layer_layouts(sps, tp, dp, experts)) {
-            if (seed && tp == 1 && cp == 1 && ep == 1) continue;
+            // The seed leaves out tp = 1 without cp or experts: data and pipeline parallelism,
+            // which the SymTensor search covers itself (expert parallelism at tp = 1 it does not),
+            // but for uneven stages (above), which it prices there alone.
+            if (seed && tp == 1 && cp == 1 && (ep == 1) == (layers % pp == 0)) continue;
             UpwardWalk& expert_walk = expert_walks.try_emplace({sp, etp}, 2).first->second;
             if (seed && expert_walk.stopped()) continue;
             double best_of_layout = kInfinity;
             MegatronKnobs base;
             base.tp = tp, base.pp = pp, base.cp = cp, base.sp = sp == 1, base.dp = dp;
             base.ep = ep, base.etp = etp;
-            base.first = given.first, base.last = given.last;
+            base.first = depth.first, base.last = depth.last;
             if (c_ && c_->has("replicate")) base.replicate = given.replicate;
             // A given token dispatcher for every layout that exchanges tokens (Megatron's
             // all-to-all otherwise: DeepEP and HybridEP are installed apart).
@@ -159,7 +168,9 @@ class MegatronSearch {
               continue;
             }
             UpwardWalk interleavings(2);
-            for (int vp : given_or(c_, "vp", given.vp, divisors(std::max(layers / pp, 1)))) {
+            // Interleaving splits each stage's layers evenly into chunks: even stages only.
+            const std::vector<int> vps = layers % pp != 0 ? std::vector<int>{1} : divisors(std::max(layers / pp, 1));
+            for (int vp : given_or(c_, "vp", given.vp, vps)) {
               if (vp > 1 && pp == 1) {
                 last_skip_ = "vp=" + std::to_string(vp) + " (interleaving) needs pp > 1";
                 continue;
@@ -235,6 +246,42 @@ class MegatronSearch {
   }
 
  private:
+  struct PipelineDepth {
+    int pp;
+    int first = 0, last = 0;  // layers of the first and last stage (0: Megatron-LM's even split)
+  };
+
+  // The pipeline depths to price: the given one, else those dividing the layers and those
+  // dividing the ranks tp and cp leave. Where the layers do not split evenly, Megatron-LM splits
+  // L + 2 when pp divides it (the embedding and the loss taking a layer's place), else runs
+  // --decoder-first/last-pipeline-num-layers: the middle stages take ceil(L / pp) layers each and
+  // the first and last share the rest, each order of an odd rest priced (the first stage keeps
+  // pp micro-batches in flight, the last the output layer). LLaMA-2 7B at 8 layers on the 24
+  // GPUs of 3 nodes, batch 256: pp=3 with 3/3/2 layers runs them all at 530 ms, where every
+  // even depth leaves dp a multiple of 3, which 256 is not (16 GPUs, 577 ms).
+  std::vector<PipelineDepth> pipeline_depths(int layers, int ranks, bool uneven) const {
+    std::vector<PipelineDepth> out;
+    const MegatronKnobs& given = c_ ? c_->knobs : MegatronKnobs{};
+    if (c_ && c_->has("pp")) return {{given.pp, given.first, given.last}};
+    for (int pp : divisors(std::max(layers, 1))) out.push_back({pp});
+    if (!uneven || (c_ && (c_->has("first") || c_->has("last")))) return out;
+    for (int pp : divisors(ranks)) {
+      if (pp < 2 || pp > layers || layers % pp == 0) continue;
+      if ((layers + 2) % pp == 0 && (layers + 2) / pp >= 2) {
+        out.push_back({pp});  // Megatron's own split: the embedding and the loss count as layers
+        continue;
+      }
+      const int middle = (layers + pp - 1) / pp;
+      const int rest = layers - middle * (pp - 2);
+      if (rest < 2) continue;
+      out.push_back({pp, (rest + 1) / 2, rest / 2});
+      if (rest % 2 != 0) out.push_back({pp, rest / 2, (rest + 1) / 2});
+    }
+    // Deepest last: the seed walks depths up.
+    std::stable_sort(out.begin(), out.end(), [](const PipelineDepth& a, const PipelineDepth& b) { return a.pp < b.pp; });
+    return out;
+  }
+
   // Constraints no configuration can meet, named in one line before searching.
   void check_constraints(long long heads, int layers, long long experts) const {
     const MegatronKnobs& k = c_->knobs;

@@ -157,12 +157,13 @@ TEST(MegatronConstraints, ImpossibleConstraintsAreOneLineNamingTheKnob) {
   EXPECT_EQ(together.find('\n'), std::string::npos) << together;
 }
 
-// 24 GPUs (three nodes) and a batch of 32: every grid that divides the devices leaves dp = 3 or
-// 24, which the batch does not divide. That is the reason given, not the last depth tried that
-// does not divide the devices (tp=8 x pp=16).
+// 24 GPUs (three nodes), 2 layers and a batch of 32: every grid that divides the devices leaves
+// dp = 3, 6, 12 or 24, which the batch does not divide (a third pipeline stage, which would take
+// the factor 3, needs a third layer). That is the reason given, not the last depth tried that
+// does not divide the devices (tp=8 x pp=2).
 TEST(MegatronConstraints, NoGridForTheBatchSaysSoRatherThanTheLastDepthTried) {
   models::Overrides o;
-  o.layers = 16, o.seq = 1024;
+  o.layers = 2, o.seq = 1024;
   Graph g = testing::zoo_graph("llama2-7b", o, 32, 1024);
   const hardware::Cluster c = testing::cluster_of("dgx-h100", 3, 8);
   const std::string e = error_of([&] { megatron_search(g, c, StrategyOptions{}); });

@@ -122,9 +122,11 @@ TEST(MimoVlm, SearchPricesItsChoiceByTheStepArithmetic) {
   const double slower = std::max(r.times.encoder_s, r.times.language_s), faster = std::min(r.times.encoder_s, r.times.language_s);
   EXPECT_DOUBLE_EQ(r.step_s, std::max(slower, r.times.handoff_s) + faster / r.times.micro_batches +
                                  2 * r.times.handoff_s / r.times.micro_batches);
-  // Of 1/3, 2/2 and 3/1 GPUs: 8 samples do not divide over 3 decoder GPUs, and one decoder GPU
-  // would carry ~20x the tower's work alone.
-  EXPECT_EQ(r.split.language_cluster.num_devices(), 2);
+  // Of 1/3, 2/2 and 3/1 GPUs: one decoder GPU would carry ~20x the tower's work alone; three
+  // run the decoder as Megatron-LM's uneven pipeline (tp divides neither 3 nor, at 3, the 32
+  // heads; dp = 1 takes the 8 samples; 32 layers as 11/11/10), the tower on the fourth GPU.
+  EXPECT_EQ(r.split.language_cluster.num_devices(), 3);
+  EXPECT_EQ(r.language.plan.pipeline_stages(), 3);
   EXPECT_TRUE(r.encoder.estimate.fits && r.language.estimate.fits);
   // compare's row: the same step, the batch over it.
   const StrategyResult s = mimo_strategy_result(g, c, StrategyOptions{}, false, 4096);

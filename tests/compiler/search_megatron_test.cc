@@ -1,11 +1,15 @@
 // SymTensor's plans against Megatron-LM's best configuration (the exhaustive megatron
 // search) on small GPT and LLaMA models of the zoo, and the device counts that are not
 // powers of two.
+#include <algorithm>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/search_common.h"
 #include "compiler/search/symtensor_search.h"
+#include "compiler/strategies/megatron.h"
 #include "tests/compiler/search_test_util.h"
 
 namespace symtensor::compiler {
@@ -55,6 +59,37 @@ INSTANTIATE_TEST_SUITE_P(Zoo, SearchVsMegatron,
                                            VsCase{"gpt2-small", 4, 1024, 16, 1, 8, 8, 1024},
                                            VsCase{"llama2-7b", 4, 512, 8, 2, 4, 16, 512},
                                            VsCase{"llama2-7b", 4, 1024, 8, 1, 8, 8, 1024}));
+
+// 24 GPUs (3 nodes of 8), 8 layers, batch 256: every depth dividing the layers leaves dp with
+// the factor 3 (24 / (tp x pp), tp and pp powers of two), which 256 lacks. Megatron-LM runs 3
+// stages with --decoder-first/last-pipeline-num-layers; Megatron-best finds them, and the
+// SymTensor search (whose seed prices them at tp = 1) is no slower.
+TEST(MegatronUnevenStages, ThreeStagesTakeTheGpusNoEvenDepthCan) {
+  models::Overrides o = small(8, 1024, 8);
+  o.kv_heads = 8, o.intermediate = 2816;
+  Graph g = testing::zoo_graph("llama2-7b", o, 256, 1024);
+  const hardware::Cluster cluster = testing::cluster_of("dgx-h100", 3, 8);
+  const MegatronSearchResult megatron = megatron_search(g, cluster, StrategyOptions{});
+  ASSERT_TRUE(megatron.estimate.fits);
+  ASSERT_EQ(megatron.knobs.pp % 3, 0) << to_string(megatron.knobs);
+  const std::vector<int> layers = megatron_stage_layers(megatron.knobs, 8);
+  int total = 0;
+  for (int n : layers) {
+    EXPECT_GE(n, 1) << to_string(megatron.knobs);
+    total += n;
+  }
+  EXPECT_EQ(total, 8);
+  if (megatron.knobs.pp == 3) {
+    // The middle stage takes ceil(8 / 3) = 3, the first and last 3 and 2 in either order.
+    EXPECT_EQ(layers[1], 3);
+    EXPECT_EQ(megatron.knobs.first + megatron.knobs.last, 5);
+    EXPECT_EQ(std::max(megatron.knobs.first, megatron.knobs.last), 3);
+  }
+  EXPECT_EQ(megatron.knobs.vp, 1);  // interleaving needs even stages
+  const SearchResult sym = symtensor_search(g, cluster, StrategyOptions{});
+  ASSERT_TRUE(sym.estimate.fits);
+  EXPECT_LE(sym.estimate.step_time_s, megatron.estimate.step_time_s * (1 + 1e-9)) << sym.summary;
+}
 
 TEST(SearchDeviceCounts, SixAndTwelveDevicesGiveValidPlans) {
   for (auto [nodes, gpus] : {std::pair{1, 6}, std::pair{3, 4}}) {
