@@ -77,15 +77,15 @@ GroupAnalyzers::GroupAnalyzers(Graph& graph, const hardware::Cluster& fleet, con
 
 GroupAnalyzers::~GroupAnalyzers() = default;
 
-StepEstimate fleet_step_estimate(const hardware::Cluster& fleet, const Plan& plan, PlanAnalyzer& uniform,
-                                 GroupAnalyzers& on_group) {
-  const std::vector<int> stage_groups = plan_stage_groups(plan, fleet);
-  // Where every stage lies in one group, each stage's figures come from its group's analysis
-  // and the rest (the sends' bytes, the FLOPs) is the same on any device: the uniform view is
-  // not analysed.
+GroupedStageTotals stage_totals_on_groups(const hardware::Cluster& fleet, const Plan& plan,
+                                          const std::vector<int>& stage_groups, PlanAnalyzer& uniform,
+                                          GroupAnalyzers& on_group) {
+  // Where every stage lies in one group, the uniform view is not analysed.
   const bool spanning = std::find(stage_groups.begin(), stage_groups.end(), -1) != stage_groups.end();
-  StageTotals merged = spanning || stage_groups.empty() ? uniform.totals(plan) : on_group[stage_groups.front()].totals(plan);
-  std::vector<double> capacity(stage_groups.size(), merged.device_memory);
+  GroupedStageTotals out;
+  StageTotals& merged = out.totals;
+  merged = spanning || stage_groups.empty() ? uniform.totals(plan) : on_group[stage_groups.front()].totals(plan);
+  out.stage_memory.assign(stage_groups.size(), merged.device_memory);
   double after_step = 0;
   for (std::size_t g = 0; g < fleet.groups.size(); ++g) {
     if (std::find(stage_groups.begin(), stage_groups.end(), static_cast<int>(g)) == stage_groups.end()) continue;
@@ -95,12 +95,20 @@ StepEstimate fleet_step_estimate(const hardware::Cluster& fleet, const Plan& pla
       for (auto field : {&StageTotals::fwd_compute, &StageTotals::fwd_comm, &StageTotals::bwd_compute, &StageTotals::bwd_comm,
                          &StageTotals::grad_sync, &StageTotals::gather, &StageTotals::first_gather, &StageTotals::peak_memory})
         (merged.*field).at(st) = (t.*field).at(st);
-      capacity[st] = t.device_memory;
+      out.stage_memory[st] = t.device_memory;
     }
     after_step = std::max(after_step, t.after_step_s);
   }
   // The optimizer step waits for the slowest stage's: the uniform view's where a stage spans groups.
   if (!spanning) merged.after_step_s = after_step;
+  return out;
+}
+
+StepEstimate fleet_step_estimate(const hardware::Cluster& fleet, const Plan& plan, PlanAnalyzer& uniform,
+                                 GroupAnalyzers& on_group) {
+  const GroupedStageTotals grouped = stage_totals_on_groups(fleet, plan, plan_stage_groups(plan, fleet), uniform, on_group);
+  const StageTotals& merged = grouped.totals;
+  const std::vector<double>& capacity = grouped.stage_memory;
   // One memory figure for the estimate: every stage's peak measured against its own devices,
   // the tightest margin kept (the capacity reported is that stage's).
   std::size_t tightest = 0;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
 #include "hardware/cluster.h"
 
@@ -48,6 +49,19 @@ class GroupAnalyzers {
   std::vector<std::unique_ptr<hardware::Cluster>> views_;
   std::vector<std::unique_ptr<PlanAnalyzer>> analyzers_;
 };
+
+// A plan's stage totals with each stage lying in one group (stage_groups[st] >= 0) taking its
+// kernels, exposed collectives, parameter collectives and peak memory from the analysis on its
+// group's device; where a stage spans groups (-1) the rest keep the fleet's uniform view, else
+// the first stage's group's analysis gives them (the sends' bytes and the FLOPs are the same on
+// any device). `stage_memory`: each stage's device memory. Throws as the analysis does.
+struct GroupedStageTotals {
+  StageTotals totals;
+  std::vector<double> stage_memory;
+};
+GroupedStageTotals stage_totals_on_groups(const hardware::Cluster& fleet, const Plan& plan,
+                                          const std::vector<int>& stage_groups, PlanAnalyzer& uniform,
+                                          GroupAnalyzers& on_group);
 
 // A plan without batch shares, priced by a search's analyzers: `uniform` on the fleet's
 // uniform view, `on_group` on its groups' devices; throws as the analysis does.

@@ -253,53 +253,46 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       }
       return e;
     };
+    auto fits = [&](const Plan& plan) {
+      const Evaluation e = evaluate(plan);
+      return e.valid && e.estimate.fits;
+    };
     // A plan recomputing every layer recomputes, per stage, only as many as its devices'
     // memory needs (recompute_fewest_layers): the stages hold different numbers of
-    // micro-batches in flight, on devices of different memory. Returns whether it fits.
+    // micro-batches in flight, on devices of different memory. Returns whether it fits;
+    // a plan recomputing less is only checked.
     auto recompute_fewest = [&](Plan& plan) {
-      if (plan.recompute != RecomputePolicy::full) {
-        const Evaluation e = evaluate(plan);
-        return e.valid && e.estimate.fits;
-      }
+      if (plan.recompute != RecomputePolicy::full) return fits(plan);
       Plan fewer = plan;
       const Evaluation e = recompute_fewest_layers(fewer, ng, evaluate);
       if (!e.valid || !e.estimate.fits) return false;
       plan = std::move(fewer);
       return true;
     };
+    // Each stage's totals on its own group's device; none when the analysis refuses the plan.
+    auto stage_totals = [&](const Plan& plan, const std::vector<int>& stage_groups) -> std::optional<StageTotals> {
+      try {
+        return stage_totals_on_groups(on, plan, stage_groups, analyzer, on_group).totals;
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+    };
     // Seconds of each stage's forward and backward of one micro-batch on its own group's
     // device (kernels and the collectives they expose); empty when the analysis refuses it.
     auto stage_seconds = [&](const Plan& plan, const std::vector<int>& stage_groups) {
+      const std::optional<StageTotals> tot = stage_totals(plan, stage_groups);
+      if (!tot) return std::vector<double>{};
       std::vector<double> t(stage_groups.size(), 0);
-      for (std::size_t g = 0; g < on.groups.size(); ++g) {
-        if (std::find(stage_groups.begin(), stage_groups.end(), static_cast<int>(g)) == stage_groups.end()) continue;
-        try {
-          const StageTotals& tot = on_group[g].totals(plan);
-          for (std::size_t st = 0; st < t.size(); ++st)
-            if (stage_groups[st] == static_cast<int>(g))
-              t[st] = tot.fwd_compute.at(st) + tot.fwd_comm.at(st) + tot.bwd_compute.at(st) + tot.bwd_comm.at(st);
-        } catch (const std::exception&) {
-          return std::vector<double>{};
-        }
-      }
+      for (std::size_t st = 0; st < t.size(); ++st)
+        t[st] = tot->fwd_compute.at(st) + tot->fwd_comm.at(st) + tot->bwd_compute.at(st) + tot->bwd_comm.at(st);
       return t;
     };
     // A lower bound on the simulated step (pipeline_compute_bound), each stage's compute on its
     // group's device; 0 (no bound) when the analysis refuses the plan.
     auto compute_bound = [&](const Plan& plan, const std::vector<int>& stage_groups) {
-      const std::size_t stages = stage_groups.size();
-      std::vector<double> fwd(stages, 0), bwd(stages, 0);
-      for (std::size_t g = 0; g < on.groups.size(); ++g) {
-        if (std::find(stage_groups.begin(), stage_groups.end(), static_cast<int>(g)) == stage_groups.end()) continue;
-        try {
-          const StageTotals& tot = on_group[g].totals(plan);
-          for (std::size_t st = 0; st < stages; ++st)
-            if (stage_groups[st] == static_cast<int>(g)) fwd[st] = tot.fwd_compute.at(st), bwd[st] = tot.bwd_compute.at(st);
-        } catch (const std::exception&) {
-          return 0.0;
-        }
-      }
-      return pipeline_compute_bound(fwd, bwd, plan.micro_batches, plan.virtual_stages <= 1);
+      const std::optional<StageTotals> tot = stage_totals(plan, stage_groups);
+      if (!tot) return 0.0;
+      return pipeline_compute_bound(tot->fwd_compute, tot->bwd_compute, plan.micro_batches, plan.virtual_stages <= 1);
     };
     std::vector<int> nodes;
     for (const hardware::DeviceGroup& g : on.groups) nodes.push_back(g.nodes);
