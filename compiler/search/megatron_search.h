@@ -1,7 +1,8 @@
 #pragma once
 // `--strategy megatron` without knobs: Megatron-LM's best configuration. Every valid
 // (tp, pp, cp, dp, mb, vp, sp, recompute, distopt, ep, etp) is enumerated — tp dividing the
-// GPUs per node and the attention heads, pp dividing the layers, cp (fused attention,
+// GPUs per node and the attention heads, pp dividing the layers or the ranks tp and cp leave
+// (uneven stages: --decoder-first/last-pipeline-num-layers, see pipeline_depths), cp (fused attention,
 // at least 2k tokens per rank) a power of two up to 32 with the sequence
 // divisible by 2·cp, dp the rest, mb dividing the
 // per-replica batch, vp dividing the layers per stage (interleaving needs the micro-batch
@@ -21,7 +22,7 @@
 //
 // MegatronSpace::seed is the cheap part of that space the SymTensor search starts from:
 // tensor, context or expert parallelism (tp = 1 without them is data and pipeline
-// parallelism, which the SymTensor search covers itself) with sequence parallelism and the
+// parallelism, which the SymTensor search covers itself, but for uneven stages) with sequence parallelism and the
 // distributed optimizer; tensor-parallel widths walked upwards until two in a row do not
 // help, micro-batch sizes while they help, interleaving and pipeline depths while they help
 // or while memory forces recomputation or FSDP's full sharding on them (a few hundred evaluations
