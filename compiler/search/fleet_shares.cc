@@ -124,7 +124,7 @@ std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware
       // A micro-batch twice as large keeps more activations: it cannot fit with less
       // recomputation than the smaller one needed.
       int least = 0;
-      for (int mb : {1, 2}) {
+      for (int mb : {1, 2, 4, 8}) {
         const double per = static_cast<double>(dp) * mb;
         if (std::fmod(batch, per) != 0) continue;
         const int total = static_cast<int>(batch / per) * dp;  // micro-batches of all replicas
