@@ -62,6 +62,11 @@ MegatronKnobs ParallelRecipe::knobs() const {
   k.fsdp = zero_stage >= 2 ? zero_stage : 0;
   k.replicate = dp_replicate;
   k.vocab_div = vocab_div;
+  // Uneven stages as Megatron-LM is told them (pipeline_split_flags): the first and last
+  // stages' own counts, unless the embedding and the loss counted as layers give them.
+  if (pp > 1 && layers > 0 && layers_per_stage.size() == static_cast<std::size_t>(pp) && uneven_stages() &&
+      !embedding_and_loss_as_layers())
+    k.first = layers_per_stage.front(), k.last = layers_per_stage.back();
   return k;
 }
 

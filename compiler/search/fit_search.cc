@@ -6,6 +6,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -16,6 +18,7 @@
 #include "compiler/onnx_import/import.h"
 #include "compiler/search/make_plan.h"
 #include "compiler/search/search_common.h"
+#include "compiler/strategies/megatron.h"
 #include "compiler/strategies/propagation.h"
 #include "compiler/strategies/strategy.h"
 
@@ -95,13 +98,17 @@ FitPlan fit_micro_batch(const FitQuery& q, const hardware::Cluster& cluster, int
       auto& g = graphs[batch];
       if (!g) g = std::make_unique<Graph>(import_with(q, {{q.batch_dim.empty() ? std::string("batch") : q.batch_dim, batch}}));
       if (layers < 0) layers = find_transformer_structure(*g, node_iteration_spaces(*g)).decoder_layers();
-      if ((tp > 1 || pp > 1) && (layers == 0 || (pp > 1 && layers % pp != 0))) continue;
+      if ((tp > 1 || pp > 1) && layers == 0) continue;
+      // Depths that do not divide the layers run as Megatron-LM splits them (the first split).
+      const std::vector<std::pair<int, int>> uneven = megatron_uneven_splits(layers, pp);
+      if (pp > 1 && layers % pp != 0 && uneven.empty()) continue;
       MegatronLayouts layouts(*g);
       for (int sp : tp > 1 ? std::vector<int>{1} : std::vector<int>{0}) {
         for (RecomputePolicy r : {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full}) {
           for (bool distopt : {false, true}) {
             MegatronKnobs k;
             k.tp = tp, k.pp = pp, k.mb = b, k.sp = sp, k.recompute = r, k.distopt = distopt && dp > 1;
+            if (!uneven.empty()) k.first = uneven.front().first, k.last = uneven.front().second;
             MegatronKnobs layout = k;
             layout.dp = dp;
             // Inside the bound of `fit --stack T` only the layouts T runs as written.

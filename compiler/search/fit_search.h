@@ -2,7 +2,8 @@
 // `symtensor fit`: what fits, searched over the real cost model (analyze_plan +
 // estimate_step), never extrapolated:
 // - the largest micro-batch: for a micro-batch size b, every Megatron layout of the cluster
-//   (tp dividing the GPUs per node, pp dividing the layers, sp with tp, recompute none |
+//   (tp dividing the GPUs per node, pp the rest of the devices, its layers split as Megatron-LM
+//   splits them (megatron_uneven_splits where pp does not divide them), sp with tp, recompute none |
 //   selective | full, distributed optimizer or not; dp the rest, pp micro-batches per step)
 //   is priced and the fastest that fits kept (only those the target of StrategyOptions::bound
 //   runs as written, when set: `fit --stack T`); b doubles until none fits, then bisection

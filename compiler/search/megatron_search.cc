@@ -99,7 +99,12 @@ class MegatronSearch {
         // Megatron-LM's tp=1 with 3/3/2 layers, 530 ms. Everywhere (DeepSeek-V3's 61 layers on
         // 2048 H100) they would double its evaluations.
         const bool uneven = !seed || (tp == 1 && cp == 1);
-        for (const PipelineDepth& depth : pipeline_depths(layers, devices / (tp * cp), uneven)) {
+        const std::vector<PipelineDepth> depth_list = pipeline_depths(layers, devices / (tp * cp), uneven);
+        // Both orders of an odd rest are one depth to the seed's walk: the best of them.
+        double best_of_depth = kInfinity;
+        int depth_forced = 3;
+        for (std::size_t d = 0; d < depth_list.size(); ++d) {
+          const PipelineDepth& depth = depth_list[d];
           const int pp = depth.pp;
           if (devices % (tp * pp * cp) != 0) {
             grid_skip_ = "tp=" + std::to_string(tp) + " x pp=" + std::to_string(pp) + " x cp=" + std::to_string(cp) +
@@ -175,6 +180,11 @@ class MegatronSearch {
                 last_skip_ = "vp=" + std::to_string(vp) + " (interleaving) needs pp > 1";
                 continue;
               }
+              if (vp > 1 && layers % pp != 0) {
+                last_skip_ = "vp=" + std::to_string(vp) + " (interleaving) needs pp=" + std::to_string(pp) +
+                             " to divide the " + std::to_string(layers) + " layers";
+                continue;
+              }
               double best_of_vp = kInfinity;
               int vp_forced = 3;
               UpwardWalk sizes;
@@ -213,8 +223,15 @@ class MegatronSearch {
           // memory forces recomputation or FSDP's full sharding on them, which deeper
           // pipelines may lift (GPT-3 on 768 H100 at tp=2 under the Megatron stack: only
           // ZeRO-3 fits up to pp=4, at 9.2-9.6 s; ZeRO-2 fits at pp=6, at 7.6 s).
+          // The uneven stages the seed prices at tp = 1 (its safety net, above) steer neither
+          // walk: the widths would start from them, and an MoE model's depths alternate
+          // between them (ep = 1) and the even ones (ep > 1).
+          if (seed && tp == 1 && cp == 1 && layers % pp != 0) continue;
           best_of_tp = std::min(best_of_tp, best_of_pp);
-          if (seed && depths.stop(best_of_pp) && least_forced == 0) break;
+          best_of_depth = std::min(best_of_depth, best_of_pp), depth_forced = std::min(depth_forced, least_forced);
+          if (d + 1 < depth_list.size() && depth_list[d + 1].pp == pp) continue;
+          if (seed && depths.stop(best_of_depth) && depth_forced == 0) break;
+          best_of_depth = kInfinity, depth_forced = 3;
         }
       }
       // ... and tensor-parallel widths up until two in a row do not help (once one fits):
@@ -252,31 +269,26 @@ class MegatronSearch {
   };
 
   // The pipeline depths to price: the given one, else those dividing the layers and those
-  // dividing the ranks tp and cp leave. Where the layers do not split evenly, Megatron-LM splits
-  // L + 2 when pp divides it (the embedding and the loss taking a layer's place), else runs
-  // --decoder-first/last-pipeline-num-layers: the middle stages take ceil(L / pp) layers each and
-  // the first and last share the rest, each order of an odd rest priced (the first stage keeps
-  // pp micro-batches in flight, the last the output layer). LLaMA-2 7B at 8 layers on the 24
+  // dividing the ranks tp and cp leave, split as Megatron-LM splits them
+  // (megatron_uneven_splits; each order of an odd rest priced: the first stage keeps pp
+  // micro-batches in flight, the last the output layer). LLaMA-2 7B at 8 layers on the 24
   // GPUs of 3 nodes, batch 256: pp=3 with 3/3/2 layers runs them all at 530 ms, where every
   // even depth leaves dp a multiple of 3, which 256 is not (16 GPUs, 577 ms).
   std::vector<PipelineDepth> pipeline_depths(int layers, int ranks, bool uneven) const {
     std::vector<PipelineDepth> out;
     const MegatronKnobs& given = c_ ? c_->knobs : MegatronKnobs{};
-    if (c_ && c_->has("pp")) return {{given.pp, given.first, given.last}};
+    if (c_ && c_->has("pp")) {
+      // pp alone where it does not divide the layers: as Megatron-LM splits them (as the open
+      // search prices that depth), else the knobs as given.
+      if (!c_->has("first") && !c_->has("last"))
+        for (const auto& [first, last] : megatron_uneven_splits(layers, given.pp)) out.push_back({given.pp, first, last});
+      if (out.empty()) out.push_back({given.pp, given.first, given.last});
+      return out;
+    }
     for (int pp : divisors(std::max(layers, 1))) out.push_back({pp});
     if (!uneven || (c_ && (c_->has("first") || c_->has("last")))) return out;
-    for (int pp : divisors(ranks)) {
-      if (pp < 2 || pp > layers || layers % pp == 0) continue;
-      if ((layers + 2) % pp == 0 && (layers + 2) / pp >= 2) {
-        out.push_back({pp});  // Megatron's own split: the embedding and the loss count as layers
-        continue;
-      }
-      const int middle = (layers + pp - 1) / pp;
-      const int rest = layers - middle * (pp - 2);
-      if (rest < 2) continue;
-      out.push_back({pp, (rest + 1) / 2, rest / 2});
-      if (rest % 2 != 0) out.push_back({pp, rest / 2, (rest + 1) / 2});
-    }
+    for (int pp : divisors(ranks))
+      for (const auto& [first, last] : megatron_uneven_splits(layers, pp)) out.push_back({pp, first, last});
     // Deepest last: the seed walks depths up.
     std::stable_sort(out.begin(), out.end(), [](const PipelineDepth& a, const PipelineDepth& b) { return a.pp < b.pp; });
     return out;

@@ -19,6 +19,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/ops/op_semantics.h"
@@ -70,6 +71,14 @@ struct MegatronKnobs {
 // Layers per pipeline stage under the knobs (first stage first); throws a one-line error
 // naming the knobs when they do not split the `layers`.
 std::vector<int> megatron_stage_layers(const MegatronKnobs& knobs, int layers);
+
+// How Megatron-LM splits `layers` over `pp` stages that do not split them evenly, as
+// (first, last) for --decoder-first/last-pipeline-num-layers: {0, 0} (Megatron's own split)
+// when pp divides layers + 2, else the middle stages at ceil(layers / pp) each (floor where
+// ceil leaves the ends less than a layer each) and the first and last sharing the rest, both
+// orders of an odd rest. Empty when pp divides the layers, is below 2 or above them, or no
+// such split keeps every stage within ceil(layers / pp).
+std::vector<std::pair<int, int>> megatron_uneven_splits(int layers, int pp);
 
 // "tp=8,pp=8,cp=2,mb=1,vp=3,sp=1,recompute=selective,distopt=1,ep=8,etp=1,fsdp=3,replicate=4,vocab_div=128,
 // dispatcher=hybridep,ep_overlap=1" (any

@@ -163,6 +163,21 @@ std::vector<int> megatron_stage_layers(const MegatronKnobs& k, int layers) {
                            " with the embedding and the loss counted as layers; give first=N,last=M");
 }
 
+std::vector<std::pair<int, int>> megatron_uneven_splits(int layers, int pp) {
+  if (pp < 2 || pp > layers || layers % pp == 0) return {};
+  if ((layers + 2) % pp == 0 && (layers + 2) / pp >= 2) return {{0, 0}};
+  // Middle stages of ceil(layers / pp) leave the first and last at most that many each; where
+  // they leave less than a layer each, floor(layers / pp) (8 layers on 7 stages: 2/1/1/1/1/1/1),
+  // if no stage then holds more than ceil(layers / pp).
+  const int most = (layers + pp - 1) / pp;
+  int middle = most, rest = layers - middle * (pp - 2);
+  if (rest < 2) middle = layers / pp, rest = layers - middle * (pp - 2);
+  if (rest < 2 || (rest + 1) / 2 > most) return {};
+  std::vector<std::pair<int, int>> out{{(rest + 1) / 2, rest / 2}};
+  if (rest % 2 != 0) out.emplace_back(rest / 2, (rest + 1) / 2);
+  return out;
+}
+
 MegatronMesh megatron_mesh(const hardware::Cluster& cluster, const MegatronKnobs& k) {
   const int levels = static_cast<int>(cluster.levels.size());
   const int per_node = cluster.levels.at(0).size;

@@ -26,12 +26,19 @@ hardware::Cluster four_h100_nodes() {
   return hardware::with_software(hardware::load_cluster("dgx-h100x4"), hardware::Software{});
 }
 
-// Whether Megatron-LM splits `layers` over `pp` stages: evenly, with the embedding and the loss
-// counted as layers, or with the middle stages at ceil(layers / pp) and the first and last
-// sharing what is left, at least one layer each.
+// Whether Megatron-LM splits `layers` over `pp` stages as the search prices them: evenly, with
+// the embedding and the loss counted as layers, or with the middle stages at ceil or floor of
+// layers / pp and the first and last sharing what is left, at least one layer each and no stage
+// above ceil(layers / pp).
 bool megatron_splits(int layers, int pp) {
   if (layers % pp == 0 || ((layers + 2) % pp == 0 && (layers + 2) / pp >= 2)) return true;
-  return pp >= 2 && pp <= layers && layers - (layers + pp - 1) / pp * (pp - 2) >= 2;
+  if (pp < 2 || pp > layers) return false;
+  const int most = (layers + pp - 1) / pp;
+  for (int middle : {most, layers / pp}) {
+    const int rest = layers - middle * (pp - 2);
+    if (rest >= 2 && (rest + 1) / 2 <= most) return true;
+  }
+  return false;
 }
 
 // The most GPUs a Megatron grid of whole 8-GPU nodes takes, by hand: tp divides 8 and the 32

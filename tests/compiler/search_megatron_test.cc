@@ -2,10 +2,13 @@
 // search) on small GPT and LLaMA models of the zoo, and the device counts that are not
 // powers of two.
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "compiler/export/recipe.h"
+#include "compiler/export/recipe_plan.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/search_common.h"
 #include "compiler/search/symtensor_search.h"
@@ -60,6 +63,33 @@ INSTANTIATE_TEST_SUITE_P(Zoo, SearchVsMegatron,
                                            VsCase{"llama2-7b", 4, 512, 8, 2, 4, 16, 512},
                                            VsCase{"llama2-7b", 4, 1024, 8, 1, 8, 8, 1024}));
 
+// Megatron-LM's splits of layers over stages that do not divide them, by hand: the middle
+// stages at ceil(L / pp), else floor where ceil leaves the ends less than a layer each, never a
+// stage above ceil(L / pp); L + 2 split evenly where pp divides it.
+TEST(MegatronUnevenStages, SplitsByHand) {
+  using Splits = std::vector<std::pair<int, int>>;
+  EXPECT_EQ(megatron_uneven_splits(8, 3), (Splits{{3, 2}, {2, 3}}));    // 3/3/2, 2/3/3
+  EXPECT_EQ(megatron_uneven_splits(8, 7), (Splits{{2, 1}, {1, 2}}));    // ceil 2 leaves -2: 2/1/1/1/1/1/1
+  EXPECT_EQ(megatron_uneven_splits(61, 16), (Splits{{3, 2}, {2, 3}}));  // 14 middle stages of 4
+  EXPECT_EQ(megatron_uneven_splits(33, 4), (Splits{{8, 7}, {7, 8}}));   // 9, 9 in the middle
+  EXPECT_EQ(megatron_uneven_splits(30, 4), (Splits{{0, 0}}));           // 32 = 4 x 8: 7/8/8/7
+  EXPECT_EQ(megatron_uneven_splits(32, 4), Splits{});                   // even
+  EXPECT_EQ(megatron_uneven_splits(80, 32), Splits{});                  // floor leaves 10/10 above 3
+  EXPECT_EQ(megatron_uneven_splits(8, 9), Splits{});
+  EXPECT_EQ(megatron_uneven_splits(8, 1), Splits{});
+  // Each split is one megatron_stage_layers takes, summing to the layers.
+  for (auto [layers, pp] : {std::pair{8, 3}, std::pair{8, 7}, std::pair{61, 16}, std::pair{33, 4}, std::pair{30, 4}})
+    for (const auto& [first, last] : megatron_uneven_splits(layers, pp)) {
+      MegatronKnobs k;
+      k.pp = pp, k.first = first, k.last = last;
+      const std::vector<int> counts = megatron_stage_layers(k, layers);
+      int total = 0;
+      for (int n : counts) total += n;
+      EXPECT_EQ(total, layers) << layers << " over " << pp;
+      EXPECT_LE(*std::max_element(counts.begin(), counts.end()), (layers + pp - 1) / pp) << layers << " over " << pp;
+    }
+}
+
 // 24 GPUs (3 nodes of 8), 8 layers, batch 256: every depth dividing the layers leaves dp with
 // the factor 3 (24 / (tp x pp), tp and pp powers of two), which 256 lacks. Megatron-LM runs 3
 // stages with --decoder-first/last-pipeline-num-layers; Megatron-best finds them, and the
@@ -86,6 +116,14 @@ TEST(MegatronUnevenStages, ThreeStagesTakeTheGpusNoEvenDepthCan) {
     EXPECT_EQ(std::max(megatron.knobs.first, megatron.knobs.last), 3);
   }
   EXPECT_EQ(megatron.knobs.vp, 1);  // interleaving needs even stages
+  // The recipe read back from the plan gives the same first and last (the nearest plan an
+  // export rebuilds from it), and rebuilds the same stages.
+  const ParallelRecipe recipe = recover_recipe(g, cluster, megatron.plan);
+  EXPECT_EQ(recipe.knobs().first, megatron.knobs.first);
+  EXPECT_EQ(recipe.knobs().last, megatron.knobs.last);
+  const RecipePlan rebuilt = build_recipe_plan(g, cluster, megatron.plan, recipe);
+  ASSERT_TRUE(rebuilt.plan) << rebuilt.error;
+  EXPECT_EQ(rebuilt.plan->stage_of_node, megatron.plan.stage_of_node);
   const SearchResult sym = symtensor_search(g, cluster, StrategyOptions{});
   ASSERT_TRUE(sym.estimate.fits);
   EXPECT_LE(sym.estimate.step_time_s, megatron.estimate.step_time_s * (1 + 1e-9)) << sym.summary;
