@@ -15,8 +15,8 @@ bind="--bind batch=96,seq=2048"
 out="$("$symtensor" compile "$work/l.onnx" $fleet $bind -o "$work/c" --export megatron)"
 for key in "mixed fleet dgx-h100x1+dgx-a100x2" "group 1: H100-SXM5-80GB x8" "group 2: A100-SXM4-80GB x16" \
            "Megatron-best (a)" "Megatron-best (b)" "speedup over Megatron-best" "ceiling: 1.51x" \
-           "batch shares by speed (dgx-h100: 8 samples per replica, dgx-a100: 2" \
-           "4 / 1 micro-batches per replica by group of 2 samples" "heterogeneous plan" "nearest step time"; do
+           "batch shares by speed (dgx-h100: 16 samples per replica, dgx-a100: 4" \
+           "4 / 1 micro-batches per replica by group of 4 samples" "heterogeneous plan" "nearest step time"; do
   grep -qF "$key" <<<"$out" || fail "compile on a fleet lacks '$key': $out"
 done
 grep -q '^cluster: dgx-h100x1+dgx-a100x2' "$work/c/plan.yaml" || fail "plan.yaml does not name the fleet"
