@@ -210,6 +210,27 @@ TEST(FleetBatchShares, LargerMicroBatchesAreSearched) {
   EXPECT_GT(std::stoi(r.plan.label.substr(at + 4)), 2) << r.plan.label;
 }
 
+// Context parallelism inside the replicas: at 8k tokens cp = 2 (as Megatron-best prices it)
+// makes grids of 2-rank replicas whose shares the candidates hold, each fitting by the
+// estimate, and the simulation plays such a plan (text and lean lowerings alike).
+TEST(FleetBatchShares, ContextParallelReplicasTakeSharesToo) {
+  models::Overrides o;
+  o.layers = 4, o.seq = 8192;
+  Graph graph = symtensor::testing::zoo_graph("llama2-7b", o, 48, 8192);
+  const hardware::Cluster fleet = shares_fleet();
+  const NumericGraph ng(graph);
+  const std::vector<SharesCandidate> candidates = batch_share_candidates(graph, fleet, {}, ng);
+  const auto cp = std::find_if(candidates.begin(), candidates.end(), [](const SharesCandidate& c) { return c.knobs.cp == 2; });
+  ASSERT_NE(cp, candidates.end()) << "no candidate with cp=2 among " << candidates.size();
+  EXPECT_EQ(cp->plan.group_micro_batches.size(), 2u);
+  EXPECT_GT(cp->plan.group_micro_batches[0], cp->plan.group_micro_batches[1]);
+  EXPECT_EQ(batch_shares_problem(cp->plan, fleet), "");
+  const PlanSimulation text = simulate_plan(graph, cp->plan, fleet);
+  const PlanSimulation lean = simulate_plan_lean(graph, cp->plan, fleet);
+  symtensor::testing::expect_identical_results(text.result, lean.result, "cp=2 batch shares");
+  EXPECT_GT(text.report.step_time_s, 0);
+}
+
 TEST(FleetBatchShares, SharesOnSomeGroupsAreDescribedPerGroupOfTheFleet) {
   // A plan on the H100s and A100s of a three-type fleet (the L4s idle): each group's line says
   // its count, the unused group says so, and the shares name the plan's groups.
