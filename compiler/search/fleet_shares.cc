@@ -9,7 +9,6 @@
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/plan/batch_shares.h"
 #include "compiler/search/fleet_estimate.h"
-#include "compiler/search/megatron_search.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -113,12 +112,10 @@ std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware
   const int devices = fleet.num_devices(), per_node = fleet.devices_per_node();
   std::vector<double> seconds;  // per micro-batch, relative: 1 / pace
   for (const hardware::DeviceGroup& g : fleet.groups) seconds.push_back(1 / hardware::device_pace(g.device));
-  const std::vector<int> cps = context_parallel_sizes(graph, layouts.structure(), layouts.spaces(), devices);
   for (int tp : {1, 2, 4, 8}) {
     if (per_node % tp != 0) continue;
-    for (int cp : cps)
     for (int pp : {1, 2, 4, 8}) {
-      const int replica = tp * pp * cp;
+      const int replica = tp * pp;
       if (std::any_of(fleet.groups.begin(), fleet.groups.end(), [&](const hardware::DeviceGroup& g) { return g.devices % replica; }))
         continue;
       const int dp = devices / replica;
@@ -138,7 +135,7 @@ std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware
         for (int level = least; level < 3; ++level) {
           const RecomputePolicy recompute = levels[level];
           MegatronKnobs k;
-          k.tp = tp, k.pp = pp, k.cp = cp, k.dp = dp, k.mb = mb, k.sp = tp > 1, k.distopt = true, k.recompute = recompute;
+          k.tp = tp, k.pp = pp, k.dp = dp, k.mb = mb, k.sp = tp > 1, k.distopt = true, k.recompute = recompute;
           SharesCandidate c;
           try {
             c.plan = layouts.make(fleet, k, options);

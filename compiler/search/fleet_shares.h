@@ -31,7 +31,7 @@ struct SharesCandidate {
   double bound = 0;      // no simulated step is shorter: the slowest group's count x its compute per micro-batch
 };
 
-// The grids (tp, cp, pp, micro-batch size, the least recomputation that fits) whose shares plan fits
+// The grids (tp, pp, micro-batch size, the least recomputation that fits) whose shares plan fits
 // every group by the analytic estimate, shares by hardware::device_pace, ranked by estimate.
 // A grid whose compute lower bound (shares_compute_bound) is no shorter than `beat` (the step
 // to beat) is left out before it is estimated: more recomputation only adds to it. Training
