@@ -133,18 +133,14 @@ void model_flags(MegatronArgs& a, const ModelArchitecture& m, const ParallelReci
 // else with the first and last stages' own counts.
 void pipeline_split_flags(MegatronArgs& a, const ParallelRecipe& r) {
   if (r.pp <= 1) return;
-  const int vp = std::max(r.vp, 1), chunks = r.pp * vp;
-  if (vp > 1) a.value("num-virtual-stages-per-pipeline-rank", vp);
-  const std::vector<int>& counts = r.layers_per_stage;
-  if (counts.size() != static_cast<std::size_t>(r.pp) || r.layers <= 0) return;
-  if (!r.uneven_stages() && r.layers % chunks == 0) return;
-  if (r.embedding_and_loss_as_layers()) {
+  if (r.vp > 1) a.value("num-virtual-stages-per-pipeline-rank", r.vp);
+  if (const auto [first, last] = r.first_last_layers(); first > 0) {
+    a.value("decoder-first-pipeline-num-layers", first);
+    a.value("decoder-last-pipeline-num-layers", last);
+  } else if (r.embedding_and_loss_as_layers()) {
     a.flag("account-for-embedding-in-pipeline-split");
     a.flag("account-for-loss-in-pipeline-split");
-    return;
   }
-  a.value("decoder-first-pipeline-num-layers", counts.front());
-  a.value("decoder-last-pipeline-num-layers", counts.back());
 }
 
 void parallel_flags(MegatronArgs& a, const ExportContext& c) {

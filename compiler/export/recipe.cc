@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -46,6 +47,13 @@ bool ParallelRecipe::embedding_and_loss_as_layers() const {
   return layers_per_stage == accounted;
 }
 
+std::pair<int, int> ParallelRecipe::first_last_layers() const {
+  if (pp <= 1 || layers <= 0 || layers_per_stage.size() != static_cast<std::size_t>(pp)) return {0, 0};
+  if (!uneven_stages() && layers % (pp * std::max(vp, 1)) == 0) return {0, 0};
+  if (embedding_and_loss_as_layers()) return {0, 0};
+  return {layers_per_stage.front(), layers_per_stage.back()};
+}
+
 int ParallelRecipe::recompute_num_layers() const {
   if (recompute_layers.empty()) return 1;
   const int most = *std::max_element(recompute_layers.begin(), recompute_layers.end());
@@ -62,11 +70,7 @@ MegatronKnobs ParallelRecipe::knobs() const {
   k.fsdp = zero_stage >= 2 ? zero_stage : 0;
   k.replicate = dp_replicate;
   k.vocab_div = vocab_div;
-  // Uneven stages as Megatron-LM is told them (pipeline_split_flags): the first and last
-  // stages' own counts, unless the embedding and the loss counted as layers give them.
-  if (pp > 1 && layers > 0 && layers_per_stage.size() == static_cast<std::size_t>(pp) && uneven_stages() &&
-      !embedding_and_loss_as_layers())
-    k.first = layers_per_stage.front(), k.last = layers_per_stage.back();
+  std::tie(k.first, k.last) = first_last_layers();
   return k;
 }
 

@@ -7,6 +7,7 @@
 // GEMMs' output width (tp), their batch loop (dp), their sequence loop (cp); the expert
 // GEMMs' expert loop (ep) and width (etp).
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/ir/graph.h"
@@ -67,6 +68,10 @@ struct ParallelRecipe {
   // The split Megatron-LM makes with the embedding and the loss counted as a layer each
   // (megatron_stage_layers when pp x vp does not divide the layers but divides them + 2).
   bool embedding_and_loss_as_layers() const;
+  // The first and last stages' layers as Megatron-LM is told them
+  // (--decoder-first/last-pipeline-num-layers); {0, 0} where its own split gives the plan's
+  // stages (even over pp x vp chunks, or the embedding and the loss counted as layers).
+  std::pair<int, int> first_last_layers() const;
   MegatronKnobs knobs() const; // the Megatron knobs of this recipe
 };
 

@@ -12,7 +12,6 @@
 #include "compiler/search/fleet_search.h"
 #include "compiler/search/symtensor_search.h"
 #include "compiler/search/megatron_search.h"
-#include "compiler/strategies/megatron.h"
 #include "hardware/cluster_loss.h"
 
 namespace symtensor::compiler {

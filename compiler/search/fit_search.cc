@@ -99,30 +99,34 @@ FitPlan fit_micro_batch(const FitQuery& q, const hardware::Cluster& cluster, int
       if (!g) g = std::make_unique<Graph>(import_with(q, {{q.batch_dim.empty() ? std::string("batch") : q.batch_dim, batch}}));
       if (layers < 0) layers = find_transformer_structure(*g, node_iteration_spaces(*g)).decoder_layers();
       if ((tp > 1 || pp > 1) && layers == 0) continue;
-      // Depths that do not divide the layers run as Megatron-LM splits them (the first split).
-      const std::vector<std::pair<int, int>> uneven = megatron_uneven_splits(layers, pp);
-      if (pp > 1 && layers % pp != 0 && uneven.empty()) continue;
+      // Depths that do not divide the layers run as Megatron-LM splits them, both orders of an
+      // odd rest (the first stage holds the most micro-batches in flight).
+      std::vector<std::pair<int, int>> splits = megatron_uneven_splits(layers, pp);
+      if (pp > 1 && layers % pp != 0 && splits.empty()) continue;
+      if (splits.empty()) splits.emplace_back(0, 0);
       MegatronLayouts layouts(*g);
-      for (int sp : tp > 1 ? std::vector<int>{1} : std::vector<int>{0}) {
-        for (RecomputePolicy r : {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full}) {
-          for (bool distopt : {false, true}) {
-            MegatronKnobs k;
-            k.tp = tp, k.pp = pp, k.mb = b, k.sp = sp, k.recompute = r, k.distopt = distopt && dp > 1;
-            if (!uneven.empty()) k.first = uneven.front().first, k.last = uneven.front().second;
-            MegatronKnobs layout = k;
-            layout.dp = dp;
-            // Inside the bound of `fit --stack T` only the layouts T runs as written.
-            const bool inside =
-                !q.options.bound ||
-                recipe_within_target(*q.options.bound, megatron_layout_recipe(layout, layers, cluster.stack.selective_recompute));
-            if ((!distopt || dp > 1) && inside) {
-              try {
-                const Plan plan = layouts.make(cluster, k, q.options);
-                const StepEstimate e = estimate_step(analyze_plan(*g, cluster, plan), plan, cluster);
-                if (evaluations) ++*evaluations;
-                if (keep_better(best, "megatron " + to_string(k), e, *g)) best_plan = plan, best_graph = g.get();
-              } catch (const std::exception&) {
-                // a layout this model does not allow (heads not divisible ...): not a candidate
+      for (const auto& [first, last] : splits) {
+        for (int sp : tp > 1 ? std::vector<int>{1} : std::vector<int>{0}) {
+          for (RecomputePolicy r : {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full}) {
+            for (bool distopt : {false, true}) {
+              MegatronKnobs k;
+              k.tp = tp, k.pp = pp, k.mb = b, k.sp = sp, k.recompute = r, k.distopt = distopt && dp > 1;
+              k.first = first, k.last = last;
+              MegatronKnobs layout = k;
+              layout.dp = dp;
+              // Inside the bound of `fit --stack T` only the layouts T runs as written.
+              const bool inside =
+                  !q.options.bound ||
+                  recipe_within_target(*q.options.bound, megatron_layout_recipe(layout, layers, cluster.stack.selective_recompute));
+              if ((!distopt || dp > 1) && inside) {
+                try {
+                  const Plan plan = layouts.make(cluster, k, q.options);
+                  const StepEstimate e = estimate_step(analyze_plan(*g, cluster, plan), plan, cluster);
+                  if (evaluations) ++*evaluations;
+                  if (keep_better(best, "megatron " + to_string(k), e, *g)) best_plan = plan, best_graph = g.get();
+                } catch (const std::exception&) {
+                  // a layout this model does not allow (heads not divisible ...): not a candidate
+                }
               }
             }
           }

@@ -180,6 +180,8 @@ class MegatronSearch {
                 last_skip_ = "vp=" + std::to_string(vp) + " (interleaving) needs pp > 1";
                 continue;
               }
+              // Only a given vp gets here at an uneven depth (the open search's vps above hold
+              // 1 there): refused in one line rather than priced as another split.
               if (vp > 1 && layers % pp != 0) {
                 last_skip_ = "vp=" + std::to_string(vp) + " (interleaving) needs pp=" + std::to_string(pp) +
                              " to divide the " + std::to_string(layers) + " layers";

@@ -201,7 +201,10 @@ TEST_F(ExportReadback, MegatronUnevenStages) {
     ASSERT_TRUE(r.exact()) << k.knobs << ": " << r.not_expressible.front();
     const MegatronArgs a = parse_megatron(r.config);
     for (const auto& f : k.flags) EXPECT_TRUE(a.has(f)) << k.knobs << ": no --" << f;
-    EXPECT_EQ(megatron_stages(a), recover_recipe(g, c, p).layers_per_stage) << k.knobs;
+    const ParallelRecipe recipe = recover_recipe(g, c, p);
+    EXPECT_EQ(megatron_stages(a), recipe.layers_per_stage) << k.knobs;
+    // The recipe's knobs (the export's nearest plan) split the layers as the flags do.
+    EXPECT_EQ(megatron_stage_layers(recipe.knobs(), k.layers), recipe.layers_per_stage) << k.knobs;
     EXPECT_EQ(a.i("num-virtual-stages-per-pipeline-rank", 1), p.virtual_stages) << k.knobs;
     megatron_parallel(a);
   }
