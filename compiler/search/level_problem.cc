@@ -32,6 +32,12 @@ class LevelBuilder {
     const std::vector<int> one{axis};
     group_ = ctx.mesh->group_shape(one);
     act_bytes_ = activation_bytes(ctx.precision);
+    edged_.resize(ctx.folded->heavy.size());
+    for (const FoldedEdge& e : ctx.folded->edges) {
+      std::vector<bool>& outputs = edged_[e.from];
+      if (outputs.size() <= static_cast<std::size_t>(e.from_output)) outputs.resize(e.from_output + 1, false);
+      outputs[e.from_output] = true;
+    }
   }
 
   // Operators of one class (identical in every repeated layer) get their choices priced
@@ -132,6 +138,14 @@ class LevelBuilder {
         put(key, f.graph_output);
       }
     }
+    for (std::size_t o = 0; o < node.outputs.size(); ++o) put(key, edged(h, static_cast<int>(o)));
+  }
+
+  // Whether an edge carries output o of heavy operator h to a heavy consumer (which prices
+  // its redistribution, a partial sum's reduction included).
+  bool edged(int h, int o) const {
+    const std::vector<bool>& outputs = edged_[h];
+    return o < static_cast<int>(outputs.size()) && outputs[o];
   }
 
   double ways(const std::vector<int>& axes) const {
@@ -228,7 +242,10 @@ class LevelBuilder {
       const double b = local_bytes(t, s);
       bytes += b;
       state += b * std::min<double>(m, 1);
-      if (c_.ng->facts(t).graph_output && s.is_partial(axis_)) activation_comm += coll(Collective::all_reduce, b);
+      // A partial sum no edge reduces (a graph output, or one that only cheap operators read:
+      // the LM head's logits before the loss) is all-reduced where it is read.
+      if (s.is_partial(axis_) && (c_.ng->facts(t).graph_output || !edged(h, static_cast<int>(o))))
+        activation_comm += coll(Collective::all_reduce, b);
     }
     const hardware::Device& dev = c_.cluster->device;
     const hardware::Precision precision = kernel_precision(*c_.ng, id, c_.precision);
@@ -272,7 +289,8 @@ class LevelBuilder {
   int n_;
   const std::vector<NodeCut>& cuts_;
   hardware::GroupShape group_;
-  mutable std::vector<std::vector<NodeCut>> cut_with_;  // with_axis', per heavy operator (index loop + 1)
+  mutable std::vector<std::vector<NodeCut>> cut_with_;
+  std::vector<std::vector<bool>> edged_;  // per heavy operator, per output: edged()  // with_axis', per heavy operator (index loop + 1)
   double act_bytes_ = 2;
   mutable std::map<std::pair<int, double>, double> priced_;  // coll's
 };

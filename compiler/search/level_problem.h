@@ -6,7 +6,8 @@
 // (roofline on its local FLOPs and bytes) times the micro-batches; the all-reduce of an
 // activation input's gradient left partial by the cut (Megatron's f/g); the gradient
 // synchronisation of a parameter the cut replicates (once per step); the all-reduce of
-// a partial graph output; plus memory_weight x the bytes the operator keeps per device
+// a partial output no edge reduces (a graph output, or one only cheap operators read, such
+// as the LM head's logits before the loss); plus memory_weight x the bytes the operator keeps per device
 // (16 bytes per parameter element of mixed-precision Adam, its output activation).
 // Edge cost: the redistribution on this axis between the producer's output layout and
 // the consumer's wanted input layout, forward and backward (all-gather <-> reduce-

@@ -94,10 +94,9 @@ class MegatronSearch {
         if (c_ && c_->has("sp") && given.sp && tp == 1) continue;  // sequence parallelism needs tp > 1
         UpwardWalk depths;
         // The seed prices uneven stages only where it otherwise leaves pipelines to the
-        // SymTensor search (tp = 1 without cp or experts: below), which cuts its own uneven
-        // stages worse: LLaMA-2 7B at 8 layers on 24 H100, batch 256, pp=3: 765 ms against
-        // Megatron-LM's tp=1 with 3/3/2 layers, 530 ms. Everywhere (DeepSeek-V3's 61 layers on
-        // 2048 H100) they would double its evaluations.
+        // SymTensor search (tp = 1 without cp or experts: below), whose own stages split the
+        // node axis only (pp = 3 on 24 H100, not pp = 6). Everywhere (DeepSeek-V3's 61 layers
+        // on 2048 H100) they would double its evaluations.
         const bool uneven = !seed || (tp == 1 && cp == 1);
         const std::vector<PipelineDepth> depth_list = pipeline_depths(layers, devices / (tp * cp), uneven);
         // Both orders of an odd rest are one depth to the seed's walk: the best of them.

@@ -82,21 +82,21 @@ for args in "1 4 4 --megatron ep=4" "1 4 8 --megatron tp=2,ep=2" "1 4 8 --megatr
   check mixtral-8x7b-tiny $args
   [ "$(alltoalls)" -ge 2 ] || fail "mixtral-8x7b-tiny $args: $(alltoalls) AllToAll nodes in stage 0, expected 2 per layer"
 done
-# SymTensor's own plans with pipeline stages: on a test cluster with 2.8 MB GPUs and slow
+# SymTensor's own plans with pipeline stages: on a test cluster with 2.0 MB GPUs and slow
 # links between nodes the search pipelines over the two nodes (each line prints the mesh).
 cluster="$root/tests/data/clusters/slow-nodes.yaml"
 pipelined=0
 slow=0
 for name in gpt2-small-tiny llama2-70b-tiny mixtral-8x7b-tiny bert-large-tiny vit-l16-tiny resnet50-tiny \
-            torch:gpt_tiny torch:encoder torch:resnet_tiny torch:squeezenet; do
+            torch:gpt_tiny torch:encoder torch:resnet_tiny; do  # (SqueezeNet needs 2.35 MB a GPU)
   for gpus in 2 4; do
-    [ "$name" = torch:squeezenet ] && [ "$gpus" = 2 ] && continue  # 2 x 2 GPUs of 2.8 MB cannot hold it
     check "$name" 2 "$gpus" 24 --strategy symtensor
     slow=$((slow + 1))
     grep -q '(pipeline)' "$work/compile.log" && pipelined=$((pipelined + 1))
   done
 done
-# Which plans pipeline is the search's choice (8 of 19 since weight gradients are priced for
-# weight-free models); at least that many must, or this part checks little.
-[ "$pipelined" -ge 8 ] || fail "only $pipelined of $slow SymTensor plans on the slow-nodes cluster have pipeline stages"
+# Which plans pipeline is the search's choice (12 of 18 at 2.0 MB GPUs, since the level step
+# prices a partial sum that only cheap operators read); at least that many must, or this part
+# checks little.
+[ "$pipelined" -ge 12 ] || fail "only $pipelined of $slow SymTensor plans on the slow-nodes cluster have pipeline stages"
 echo "verify_strategies: $count plans verified ($pipelined SymTensor plans with pipeline stages)"
