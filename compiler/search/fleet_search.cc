@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -10,12 +11,14 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/analysis/transformer_structure.h"
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/step_bound.h"
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/plan/batch_shares.h"
+#include "compiler/plan/mesh_refinement.h"
 #include "compiler/plan/plan_yaml.h"
 #include "compiler/search/export_searched.h"
 #include "compiler/search/fleet_estimate.h"
@@ -253,21 +256,20 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       }
       return e;
     };
-    auto fits = [&](const Plan& plan) {
-      const Evaluation e = evaluate(plan);
-      return e.valid && e.estimate.fits;
-    };
     // A plan recomputing every layer recomputes, per stage, only as many as its devices'
     // memory needs (recompute_fewest_layers): the stages hold different numbers of
     // micro-batches in flight, on devices of different memory. Returns whether it fits;
     // a plan recomputing less is only checked.
-    auto recompute_fewest = [&](Plan& plan) {
-      if (plan.recompute != RecomputePolicy::full) return fits(plan);
-      Plan fewer = plan;
-      const Evaluation e = recompute_fewest_layers(fewer, ng, evaluate);
-      if (!e.valid || !e.estimate.fits) return false;
-      plan = std::move(fewer);
-      return true;
+    // `priced`: the evaluation it made (the plan's, or with its fewest recomputed layers).
+    auto recompute_fewest = [&](Plan& plan, Evaluation* priced = nullptr) {
+      const Evaluation e = plan.recompute != RecomputePolicy::full ? evaluate(plan) : [&] {
+        Plan fewer = plan;
+        Evaluation made = recompute_fewest_layers(fewer, ng, evaluate);
+        if (made.valid && made.estimate.fits) plan = std::move(fewer);
+        return made;
+      }();
+      if (priced) *priced = e;
+      return e.valid && e.estimate.fits;
     };
     // Each stage's totals on its own group's device; none when the analysis refuses the plan.
     auto stage_totals = [&](const Plan& plan, const std::vector<int>& stage_groups) -> std::optional<StageTotals> {
@@ -299,85 +301,161 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     const int per_node = on.devices_per_node();
     struct Candidate {
       Plan plan;
-      MegatronKnobs knobs;
+      MegatronKnobs knobs;            // the first group's (tp, dp and mb are per group where group_tp differ)
+      std::vector<int> group_tp;      // per group of `on`: its stages' tensor-parallel degree
       std::vector<int> stage_groups;
       double predicted = 0;  // the balanced split's slowest stage x (micro-batches + stages - 1)
     };
     std::vector<Candidate> candidates;
+    // What a uniform candidate tells of one group at one tp: whether its stages fit their
+    // devices, and samples a second per layer (its replicas over its stages' seconds per layer).
+    struct GroupRate {
+      bool fits = false;
+      double rate = 0;
+    };
+    // Builds the candidate whose stages in group g run tensor parallelism group_tp[g] (each
+    // group's plan made by Megatron's layout at its own tp on the same pipeline, their meshes
+    // refined to one and each stage taking its group's cuts); returns per group what its
+    // stages gave at the split by pace (empty when it was not built).
+    auto add_candidate = [&](const std::vector<int>& group_tp, RecomputePolicy recompute, int stage_nodes,
+                             int pp) -> std::vector<GroupRate> {
+      // One micro-batch of the pipeline is the same samples on every stage: each group's
+      // replicas (stage_nodes x per_node / tp of them) share it.
+      long long samples = 1;
+      for (int tp : group_tp) samples = std::lcm(samples, static_cast<long long>(stage_nodes * per_node / tp));
+      std::vector<Plan> plans;   // one per distinct tp
+      std::vector<int> plan_tp;
+      MegatronKnobs first_knobs;
+      for (std::size_t g = 0; g < group_tp.size(); ++g) {
+        const int tp = group_tp[g];
+        MegatronKnobs k;
+        k.tp = tp, k.pp = pp, k.sp = tp > 1, k.distopt = true, k.recompute = recompute;
+        k.dp = stage_nodes * per_node / tp;
+        k.mb = static_cast<int>(samples / k.dp);
+        // Any valid layout to start from (the stages' layers are set below).
+        const int rest = layers - (pp - 2);
+        if (pp > 2) k.first = (rest + 1) / 2, k.last = rest - k.first;
+        if (pp == 2) k.first = layers / 2, k.last = layers - k.first;
+        if (g == 0) first_knobs = k;
+        if (std::find(plan_tp.begin(), plan_tp.end(), tp) != plan_tp.end()) continue;
+        try {
+          plans.push_back(layouts.make(on, k, options));
+          plan_tp.push_back(tp);
+        } catch (const std::exception&) {
+          return {};  // tp does not divide the heads, the batch does not split, ...
+        }
+      }
+      Candidate c;
+      c.group_tp = group_tp;
+      c.knobs = first_knobs;
+      c.plan = plans.front();
+      c.stage_groups = plan_stage_groups(c.plan, on);
+      if (std::any_of(c.stage_groups.begin(), c.stage_groups.end(), [](int g) { return g < 0; })) return {};
+      if (plans.size() > 1) {
+        std::vector<int> plan_of_stage;
+        for (int g : c.stage_groups)
+          plan_of_stage.push_back(static_cast<int>(std::find(plan_tp.begin(), plan_tp.end(), group_tp[g]) - plan_tp.begin()));
+        try {
+          c.plan = combine_stage_plans(plans, plan_of_stage);
+        } catch (const std::exception&) {
+          return {};  // no common mesh ([3, 2] and [2, 3] GPUs a node)
+        }
+      }
+      std::vector<double> pace;
+      for (int g : c.stage_groups) pace.push_back(hardware::device_pace(on.groups[g].device));
+      const std::vector<int> counts = proportional(pace, layers);
+      if (counts.empty()) return {};
+      c.plan = restage(graph, order, layouts.structure(), std::move(c.plan), counts);
+      Evaluation at_pace;
+      const bool fit = recompute_fewest(c.plan, &at_pace);
+      // Balance by the analysis on each group's device: each stage's time is linear in its
+      // layers (t = extra + n x per-layer; a stage's recomputed layers, kept at their count,
+      // are in `extra`), measured at two splits, then layers go one at a
+      // time to the stage that stays the fastest with it (min-max, exact for linear costs).
+      const std::vector<double> t1 = stage_seconds(c.plan, c.stage_groups);
+      std::vector<GroupRate> rates(on.groups.size());
+      if (at_pace.valid && !t1.empty()) {
+        const StepEstimate& e = at_pace.estimate;
+        for (std::size_t g = 0; g < rates.size(); ++g) rates[g].fits = true;
+        for (int st = 0; st < pp; ++st) {
+          GroupRate& r = rates[c.stage_groups[st]];
+          const bool stage_fits = st >= static_cast<int>(e.stage_peak_memory.size()) ||
+                                  e.stage_peak_memory[st] <= (st < static_cast<int>(e.stage_memory_capacity.size())
+                                                                  ? e.stage_memory_capacity[st]
+                                                                  : e.memory_capacity);
+          r.fits = r.fits && stage_fits;
+          r.rate += static_cast<double>(samples) * counts[st] / std::max(t1[st], 1e-12);
+        }
+      }
+      if (!fit) return rates;
+      std::vector<int> other = counts;
+      const int half = pp / 2;
+      for (int st = 0; st < half; ++st) other[st] += st == 0 && pp % 2 ? 2 : 1;
+      for (int st = half; st < pp; ++st) other[st] -= 1;
+      const bool linear = !t1.empty() && std::all_of(other.begin(), other.end(), [](int n) { return n >= 1; });
+      std::vector<double> t2;
+      if (linear) t2 = stage_seconds(restage(graph, order, layouts.structure(), c.plan, other), c.stage_groups);
+      if (!t2.empty()) {
+        std::vector<double> per_layer(pp), extra(pp);
+        for (int st = 0; st < pp; ++st) {
+          per_layer[st] = std::max(0.0, (t2[st] - t1[st]) / (other[st] - counts[st]));
+          extra[st] = std::max(0.0, t1[st] - counts[st] * per_layer[st]);
+        }
+        std::vector<int> balanced(pp, 1);
+        for (int n = pp; n < layers; ++n) {
+          int to = 0;
+          for (int st = 1; st < pp; ++st)
+            if (extra[st] + (balanced[st] + 1) * per_layer[st] < extra[to] + (balanced[to] + 1) * per_layer[to]) to = st;
+          ++balanced[to];
+        }
+        double slowest = 0;
+        for (int st = 0; st < pp; ++st) slowest = std::max(slowest, extra[st] + balanced[st] * per_layer[st]);
+        Plan plan = restage(graph, order, layouts.structure(), c.plan, balanced);
+        plan.recompute_layers.clear();
+        if (recompute_fewest(plan)) {
+          c.plan = std::move(plan);
+          c.predicted = slowest * (c.plan.micro_batches + pp - 1);
+        }
+      }
+      if (c.predicted == 0) {
+        double slowest = 0;
+        for (double x : t1) slowest = std::max(slowest, x);
+        c.predicted = t1.empty() ? kInfinity : slowest * (c.plan.micro_batches + pp - 1);
+      }
+      // Recomputing no layer of any stage, it is the candidate without recomputation of the
+      // same knobs (whose split balances alike): not kept twice.
+      if (c.plan.recompute == RecomputePolicy::full && !c.plan.recompute_layers.empty() &&
+          std::all_of(c.plan.recompute_layers.begin(), c.plan.recompute_layers.end(), [](int n) { return n == 0; }))
+        return rates;
+      candidates.push_back(std::move(c));
+      return rates;
+    };
     for (int stage_nodes : divisors(gcd_of(nodes))) {
       const int pp = on.levels.back().size / stage_nodes;
       if (pp < 2 || pp > layers) continue;
+      const std::vector<RecomputePolicy> recomputes{RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
+      // Per recomputation policy, per group: the fastest tp at which its stages fit (the
+      // uniform candidates measure each group at each tp), and its rate.
+      std::vector<std::vector<std::pair<double, int>>> best_tp(recomputes.size(),
+                                                              std::vector<std::pair<double, int>>(on.groups.size(), {0.0, 0}));
       for (int tp : {8, 4, 2, 1}) {
         if (per_node % tp != 0) continue;
-        for (RecomputePolicy recompute : {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full}) {
-          MegatronKnobs k;
-          k.tp = tp, k.pp = pp, k.mb = 1, k.sp = tp > 1, k.distopt = true, k.recompute = recompute;
-          k.dp = stage_nodes * per_node / tp;
-          // Any valid layout to start from (the stages' layers are set below).
-          const int rest = layers - (pp - 2);
-          if (pp > 2) k.first = (rest + 1) / 2, k.last = rest - k.first;
-          if (pp == 2) k.first = layers / 2, k.last = layers - k.first;
-          Candidate c;
-          try {
-            c.plan = layouts.make(on, k, options);
-          } catch (const std::exception&) {
-            continue;  // tp does not divide the heads, the batch does not split, ...
+        for (std::size_t r = 0; r < recomputes.size(); ++r) {
+          const std::vector<GroupRate> rates =
+              add_candidate(std::vector<int>(on.groups.size(), tp), recomputes[r], stage_nodes, pp);
+          for (std::size_t g = 0; g < rates.size(); ++g) {
+            if (rates[g].fits && rates[g].rate > best_tp[r][g].first) best_tp[r][g] = {rates[g].rate, tp};
           }
-          c.stage_groups = plan_stage_groups(c.plan, on);
-          if (std::any_of(c.stage_groups.begin(), c.stage_groups.end(), [](int g) { return g < 0; })) continue;
-          std::vector<double> pace;
-          for (int g : c.stage_groups) pace.push_back(hardware::device_pace(on.groups[g].device));
-          const std::vector<int> counts = proportional(pace, layers);
-          if (counts.empty()) continue;
-          c.plan = restage(graph, order, layouts.structure(), std::move(c.plan), counts);
-          c.knobs = k;
-          if (!recompute_fewest(c.plan)) continue;
-          // Balance by the analysis on each group's device: each stage's time is linear in its
-          // layers (t = extra + n x per-layer; a stage's recomputed layers, kept at their count,
-          // are in `extra`), measured at two splits, then layers go one at a
-          // time to the stage that stays the fastest with it (min-max, exact for linear costs).
-          const std::vector<double> t1 = stage_seconds(c.plan, c.stage_groups);
-          std::vector<int> other = counts;
-          const int half = pp / 2;
-          for (int st = 0; st < half; ++st) other[st] += st == 0 && pp % 2 ? 2 : 1;
-          for (int st = half; st < pp; ++st) other[st] -= 1;
-          const bool linear = !t1.empty() && std::all_of(other.begin(), other.end(), [](int n) { return n >= 1; });
-          std::vector<double> t2;
-          if (linear) t2 = stage_seconds(restage(graph, order, layouts.structure(), c.plan, other), c.stage_groups);
-          if (!t2.empty()) {
-            std::vector<double> per_layer(pp), extra(pp);
-            for (int st = 0; st < pp; ++st) {
-              per_layer[st] = std::max(0.0, (t2[st] - t1[st]) / (other[st] - counts[st]));
-              extra[st] = std::max(0.0, t1[st] - counts[st] * per_layer[st]);
-            }
-            std::vector<int> balanced(pp, 1);
-            for (int n = pp; n < layers; ++n) {
-              int to = 0;
-              for (int st = 1; st < pp; ++st)
-                if (extra[st] + (balanced[st] + 1) * per_layer[st] < extra[to] + (balanced[to] + 1) * per_layer[to]) to = st;
-              ++balanced[to];
-            }
-            double slowest = 0;
-            for (int st = 0; st < pp; ++st) slowest = std::max(slowest, extra[st] + balanced[st] * per_layer[st]);
-            Plan plan = restage(graph, order, layouts.structure(), c.plan, balanced);
-            plan.recompute_layers.clear();
-            if (recompute_fewest(plan)) {
-              c.plan = std::move(plan);
-              c.predicted = slowest * (c.plan.micro_batches + pp - 1);
-            }
-          }
-          if (c.predicted == 0) {
-            double slowest = 0;
-            for (double x : t1) slowest = std::max(slowest, x);
-            c.predicted = t1.empty() ? kInfinity : slowest * (c.plan.micro_batches + pp - 1);
-          }
-          // Recomputing no layer of any stage, it is the candidate without recomputation of the
-          // same knobs (whose split balances alike): not kept twice.
-          if (c.plan.recompute == RecomputePolicy::full && !c.plan.recompute_layers.empty() &&
-              std::all_of(c.plan.recompute_layers.begin(), c.plan.recompute_layers.end(), [](int n) { return n == 0; }))
-            continue;
-          candidates.push_back(std::move(c));
         }
+      }
+      // Per-stage tensor parallelism: each group's stages at the tp that runs them fastest, where
+      // the groups differ (H100 stages holding many layers at tp=2, A100 stages few at tp=1).
+      for (std::size_t r = 0; r < recomputes.size(); ++r) {
+        std::vector<int> group_tp;
+        for (const auto& [rate, tp] : best_tp[r]) group_tp.push_back(tp);
+        if (std::find(group_tp.begin(), group_tp.end(), 0) != group_tp.end()) continue;  // a group fits at no tp
+        if (std::adjacent_find(group_tp.begin(), group_tp.end(), std::not_equal_to<>()) == group_tp.end()) continue;
+        add_candidate(group_tp, recomputes[r], stage_nodes, pp);
       }
     }
     // The balanced splits ranked by their prediction; the simulator referees the best three,
@@ -388,6 +466,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     // The first split simulated of each candidate that fit: its knobs, layer counts and step.
     struct FirstSplit {
       MegatronKnobs knobs;
+      std::vector<int> group_tp;
       std::vector<int> counts;
       double step_time_s;
     };
@@ -404,7 +483,16 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       std::string split;
       for (std::size_t s = 0; s < c.stage_groups.size(); ++s)
         split += fmt::format("{}{}:{}", s ? " " : "", on.groups[c.stage_groups[s]].profile, layers_per_stage[s]);
-      return fmt::format("pipeline over the groups, layers by speed ({}; {})", split, knobs_label(c.knobs, &plan));
+      std::string knobs = knobs_label(c.knobs, &plan);
+      if (std::adjacent_find(c.group_tp.begin(), c.group_tp.end(), std::not_equal_to<>()) != c.group_tp.end()) {
+        std::vector<std::string> per_group;
+        for (std::size_t g = 0; g < c.group_tp.size(); ++g)
+          per_group.push_back(fmt::format("{} tp={} dp={}", on.groups[g].profile, c.group_tp[g],
+                                          c.knobs.dp * c.knobs.tp / c.group_tp[g]));
+        knobs = fmt::format("tensor parallelism by group: {}; pp={} recompute={}", fmt::join(per_group, ", "), c.knobs.pp,
+                            describe_recompute(plan));
+      }
+      return fmt::format("pipeline over the groups, layers by speed ({}; {})", split, knobs);
     };
     // Simulates candidate i at a split not tried before; keeps it when it beats the
     // candidate's best. Returns whether it did.
@@ -465,12 +553,13 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         same.recompute = f.knobs.recompute;
         const bool more = f.knobs.recompute < c.knobs.recompute &&
                           (f.knobs.recompute == RecomputePolicy::none || c.plan.recompute_layers.empty());
-        return more && same == f.knobs && f.counts == counts && result.plan.fits && f.step_time_s >= result.plan.step_time_s;
+        return more && same == f.knobs && f.group_tp == c.group_tp && f.counts == counts && result.plan.fits &&
+               f.step_time_s >= result.plan.step_time_s;
       });
       if (dominated) continue;
       attempt(i, counts);
       const Trials& t = trials[i];
-      if (t.best.found && t.best.fits) first_splits.push_back({c.knobs, counts, t.best.step_time_s});
+      if (t.best.found && t.best.fits) first_splits.push_back({c.knobs, c.group_tp, counts, t.best.step_time_s});
       adopt_if_faster(i);
     }
     // Then, while the step drops: layers in proportion to each stage's simulated speed
