@@ -71,7 +71,7 @@ Plan refine_plan_mesh(Plan plan, const MeshFactors& finer) {
         if (finer[l][next] > 1) run.push_back(fine_axis + static_cast<int>(next));
         ++next;
       }
-      if (next == 0 || fine_points[next - 1] != p) throw refuse();
+      if ((next == 0 ? 1 : fine_points[next - 1]) != p) throw refuse();
       if (run.empty() && next > from) run.push_back(fine_axis + static_cast<int>(next) - 1);
       runs.push_back(std::move(run));
     }
@@ -97,30 +97,45 @@ Plan refine_plan_mesh(Plan plan, const MeshFactors& finer) {
   return plan;
 }
 
-Plan combine_stage_plans(const std::vector<Plan>& plans, const std::vector<int>& plan_of_stage) {
-  if (plans.empty()) throw std::runtime_error("combine_stage_plans: no plans");
+std::vector<Plan> refine_to_common_mesh(const std::vector<Plan>& plans) {
+  if (plans.empty()) throw std::runtime_error("refine_to_common_mesh: no plans");
   const Plan& first = plans.front();
-  const int stages = first.pipeline_stages();
-  if (static_cast<int>(plan_of_stage.size()) != stages)
-    throw std::runtime_error(fmt::format("combine_stage_plans: {} plans named for {} pipeline stages", plan_of_stage.size(), stages));
   std::optional<MeshFactors> mesh = first.mesh_factors;
   for (const Plan& p : plans) {
-    if (p.pipeline_stages() != stages || p.stage_of_node != first.stage_of_node)
-      throw std::runtime_error("combine_stage_plans: the plans' pipeline stages differ");
+    if (p.pipeline_stages() != first.pipeline_stages() || p.stage_of_node != first.stage_of_node ||
+        p.micro_batches != first.micro_batches || p.global_batch != first.global_batch)
+      throw std::runtime_error("refine_to_common_mesh: the plans' pipeline stages, micro-batches or batch differ");
     if (mesh) mesh = common_mesh_refinement(*mesh, p.mesh_factors);
   }
-  if (!mesh) throw std::runtime_error("combine_stage_plans: the plans' meshes have no common refinement");
+  if (!mesh) throw std::runtime_error("refine_to_common_mesh: the plans' meshes have no common refinement");
   std::vector<Plan> refined;
-  for (const Plan& p : plans) refined.push_back(refine_plan_mesh(p, *mesh));
-  for (int index : plan_of_stage)
-    if (index < 0 || index >= static_cast<int>(plans.size()))
-      throw std::runtime_error(fmt::format("combine_stage_plans: plan {} of {}", index, plans.size()));
-  Plan out = refined.at(plan_of_stage.front());
-  for (std::size_t id = 0; id < out.node_cuts.size() && id < out.stage_of_node.size(); ++id) {
-    const int stage = out.stage_of_node[id];
-    if (stage >= 0 && stage < stages) out.node_cuts[id] = refined[plan_of_stage[stage]].node_cuts.at(id);
+  for (const Plan& p : plans) {
+    refined.push_back(refine_plan_mesh(p, *mesh));
+    if (refined.back().pipeline_axis != refined.front().pipeline_axis)
+      throw std::runtime_error("refine_to_common_mesh: the plans' pipelines lie on different mesh axes");
   }
-  out.cuts_stamp = new_cuts_stamp();
+  return refined;
+}
+
+void take_stage_cuts(Plan& plan, const std::vector<Plan>& refined, const std::vector<int>& plan_of_stage) {
+  const int stages = plan.pipeline_stages();
+  if (static_cast<int>(plan_of_stage.size()) != stages)
+    throw std::runtime_error(fmt::format("take_stage_cuts: {} plans named for {} pipeline stages", plan_of_stage.size(), stages));
+  for (int index : plan_of_stage)
+    if (index < 0 || index >= static_cast<int>(refined.size()))
+      throw std::runtime_error(fmt::format("take_stage_cuts: plan {} of {}", index, refined.size()));
+  for (std::size_t id = 0; id < plan.node_cuts.size() && id < plan.stage_of_node.size(); ++id) {
+    const int stage = plan.stage_of_node[id];
+    if (stage >= 0 && stage < stages) plan.node_cuts[id] = refined[plan_of_stage[stage]].node_cuts.at(id);
+  }
+  plan.cuts_stamp = new_cuts_stamp();
+}
+
+Plan combine_stage_plans(const std::vector<Plan>& plans, const std::vector<int>& plan_of_stage) {
+  const std::vector<Plan> refined = refine_to_common_mesh(plans);
+  if (plan_of_stage.empty()) throw std::runtime_error("combine_stage_plans: no stages named");
+  Plan out = refined.at(plan_of_stage.front());
+  take_stage_cuts(out, refined, plan_of_stage);
   return out;
 }
 

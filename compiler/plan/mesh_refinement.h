@@ -22,13 +22,20 @@ std::optional<MeshFactors> common_mesh_refinement(const MeshFactors& a, const Me
 // mesh or splits its pipeline axis.
 Plan refine_plan_mesh(Plan plan, const MeshFactors& finer);
 
-// One plan whose pipeline stage s runs as plans[plan_of_stage[s]] does: the plans (the same
-// pipeline and stages, made on factorizations of one cluster, e.g. Megatron's layout at tp=4
-// and at tp=1) refined to a common mesh, each operator taking the cuts of its stage's plan;
-// everything else is plans[plan_of_stage[0]]'s. Where consecutive stages' layouts differ, the
+// The plans (the same pipeline stages, micro-batches and batch, made on factorizations of one
+// cluster, e.g. Megatron's layout at tp=4 and at tp=1) on their common mesh. Throws (one line)
+// when they have none, or differ in any of those or in where the pipeline axis lands.
+std::vector<Plan> refine_to_common_mesh(const std::vector<Plan>& plans);
+
+// Each operator of `plan` takes the cuts of refined[plan_of_stage[s]] for its stage s (by
+// plan.stage_of_node as it is now: call it again after the stages' layers move). `plan` and
+// `refined` share a mesh (refine_to_common_mesh). Where consecutive stages' layouts differ, the
 // activations are redistributed between them as between any two cuts. Throws (one line) when
-// the plans have no common mesh, their pipeline stages differ or plan_of_stage does not name
-// one plan per stage.
+// plan_of_stage does not name one plan per stage.
+void take_stage_cuts(Plan& plan, const std::vector<Plan>& refined, const std::vector<int>& plan_of_stage);
+
+// One plan whose pipeline stage s runs as plans[plan_of_stage[s]] does: the plans on their common
+// mesh, plans[plan_of_stage[0]]'s everything else, take_stage_cuts.
 Plan combine_stage_plans(const std::vector<Plan>& plans, const std::vector<int>& plan_of_stage);
 
 }  // namespace symtensor::compiler

@@ -73,7 +73,7 @@ bool faster(const FleetStep& a, const FleetStep& b) {
 
 // `plan`: where its recomputation is per stage (Plan::recompute_layers), described as such.
 std::string knobs_label(const MegatronKnobs& k, const Plan* plan = nullptr) {
-  return fmt::format("tp={} pp={} dp={} mb={} recompute={}", k.tp, k.pp, k.dp, k.mb,
+  return fmt::format("tp={} pp={}{} dp={} mb={} recompute={}", k.tp, k.pp, k.cp > 1 ? fmt::format(" cp={}", k.cp) : "", k.dp, k.mb,
                      plan ? describe_recompute(*plan) : std::string(to_string(k.recompute)));
 }
 
@@ -303,12 +303,25 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       Plan plan;
       MegatronKnobs knobs;            // the first group's (tp, dp and mb are per group where group_tp differ)
       std::vector<int> group_tp;      // per group of `on`: its stages' tensor-parallel degree
+      // Where the groups' tp differ: Megatron's layout at each tp on the common mesh
+      // (refine_to_common_mesh) and, per stage, the one whose cuts it takes.
+      std::vector<Plan> sources;
+      std::vector<int> source_of_stage;
       std::vector<int> stage_groups;
       double predicted = 0;  // the balanced split's slowest stage x (micro-batches + stages - 1)
     };
     std::vector<Candidate> candidates;
+    // The candidate's plan with `layers[s]` layers on stage s; its operators take their new
+    // stage's cuts where the stages' layouts differ.
+    auto restaged = [&](const Candidate& c, Plan plan, const std::vector<int>& layers_per_stage) {
+      plan = restage(graph, order, layouts.structure(), std::move(plan), layers_per_stage);
+      if (!c.sources.empty()) take_stage_cuts(plan, c.sources, c.source_of_stage);
+      return plan;
+    };
     // What a uniform candidate tells of one group at one tp: whether its stages fit their
     // devices, and samples a second per layer (its replicas over its stages' seconds per layer).
+    // Under full recomputation a plan that does not fit as a whole is not priced, so then no
+    // group is credited (a mixed candidate missed, never a wrong one: each is checked whole).
     struct GroupRate {
       bool fits = false;
       double rate = 0;
@@ -352,20 +365,20 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       c.stage_groups = plan_stage_groups(c.plan, on);
       if (std::any_of(c.stage_groups.begin(), c.stage_groups.end(), [](int g) { return g < 0; })) return {};
       if (plans.size() > 1) {
-        std::vector<int> plan_of_stage;
         for (int g : c.stage_groups)
-          plan_of_stage.push_back(static_cast<int>(std::find(plan_tp.begin(), plan_tp.end(), group_tp[g]) - plan_tp.begin()));
+          c.source_of_stage.push_back(static_cast<int>(std::find(plan_tp.begin(), plan_tp.end(), group_tp[g]) - plan_tp.begin()));
         try {
-          c.plan = combine_stage_plans(plans, plan_of_stage);
+          c.sources = refine_to_common_mesh(plans);
         } catch (const std::exception&) {
           return {};  // no common mesh ([3, 2] and [2, 3] GPUs a node)
         }
+        c.plan = c.sources.front();
       }
       std::vector<double> pace;
       for (int g : c.stage_groups) pace.push_back(hardware::device_pace(on.groups[g].device));
       const std::vector<int> counts = proportional(pace, layers);
       if (counts.empty()) return {};
-      c.plan = restage(graph, order, layouts.structure(), std::move(c.plan), counts);
+      c.plan = restaged(c, std::move(c.plan), counts);
       Evaluation at_pace;
       const bool fit = recompute_fewest(c.plan, &at_pace);
       // Balance by the analysis on each group's device: each stage's time is linear in its
@@ -394,7 +407,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       for (int st = half; st < pp; ++st) other[st] -= 1;
       const bool linear = !t1.empty() && std::all_of(other.begin(), other.end(), [](int n) { return n >= 1; });
       std::vector<double> t2;
-      if (linear) t2 = stage_seconds(restage(graph, order, layouts.structure(), c.plan, other), c.stage_groups);
+      if (linear) t2 = stage_seconds(restaged(c, c.plan, other), c.stage_groups);
       if (!t2.empty()) {
         std::vector<double> per_layer(pp), extra(pp);
         for (int st = 0; st < pp; ++st) {
@@ -410,7 +423,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         }
         double slowest = 0;
         for (int st = 0; st < pp; ++st) slowest = std::max(slowest, extra[st] + balanced[st] * per_layer[st]);
-        Plan plan = restage(graph, order, layouts.structure(), c.plan, balanced);
+        Plan plan = restaged(c, c.plan, balanced);
         plan.recompute_layers.clear();
         if (recompute_fewest(plan)) {
           c.plan = std::move(plan);
@@ -504,7 +517,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       FleetStep step;
       std::vector<double> compute;
       try {
-        step.plan = restage(graph, order, layouts.structure(), c.plan, counts);
+        step.plan = restaged(c, c.plan, counts);
         if (!c.plan.recompute_layers.empty()) {  // the new split's stages recompute what they need
           step.plan.recompute_layers.clear();
           if (!recompute_fewest(step.plan)) return false;

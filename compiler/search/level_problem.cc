@@ -289,8 +289,8 @@ class LevelBuilder {
   int n_;
   const std::vector<NodeCut>& cuts_;
   hardware::GroupShape group_;
-  mutable std::vector<std::vector<NodeCut>> cut_with_;
-  std::vector<std::vector<bool>> edged_;  // per heavy operator, per output: edged()  // with_axis', per heavy operator (index loop + 1)
+  mutable std::vector<std::vector<NodeCut>> cut_with_;  // with_axis', per heavy operator (index loop + 1)
+  std::vector<std::vector<bool>> edged_;                // per heavy operator, per output: edged()
   double act_bytes_ = 2;
   mutable std::map<std::pair<int, double>, double> priced_;  // coll's
 };

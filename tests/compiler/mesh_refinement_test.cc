@@ -8,6 +8,7 @@
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/lowering/simulate_plan.h"
 #include "compiler/plan/mesh_refinement.h"
+#include "compiler/search/fleet_search.h"
 #include "compiler/strategies/megatron.h"
 #include "tests/compiler/search_test_util.h"
 
@@ -23,6 +24,18 @@ TEST(MeshRefinement, CommonRefinementSplitsEachLevelAtEveryFactorsBoundary) {
   EXPECT_FALSE(common_mesh_refinement({{3, 2}}, {{2, 3}}).has_value());
   EXPECT_FALSE(common_mesh_refinement({{4}}, {{8}}).has_value());        // sizes differ
   EXPECT_FALSE(common_mesh_refinement({{4}, {2}}, {{8}}).has_value());   // levels differ
+  EXPECT_EQ(common_mesh_refinement({{2}, {1, 8}}, {{2}, {8}}), (MeshFactors{{2}, {8}}));
+}
+
+TEST(MeshRefinement, AUnitFactorIsNoAxisOnTheFinerMesh) {
+  // gpu [1, 8]: axis 1 holds one device, axis 2 all eight; on gpu [8] the cut names axis 1.
+  Plan plan;
+  plan.mesh_factors = {{2}, {1, 8}};
+  plan.pipeline_axis = 0;
+  plan.node_cuts = {NodeCut{{{2}, {1}}, {}}};
+  const Plan refined = refine_plan_mesh(plan, {{2}, {8}});
+  EXPECT_EQ(refined.pipeline_axis, 0);
+  EXPECT_EQ(refined.node_cuts[0].loop_axes, (std::vector<std::vector<int>>{{1}, {}}));
 }
 
 struct TwoNodes {
@@ -94,6 +107,17 @@ TEST(MeshRefinement, EachStageRunsAsItsOwnPlan) {
   EXPECT_NE(a.fwd_compute[1], b.fwd_compute[1]);  // the stages' layouts do differ
   const PlanSimulation s = simulate_plan(t.graph, both, t.cluster);
   EXPECT_GT(s.report.step_time_s, 0);
+  // The layers move (the fleet search balances the stages): each operator takes its new stage's
+  // cuts, so stage 1's three layers compute as the tp=4 plan's do with the same split.
+  Plan moved = restage_layers(t.graph, both, {1, 3});
+  take_stage_cuts(moved, refine_to_common_mesh({tp2, tp4}), {0, 1});
+  const Plan tp2_moved = restage_layers(t.graph, tp2, {1, 3}), tp4_moved = restage_layers(t.graph, tp4, {1, 3});
+  const StageTotals m = stage_totals(analyze_plan(t.graph, t.cluster, moved), moved);
+  const StageTotals m2 = stage_totals(analyze_plan(t.graph, t.cluster, tp2_moved), tp2_moved);
+  const StageTotals m4 = stage_totals(analyze_plan(t.graph, t.cluster, tp4_moved), tp4_moved);
+  EXPECT_DOUBLE_EQ(m.fwd_compute[0], m2.fwd_compute[0]);
+  EXPECT_DOUBLE_EQ(m.fwd_compute[1], m4.fwd_compute[1]);
+  EXPECT_DOUBLE_EQ(m.bwd_compute[1], m4.bwd_compute[1]);
   EXPECT_THROW(combine_stage_plans({tp2, tp4}, {0}), std::runtime_error);
   EXPECT_THROW(combine_stage_plans({tp2, tp4}, {0, 2}), std::runtime_error);
 }
