@@ -93,31 +93,28 @@ TEST(MeshRefinement, EachStageRunsAsItsOwnPlan) {
   ASSERT_EQ(tp2.micro_batches, tp4.micro_batches);
   const Plan both = combine_stage_plans({tp2, tp4}, {0, 1});
   EXPECT_EQ(both.mesh_factors, (MeshFactors{{2}, {2, 2, 2}}));
-  // Stage 0 computes as the tp=2 plan's stage 0, stage 1 as the tp=4 plan's stage 1 (their
-  // kernels; what crosses the boundary is redistributed between the two layouts).
-  const StageTotals a = stage_totals(analyze_plan(t.graph, t.cluster, tp2), tp2);
-  const StageTotals b = stage_totals(analyze_plan(t.graph, t.cluster, tp4), tp4);
-  const StageTotals c = stage_totals(analyze_plan(t.graph, t.cluster, both), both);
-  EXPECT_DOUBLE_EQ(c.fwd_compute[0], a.fwd_compute[0]);
-  EXPECT_DOUBLE_EQ(c.bwd_compute[0], a.bwd_compute[0]);
-  EXPECT_DOUBLE_EQ(c.fwd_compute[1], b.fwd_compute[1]);
-  EXPECT_DOUBLE_EQ(c.bwd_compute[1], b.bwd_compute[1]);
-  EXPECT_DOUBLE_EQ(c.grad_sync[0], a.grad_sync[0]);
-  EXPECT_DOUBLE_EQ(c.grad_sync[1], b.grad_sync[1]);
-  EXPECT_NE(a.fwd_compute[1], b.fwd_compute[1]);  // the stages' layouts do differ
+  auto totals = [&](const Plan& p) { return stage_totals(analyze_plan(t.graph, t.cluster, p), p); };
+  // Stage 0 computes as the tp=2 plan's stage 0 and stage 1 as the tp=4 plan's stage 1 (their
+  // kernels; what crosses the boundary is redistributed between the two layouts), at the
+  // layouts' split (2/2) and after the layers move (1/3, as the fleet search balances stages:
+  // each operator then takes its new stage's cuts).
+  const std::vector<Plan> refined = refine_to_common_mesh({tp2, tp4});
+  for (const std::vector<int>& split : {std::vector<int>{2, 2}, std::vector<int>{1, 3}}) {
+    SCOPED_TRACE(split[0]);
+    Plan moved = restage_layers(t.graph, both, split);
+    take_stage_cuts(moved, refined, {0, 1});
+    const StageTotals a = totals(restage_layers(t.graph, tp2, split)), b = totals(restage_layers(t.graph, tp4, split));
+    const StageTotals c = totals(moved);
+    EXPECT_DOUBLE_EQ(c.fwd_compute[0], a.fwd_compute[0]);
+    EXPECT_DOUBLE_EQ(c.bwd_compute[0], a.bwd_compute[0]);
+    EXPECT_DOUBLE_EQ(c.fwd_compute[1], b.fwd_compute[1]);
+    EXPECT_DOUBLE_EQ(c.bwd_compute[1], b.bwd_compute[1]);
+    EXPECT_DOUBLE_EQ(c.grad_sync[0], a.grad_sync[0]);
+    EXPECT_DOUBLE_EQ(c.grad_sync[1], b.grad_sync[1]);
+    EXPECT_NE(a.fwd_compute[1], b.fwd_compute[1]);  // the stages' layouts do differ
+  }
   const PlanSimulation s = simulate_plan(t.graph, both, t.cluster);
   EXPECT_GT(s.report.step_time_s, 0);
-  // The layers move (the fleet search balances the stages): each operator takes its new stage's
-  // cuts, so stage 1's three layers compute as the tp=4 plan's do with the same split.
-  Plan moved = restage_layers(t.graph, both, {1, 3});
-  take_stage_cuts(moved, refine_to_common_mesh({tp2, tp4}), {0, 1});
-  const Plan tp2_moved = restage_layers(t.graph, tp2, {1, 3}), tp4_moved = restage_layers(t.graph, tp4, {1, 3});
-  const StageTotals m = stage_totals(analyze_plan(t.graph, t.cluster, moved), moved);
-  const StageTotals m2 = stage_totals(analyze_plan(t.graph, t.cluster, tp2_moved), tp2_moved);
-  const StageTotals m4 = stage_totals(analyze_plan(t.graph, t.cluster, tp4_moved), tp4_moved);
-  EXPECT_DOUBLE_EQ(m.fwd_compute[0], m2.fwd_compute[0]);
-  EXPECT_DOUBLE_EQ(m.fwd_compute[1], m4.fwd_compute[1]);
-  EXPECT_DOUBLE_EQ(m.bwd_compute[1], m4.bwd_compute[1]);
   EXPECT_THROW(combine_stage_plans({tp2, tp4}, {0}), std::runtime_error);
   EXPECT_THROW(combine_stage_plans({tp2, tp4}, {0, 2}), std::runtime_error);
 }
