@@ -71,6 +71,12 @@ bool faster(const FleetStep& a, const FleetStep& b) {
   return a.step_time_s < b.step_time_s;
 }
 
+// A group's pipeline stages' tensor- and context-parallel degrees (Megatron's layout at them).
+struct GroupLayout {
+  int tp = 1, cp = 1;
+  bool operator==(const GroupLayout&) const = default;
+};
+
 // `plan`: where its recomputation is per stage (Plan::recompute_layers), described as such.
 std::string knobs_label(const MegatronKnobs& k, const Plan* plan = nullptr) {
   return fmt::format("tp={} pp={}{} dp={} mb={} recompute={}", k.tp, k.pp, k.cp > 1 ? fmt::format(" cp={}", k.cp) : "", k.dp, k.mb,
@@ -301,9 +307,9 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     const int per_node = on.devices_per_node();
     struct Candidate {
       Plan plan;
-      MegatronKnobs knobs;            // the first group's (tp, dp and mb are per group where group_tp differ)
-      std::vector<int> group_tp;      // per group of `on`: its stages' tensor-parallel degree
-      // Where the groups' tp differ: Megatron's layout at each tp on the common mesh
+      MegatronKnobs knobs;            // the first group's (tp, cp, dp and mb are per group where the layouts differ)
+      std::vector<GroupLayout> group_layout;  // per group of `on`: its stages' tp and cp
+      // Where the groups' layouts differ: Megatron's layout at each on the common mesh
       // (refine_to_common_mesh) and, per stage, the one whose cuts it takes.
       std::vector<Plan> sources;
       std::vector<int> source_of_stage;
@@ -318,7 +324,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       if (!c.sources.empty()) take_stage_cuts(plan, c.sources, c.source_of_stage);
       return plan;
     };
-    // What a uniform candidate tells of one group at one tp: whether its stages fit their
+    // What a uniform candidate tells of one group at one layout: whether its stages fit their
     // devices, and samples a second per layer (its replicas over its stages' seconds per layer).
     // Under full recomputation a plan that does not fit as a whole is not priced, so then no
     // group is credited (a mixed candidate missed, never a wrong one: each is checked whole).
@@ -326,47 +332,52 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       bool fits = false;
       double rate = 0;
     };
-    // Builds the candidate whose stages in group g run tensor parallelism group_tp[g] (each
-    // group's plan made by Megatron's layout at its own tp on the same pipeline, their meshes
-    // refined to one and each stage taking its group's cuts); returns per group what its
-    // stages gave at the split by pace (empty when it was not built).
-    auto add_candidate = [&](const std::vector<int>& group_tp, RecomputePolicy recompute, int stage_nodes,
+    // Builds the candidate whose stages in group g run group_layout[g] (each group's plan made
+    // by Megatron's layout at its own tp and cp on the same pipeline, their meshes refined to
+    // one and each stage taking its group's cuts); returns per group what its stages gave at the
+    // split by pace (empty when it was not built).
+    auto add_candidate = [&](const std::vector<GroupLayout>& group_layout, RecomputePolicy recompute, int stage_nodes,
                              int pp) -> std::vector<GroupRate> {
       // One micro-batch of the pipeline is the same samples on every stage: each group's
-      // replicas (stage_nodes x per_node / tp of them) share it.
+      // replicas (stage_nodes x per_node / (tp x cp) of them) share it.
+      const int stage_gpus = stage_nodes * per_node;
       long long samples = 1;
-      for (int tp : group_tp) samples = std::lcm(samples, static_cast<long long>(stage_nodes * per_node / tp));
-      std::vector<Plan> plans;   // one per distinct tp
-      std::vector<int> plan_tp;
+      for (const GroupLayout& l : group_layout) {
+        if (stage_gpus % (l.tp * l.cp) != 0) return {};
+        samples = std::lcm(samples, static_cast<long long>(stage_gpus / (l.tp * l.cp)));
+      }
+      std::vector<Plan> plans;   // one per distinct layout
+      std::vector<GroupLayout> plan_layout;
       MegatronKnobs first_knobs;
-      for (std::size_t g = 0; g < group_tp.size(); ++g) {
-        const int tp = group_tp[g];
+      for (std::size_t g = 0; g < group_layout.size(); ++g) {
+        const auto [tp, cp] = group_layout[g];
         MegatronKnobs k;
-        k.tp = tp, k.pp = pp, k.sp = tp > 1, k.distopt = true, k.recompute = recompute;
-        k.dp = stage_nodes * per_node / tp;
+        k.tp = tp, k.cp = cp, k.pp = pp, k.sp = tp > 1, k.distopt = true, k.recompute = recompute;
+        k.dp = stage_gpus / (tp * cp);
         k.mb = static_cast<int>(samples / k.dp);
         // Any valid layout to start from (the stages' layers are set below).
         const int rest = layers - (pp - 2);
         if (pp > 2) k.first = (rest + 1) / 2, k.last = rest - k.first;
         if (pp == 2) k.first = layers / 2, k.last = layers - k.first;
         if (g == 0) first_knobs = k;
-        if (std::find(plan_tp.begin(), plan_tp.end(), tp) != plan_tp.end()) continue;
+        if (std::find(plan_layout.begin(), plan_layout.end(), group_layout[g]) != plan_layout.end()) continue;
         try {
           plans.push_back(layouts.make(on, k, options));
-          plan_tp.push_back(tp);
+          plan_layout.push_back(group_layout[g]);
         } catch (const std::exception&) {
           return {};  // tp does not divide the heads, the batch does not split, ...
         }
       }
       Candidate c;
-      c.group_tp = group_tp;
+      c.group_layout = group_layout;
       c.knobs = first_knobs;
       c.plan = plans.front();
       c.stage_groups = plan_stage_groups(c.plan, on);
       if (std::any_of(c.stage_groups.begin(), c.stage_groups.end(), [](int g) { return g < 0; })) return {};
       if (plans.size() > 1) {
         for (int g : c.stage_groups)
-          c.source_of_stage.push_back(static_cast<int>(std::find(plan_tp.begin(), plan_tp.end(), group_tp[g]) - plan_tp.begin()));
+          c.source_of_stage.push_back(
+              static_cast<int>(std::find(plan_layout.begin(), plan_layout.end(), group_layout[g]) - plan_layout.begin()));
         try {
           c.sources = refine_to_common_mesh(plans);
         } catch (const std::exception&) {
@@ -443,32 +454,39 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       candidates.push_back(std::move(c));
       return rates;
     };
+    // Context parallelism as Megatron-best prices it (from 4k-token sequences), the same degree
+    // on every stage of a uniform candidate.
+    const std::vector<int> cps =
+        context_parallel_sizes(graph, layouts.structure(), layouts.spaces(), on.num_devices());
     for (int stage_nodes : divisors(gcd_of(nodes))) {
       const int pp = on.levels.back().size / stage_nodes;
       if (pp < 2 || pp > layers) continue;
       const std::vector<RecomputePolicy> recomputes{RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
-      // Per recomputation policy, per group: the fastest tp at which its stages fit (the
-      // uniform candidates measure each group at each tp), and its rate.
-      std::vector<std::vector<std::pair<double, int>>> best_tp(recomputes.size(),
-                                                              std::vector<std::pair<double, int>>(on.groups.size(), {0.0, 0}));
-      for (int tp : {8, 4, 2, 1}) {
-        if (per_node % tp != 0) continue;
-        for (std::size_t r = 0; r < recomputes.size(); ++r) {
-          const std::vector<GroupRate> rates =
-              add_candidate(std::vector<int>(on.groups.size(), tp), recomputes[r], stage_nodes, pp);
-          for (std::size_t g = 0; g < rates.size(); ++g) {
-            if (rates[g].fits && rates[g].rate > best_tp[r][g].first) best_tp[r][g] = {rates[g].rate, tp};
+      // Per recomputation policy, per group: the fastest layout at which its stages fit (the
+      // uniform candidates measure each group at each layout), and its rate.
+      std::vector<std::vector<std::pair<double, GroupLayout>>> best(
+          recomputes.size(), std::vector<std::pair<double, GroupLayout>>(on.groups.size(), {0.0, GroupLayout{0, 0}}));
+      for (int cp : cps) {
+        for (int tp : {8, 4, 2, 1}) {
+          if (per_node % tp != 0) continue;
+          for (std::size_t r = 0; r < recomputes.size(); ++r) {
+            const std::vector<GroupRate> rates =
+                add_candidate(std::vector<GroupLayout>(on.groups.size(), {tp, cp}), recomputes[r], stage_nodes, pp);
+            for (std::size_t g = 0; g < rates.size(); ++g)
+              if (rates[g].fits && rates[g].rate > best[r][g].first) best[r][g] = {rates[g].rate, {tp, cp}};
           }
         }
       }
-      // Per-stage tensor parallelism: each group's stages at the tp that runs them fastest, where
-      // the groups differ (H100 stages holding many layers at tp=2, A100 stages few at tp=1).
+      // Per-stage layouts: each group's stages at the tp and cp that run them fastest, where the
+      // groups differ (H100 stages holding many layers at tp=4, A100 stages few at tp=1).
       for (std::size_t r = 0; r < recomputes.size(); ++r) {
-        std::vector<int> group_tp;
-        for (const auto& [rate, tp] : best_tp[r]) group_tp.push_back(tp);
-        if (std::find(group_tp.begin(), group_tp.end(), 0) != group_tp.end()) continue;  // a group fits at no tp
-        if (std::adjacent_find(group_tp.begin(), group_tp.end(), std::not_equal_to<>()) == group_tp.end()) continue;
-        add_candidate(group_tp, recomputes[r], stage_nodes, pp);
+        std::vector<GroupLayout> group_layout;
+        for (const auto& [rate, layout] : best[r]) group_layout.push_back(layout);
+        if (std::find(group_layout.begin(), group_layout.end(), GroupLayout{0, 0}) != group_layout.end())
+          continue;  // a group fits at no layout
+        if (std::adjacent_find(group_layout.begin(), group_layout.end(), std::not_equal_to<>()) == group_layout.end())
+          continue;
+        add_candidate(group_layout, recomputes[r], stage_nodes, pp);
       }
     }
     // The balanced splits ranked by their prediction; the simulator referees the best three,
@@ -479,7 +497,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     // The first split simulated of each candidate that fit: its knobs, layer counts and step.
     struct FirstSplit {
       MegatronKnobs knobs;
-      std::vector<int> group_tp;
+      std::vector<GroupLayout> group_layout;
       std::vector<int> counts;
       double step_time_s;
     };
@@ -497,12 +515,14 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       for (std::size_t s = 0; s < c.stage_groups.size(); ++s)
         split += fmt::format("{}{}:{}", s ? " " : "", on.groups[c.stage_groups[s]].profile, layers_per_stage[s]);
       std::string knobs = knobs_label(c.knobs, &plan);
-      if (std::adjacent_find(c.group_tp.begin(), c.group_tp.end(), std::not_equal_to<>()) != c.group_tp.end()) {
+      const std::vector<GroupLayout>& l = c.group_layout;
+      if (std::adjacent_find(l.begin(), l.end(), std::not_equal_to<>()) != l.end()) {
+        const int stage_gpus = c.knobs.dp * c.knobs.tp * c.knobs.cp;
         std::vector<std::string> per_group;
-        for (std::size_t g = 0; g < c.group_tp.size(); ++g)
-          per_group.push_back(fmt::format("{} tp={} dp={}", on.groups[g].profile, c.group_tp[g],
-                                          c.knobs.dp * c.knobs.tp / c.group_tp[g]));
-        knobs = fmt::format("tensor parallelism by group: {}; pp={} recompute={}", fmt::join(per_group, ", "), c.knobs.pp,
+        for (std::size_t g = 0; g < l.size(); ++g)
+          per_group.push_back(fmt::format("{} tp={}{} dp={}", on.groups[g].profile, l[g].tp,
+                                          l[g].cp > 1 ? fmt::format(" cp={}", l[g].cp) : "", stage_gpus / (l[g].tp * l[g].cp)));
+        knobs = fmt::format("parallelism by group: {}; pp={} recompute={}", fmt::join(per_group, ", "), c.knobs.pp,
                             describe_recompute(plan));
       }
       return fmt::format("pipeline over the groups, layers by speed ({}; {})", split, knobs);
@@ -566,13 +586,13 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         same.recompute = f.knobs.recompute;
         const bool more = f.knobs.recompute < c.knobs.recompute &&
                           (f.knobs.recompute == RecomputePolicy::none || c.plan.recompute_layers.empty());
-        return more && same == f.knobs && f.group_tp == c.group_tp && f.counts == counts && result.plan.fits &&
+        return more && same == f.knobs && f.group_layout == c.group_layout && f.counts == counts && result.plan.fits &&
                f.step_time_s >= result.plan.step_time_s;
       });
       if (dominated) continue;
       attempt(i, counts);
       const Trials& t = trials[i];
-      if (t.best.found && t.best.fits) first_splits.push_back({c.knobs, c.group_tp, counts, t.best.step_time_s});
+      if (t.best.found && t.best.fits) first_splits.push_back({c.knobs, c.group_layout, counts, t.best.step_time_s});
       adopt_if_faster(i);
     }
     // Then, while the step drops: layers in proportion to each stage's simulated speed

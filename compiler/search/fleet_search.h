@@ -25,8 +25,8 @@
 // nodes of the pipeline axis are cut so that no stage straddles two groups), with uneven layer
 // counts: first in proportion to the pace of the stage's device (hardware::device_pace), then
 // rebalanced from the simulated compute time of each stage, while the step time drops. The
-// tensor-parallel degree (uniform, and per group where the groups' fastest fitting degrees
-// differ: combine_stage_plans) and recomputation are searched; each candidate is first checked to
+// tensor- and context-parallel degrees (uniform, and per group where the groups' fastest
+// fitting layouts differ: combine_stage_plans) and recomputation are searched; each candidate is first checked to
 // fit memory by the analytic model, each stage against its own group's devices
 // (fleet_step_estimate), and under full recomputation each stage recomputes only as many of
 // its layers as that memory needs (recompute_fewest_layers: an L4 stage some, an H100 stage

@@ -29,26 +29,6 @@ long long attention_heads(Graph& graph, const std::vector<IterationSpace>& space
   return 0;
 }
 
-// Context-parallel sizes worth pricing: Megatron-Core runs cp only with a fused attention
-// kernel, with the sequence divisible by 2·cp; each rank keeps at least 2k tokens, so cp
-// starts at 4k-token sequences. Shorter pieces never gain from it (the K/V exchange and the
-// smaller kernels cost more than the activations it splits save) and would multiply the
-// space several-fold (GPT-3 at seq 2048 on 1024 GPUs: 94 s instead of 14). At 4k, cp=2 can
-// replace a wider tp (LLaVA-1.5 7B with 2,880 image tokens on 32 H100, batch 112: tp=2 cp=2
-// 1.29 s against tp=4's 1.37 s). The seed prices the same sizes (Qwen2 7B at 8k tokens on
-// 64 H100, batch 32: cp=2 is Megatron-best).
-std::vector<int> context_parallel_sizes(const Graph& graph, const TransformerStructure& s,
-                                        const std::vector<IterationSpace>& spaces, int devices) {
-  std::vector<int> sizes{1};
-  bool fused = false;
-  for (NodeId id : s.attention) fused = fused || spaces[id].kind == OpKind::attention;
-  const double seq = bound_sequence_length(graph);
-  if (!fused || seq < 4096) return sizes;
-  for (int cp = 2; cp <= 32 && cp <= devices && seq / cp >= 2048; cp *= 2)
-    if (devices % cp == 0 && std::fmod(seq, 2.0 * cp) == 0) sizes.push_back(cp);
-  return sizes;
-}
-
 // The candidates of one knob: the given value alone when the constraints give it.
 std::vector<int> given_or(const MegatronConstraints* c, const char* key, int value, std::vector<int> candidates) {
   if (c && c->has(key)) return {value};
@@ -560,6 +540,27 @@ class MegatronSearch {
 };
 
 }  // namespace
+
+// Context-parallel sizes worth pricing (megatron_search.h): Megatron-Core runs cp only with a fused attention
+// kernel, with the sequence divisible by 2·cp; each rank keeps at least 2k tokens, so cp
+// starts at 4k-token sequences. Shorter pieces never gain from it (the K/V exchange and the
+// smaller kernels cost more than the activations it splits save) and would multiply the
+// space several-fold (GPT-3 at seq 2048 on 1024 GPUs: 94 s instead of 14). At 4k, cp=2 can
+// replace a wider tp (LLaVA-1.5 7B with 2,880 image tokens on 32 H100, batch 112: tp=2 cp=2
+// 1.29 s against tp=4's 1.37 s). The seed prices the same sizes (Qwen2 7B at 8k tokens on
+// 64 H100, batch 32: cp=2 is Megatron-best).
+std::vector<int> context_parallel_sizes(const Graph& graph, const TransformerStructure& s,
+                                        const std::vector<IterationSpace>& spaces, int devices) {
+  std::vector<int> sizes{1};
+  bool fused = false;
+  for (NodeId id : s.attention) fused = fused || spaces[id].kind == OpKind::attention;
+  const double seq = bound_sequence_length(graph);
+  if (!fused || seq < 4096) return sizes;
+  for (int cp = 2; cp <= 32 && cp <= devices && seq / cp >= 2048; cp *= 2)
+    if (devices % cp == 0 && std::fmod(seq, 2.0 * cp) == 0) sizes.push_back(cp);
+  return sizes;
+}
+
 
 MegatronSearchResult megatron_search(PlanAnalyzer& analyzer, const StrategyOptions& options, MegatronSpace space) {
   return MegatronSearch(analyzer, options, space).run();

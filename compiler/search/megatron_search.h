@@ -81,4 +81,10 @@ MegatronSearchResult megatron_search(Graph& graph, const hardware::Cluster& clus
 //   plan that fits among those with the given knobs.
 Plan make_megatron_best_plan(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options);
 
+// The context-parallel degrees Megatron-best prices for this model on `devices` GPUs: 1, and
+// from 4k-token sequences with a fused attention kernel each power of two that leaves every rank
+// at least 2k tokens and divides the sequence in 2·cp pieces.
+std::vector<int> context_parallel_sizes(const Graph& graph, const TransformerStructure& s,
+                                        const std::vector<IterationSpace>& spaces, int devices);
+
 }  // namespace symtensor::compiler

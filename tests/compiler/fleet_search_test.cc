@@ -71,6 +71,21 @@ TEST(FleetSearch, PlacesLayersBySpeedAndBeatsMegatronBest) {
   EXPECT_NE(describe_fleet_result(r, fleet).find("ceiling: "), std::string::npos);
 }
 
+// At 4k tokens the pipelines search context parallelism as Megatron-best prices it (cp=2
+// leaves each rank 2k tokens); on LLaMA-2 7B at 16 layers, batch 48, the pipeline takes it.
+TEST(FleetSearch, PipelinesSearchContextParallelismFrom4kTokens) {
+  models::Overrides o;
+  o.layers = 16;
+  o.seq = 4096;
+  Graph graph = symtensor::testing::zoo_graph("llama2-7b", o, 48, 4096);
+  const hardware::Cluster fleet = h100_a100_fleet();
+  const FleetSearchResult r = fleet_search(graph, fleet, {}, false);
+  ASSERT_TRUE(r.plan.fits);
+  ASSERT_TRUE(r.heterogeneous) << r.plan.label;
+  EXPECT_NE(r.plan.label.find("cp=2"), std::string::npos) << describe_fleet_result(r, fleet);
+  EXPECT_NEAR(simulate_plan(graph, r.plan.plan, fleet).report.step_time_s, r.plan.step_time_s, 1e-12);
+}
+
 TEST(FleetSearch, UniformPlanRunsAtTheSlowestGroupsPace) {
   // Megatron-best (b): a plan giving every rank the same work, simulated on the fleet, takes
   // exactly the time it takes on the fleet's uniform view (every GPU an A100, every NIC the
