@@ -79,7 +79,8 @@ struct GroupLayout {
 
 // `plan`: where its recomputation is per stage (Plan::recompute_layers), described as such.
 std::string knobs_label(const MegatronKnobs& k, const Plan* plan = nullptr) {
-  return fmt::format("tp={} pp={}{} dp={} mb={} recompute={}", k.tp, k.pp, k.cp > 1 ? fmt::format(" cp={}", k.cp) : "", k.dp, k.mb,
+  const std::string cp = k.cp > 1 ? fmt::format(" cp={}", k.cp) : "";
+  return fmt::format("tp={} pp={}{} dp={} mb={} recompute={}", k.tp, k.pp, cp, k.dp, k.mb,
                      plan ? describe_recompute(*plan) : std::string(to_string(k.recompute)));
 }
 

@@ -26,11 +26,11 @@
 // counts: first in proportion to the pace of the stage's device (hardware::device_pace), then
 // rebalanced from the simulated compute time of each stage, while the step time drops. The
 // tensor- and context-parallel degrees (uniform, and per group where the groups' fastest
-// fitting layouts differ: combine_stage_plans) and recomputation are searched; each candidate is first checked to
-// fit memory by the analytic model, each stage against its own group's devices
-// (fleet_step_estimate), and under full recomputation each stage recomputes only as many of
-// its layers as that memory needs (recompute_fewest_layers: an L4 stage some, an H100 stage
-// beside it none). Megatron-best's two plans are candidates too, so the
+// fitting layouts differ: refine_to_common_mesh, take_stage_cuts) and recomputation are
+// searched; each candidate is first checked to fit memory by the analytic model, each stage
+// against its own group's devices (fleet_step_estimate), and under full recomputation each
+// stage recomputes only as many of its layers as that memory needs (recompute_fewest_layers:
+// an L4 stage some, an H100 stage beside it none). Megatron-best's two plans are candidates too, so the
 // result is never slower than it.
 //
 // The ceiling: the sum of the groups' speeds (devices x device_pace) over that of the fastest

@@ -561,7 +561,6 @@ std::vector<int> context_parallel_sizes(const Graph& graph, const TransformerStr
   return sizes;
 }
 
-
 MegatronSearchResult megatron_search(PlanAnalyzer& analyzer, const StrategyOptions& options, MegatronSpace space) {
   return MegatronSearch(analyzer, options, space).run();
 }
