@@ -131,12 +131,4 @@ void take_stage_cuts(Plan& plan, const std::vector<Plan>& refined, const std::ve
   plan.cuts_stamp = new_cuts_stamp();
 }
 
-Plan combine_stage_plans(const std::vector<Plan>& plans, const std::vector<int>& plan_of_stage) {
-  const std::vector<Plan> refined = refine_to_common_mesh(plans);
-  if (plan_of_stage.empty()) throw std::runtime_error("combine_stage_plans: no stages named");
-  Plan out = refined.at(plan_of_stage.front());
-  take_stage_cuts(out, refined, plan_of_stage);
-  return out;
-}
-
 }  // namespace symtensor::compiler

@@ -34,8 +34,4 @@ std::vector<Plan> refine_to_common_mesh(const std::vector<Plan>& plans);
 // plan_of_stage does not name one plan per stage.
 void take_stage_cuts(Plan& plan, const std::vector<Plan>& refined, const std::vector<int>& plan_of_stage);
 
-// One plan whose pipeline stage s runs as plans[plan_of_stage[s]] does: the plans on their common
-// mesh, plans[plan_of_stage[0]]'s everything else, take_stage_cuts.
-Plan combine_stage_plans(const std::vector<Plan>& plans, const std::vector<int>& plan_of_stage);
-
 }  // namespace symtensor::compiler

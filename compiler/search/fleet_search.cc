@@ -405,9 +405,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         for (int st = 0; st < pp; ++st) {
           GroupRate& r = rates[c.stage_groups[st]];
           const bool stage_fits = st >= static_cast<int>(e.stage_peak_memory.size()) ||
-                                  e.stage_peak_memory[st] <= (st < static_cast<int>(e.stage_memory_capacity.size())
-                                                                  ? e.stage_memory_capacity[st]
-                                                                  : e.memory_capacity);
+                                  e.stage_peak_memory[st] <= stage_capacity(e, st);
           r.fits = r.fits && stage_fits;
           r.rate += static_cast<double>(samples) * counts[st] / std::max(t1[st], 1e-12);
         }

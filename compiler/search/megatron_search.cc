@@ -541,13 +541,13 @@ class MegatronSearch {
 
 }  // namespace
 
-// Context-parallel sizes worth pricing (megatron_search.h): Megatron-Core runs cp only with a fused attention
-// kernel, with the sequence divisible by 2·cp; each rank keeps at least 2k tokens, so cp
-// starts at 4k-token sequences. Shorter pieces never gain from it (the K/V exchange and the
-// smaller kernels cost more than the activations it splits save) and would multiply the
-// space several-fold (GPT-3 at seq 2048 on 1024 GPUs: 94 s instead of 14). At 4k, cp=2 can
-// replace a wider tp (LLaVA-1.5 7B with 2,880 image tokens on 32 H100, batch 112: tp=2 cp=2
-// 1.29 s against tp=4's 1.37 s). The seed prices the same sizes (Qwen2 7B at 8k tokens on
+// Context-parallel sizes worth pricing (megatron_search.h): Megatron-Core runs cp only with a
+// fused attention kernel, with the sequence divisible by 2·cp; each rank keeps at least 2k
+// tokens, so cp starts at 4k-token sequences. Shorter pieces never gain from it (the K/V
+// exchange and the smaller kernels cost more than the activations it splits save) and would
+// multiply the space several-fold (GPT-3 at seq 2048 on 1024 GPUs: 94 s instead of 14). At 4k,
+// cp=2 can replace a wider tp (LLaVA-1.5 7B with 2,880 image tokens on 32 H100, batch 112: tp=2
+// cp=2 1.29 s against tp=4's 1.37 s). The seed prices the same sizes (Qwen2 7B at 8k tokens on
 // 64 H100, batch 32: cp=2 is Megatron-best).
 std::vector<int> context_parallel_sizes(const Graph& graph, const TransformerStructure& s,
                                         const std::vector<IterationSpace>& spaces, int devices) {

@@ -91,14 +91,15 @@ TEST(MeshRefinement, EachStageRunsAsItsOwnPlan) {
   TwoNodes t;
   const Plan tp2 = t.megatron(2), tp4 = t.megatron(4);
   ASSERT_EQ(tp2.micro_batches, tp4.micro_batches);
-  const Plan both = combine_stage_plans({tp2, tp4}, {0, 1});
+  const std::vector<Plan> refined = refine_to_common_mesh({tp2, tp4});
+  Plan both = refined[0];
+  take_stage_cuts(both, refined, {0, 1});
   EXPECT_EQ(both.mesh_factors, (MeshFactors{{2}, {2, 2, 2}}));
   auto totals = [&](const Plan& p) { return stage_totals(analyze_plan(t.graph, t.cluster, p), p); };
   // Stage 0 computes as the tp=2 plan's stage 0 and stage 1 as the tp=4 plan's stage 1 (their
   // kernels; what crosses the boundary is redistributed between the two layouts), at the
   // layouts' split (2/2) and after the layers move (1/3, as the fleet search balances stages:
   // each operator then takes its new stage's cuts).
-  const std::vector<Plan> refined = refine_to_common_mesh({tp2, tp4});
   for (const std::vector<int>& split : {std::vector<int>{2, 2}, std::vector<int>{1, 3}}) {
     SCOPED_TRACE(split[0]);
     Plan moved = restage_layers(t.graph, both, split);
@@ -115,8 +116,8 @@ TEST(MeshRefinement, EachStageRunsAsItsOwnPlan) {
   }
   const PlanSimulation s = simulate_plan(t.graph, both, t.cluster);
   EXPECT_GT(s.report.step_time_s, 0);
-  EXPECT_THROW(combine_stage_plans({tp2, tp4}, {0}), std::runtime_error);
-  EXPECT_THROW(combine_stage_plans({tp2, tp4}, {0, 2}), std::runtime_error);
+  EXPECT_THROW(take_stage_cuts(both, refined, {0}), std::runtime_error);
+  EXPECT_THROW(take_stage_cuts(both, refined, {0, 2}), std::runtime_error);
 }
 
 }  // namespace

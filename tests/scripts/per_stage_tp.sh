@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Per-stage tensor parallelism (#32) proven in ONNX Runtime: a two-stage pipeline whose first
 # stage runs Megatron's layout at tp=2 and whose second runs it at tp=4, on one mesh refined
-# from both (gpu 4 x 2 and 2 x 4 -> 2 x 2 x 2), as combine_stage_plans makes them for a mixed
+# from both (gpu 4 x 2 and 2 x 4 -> 2 x 2 x 2), as take_stage_cuts makes them for a mixed
 # fleet's stages. The plan file is written by hand from the two plans (the format is
 # hand-editable); the sharded program must equal the original, with 2 ranks' graphs in stage 0
 # and 4 in stage 1.
