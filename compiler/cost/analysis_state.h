@@ -66,7 +66,7 @@ struct PlanAnalyzer::State {
   };
 
   struct ParameterSums {
-    std::vector<double> grad_sync, gather, first_gather, regather;
+    std::vector<double> grad_sync, micro_batch_sync, gather, first_gather, regather;
     std::vector<StageMemory> memory;  // model states and collective buffers only
     // Per gather unit (ParamWork::gather_unit): its stage (its first parameter's), gather
     // seconds and 16-bit bytes of the gathered parameters.
@@ -74,10 +74,12 @@ struct PlanAnalyzer::State {
     std::vector<double> unit_gather, unit_bytes;
 
     explicit ParameterSums(int stages)
-        : grad_sync(stages), gather(stages), first_gather(stages), regather(stages), memory(stages) {}
+        : grad_sync(stages), micro_batch_sync(stages), gather(stages), first_gather(stages), regather(stages), memory(stages) {}
+    // grad_sync_s: once a step; micro_batch_sync_s: each micro-batch (CommOp::every_micro_batch).
     void add(int stage, int unit, double local_elements, bool gathered, double grad_sync_s, double gather_s,
-             double regather_s) {
+             double regather_s, double micro_batch_sync_s = 0) {
       grad_sync[stage] += grad_sync_s;
+      micro_batch_sync[stage] += micro_batch_sync_s;
       gather[stage] += gather_s;
       regather[stage] += regather_s;
       if (!gathered) return;
@@ -92,17 +94,18 @@ struct PlanAnalyzer::State {
         if (unit_stage[u] >= 0) first_gather[unit_stage[u]] = std::max(first_gather[unit_stage[u]], unit_gather[u]);
     }
     // The staging buffers: under ZeRO-3 the unit computing and the next one prefetched, from
-    // ZeRO-2 a unit's whole gradients until reduce-scattered.
-    void add_staging_buffers(int zero, std::vector<StageMemory>& stage_memory) const {
+    // ZeRO-2 a unit's whole gradients until reduce-scattered (`zero`: per stage).
+    void add_staging_buffers(const std::vector<int>& zero_by_stage, std::vector<StageMemory>& stage_memory) const {
       for (std::size_t u = 0; u < unit_stage.size(); ++u) {
         if (unit_stage[u] < 0) continue;
         StageMemory& m = stage_memory[unit_stage[u]];
+        const int zero = zero_by_stage[unit_stage[u]];
         m.collective_buffers = std::max(m.collective_buffers, ((zero >= 3 ? 2 : 0) + (zero >= 2 ? 1 : 0)) * unit_bytes[u]);
       }
     }
-    void finish(int zero, std::vector<StageMemory>& stage_memory) {
+    void finish(const std::vector<int>& zero_by_stage, std::vector<StageMemory>& stage_memory) {
       find_first_gathers();
-      add_staging_buffers(zero, stage_memory);
+      add_staging_buffers(zero_by_stage, stage_memory);
     }
   };
 
@@ -160,6 +163,9 @@ struct PlanAnalyzer::State {
   struct Sums {
     std::array<std::optional<OperatorSums>, 3> operators;
     std::array<std::optional<ParameterSums>, 4> parameters;
+    // Under Plan::stage_zero_stages: the last such plan's ZeRO stages as they run, and its sums.
+    std::vector<int> stage_zero;
+    std::optional<ParameterSums> stage_parameters;
     // Under Plan::recompute_layers: the counts of the last such plan, and its sums.
     std::vector<int> layer_recompute;
     std::optional<OperatorSums> layer_operators;

@@ -59,17 +59,24 @@ const StageTotals& Analyzer::totals() {
               ops->bwd_compute[plan_.stage_of_node[holder]] += offloaded.bwd_seconds[l];
     }
   }
-  const int zero = effective_zero_stage();
-  auto& params = sums.parameters.at(train ? zero : 0);
+  const std::vector<int> zero_by_stage = effective_zero_stages();
+  const bool by_stage = train && !plan_.stage_zero_stages.empty();
+  if (by_stage && sums.stage_zero != zero_by_stage) sums.stage_parameters.reset();
+  auto& params = by_stage ? sums.stage_parameters : sums.parameters.at(train ? zero_by_stage.at(0) : 0);
+  if (by_stage) sums.stage_zero = zero_by_stage;
   if (!params) {
     params.emplace(stages);
     if (train) {
       for (PlanAnalyzer::State::ParamGroup& g : state_.param_groups) {
+        const int zero = zero_by_stage.at(g.stage);
         const ParamPrices p = prices(g, zero);
-        params->add(g.stage, g.unit, g.local_elements, !g.shard_axes.empty(), p.grad_sync, p.gather, p.regather);
+        // ZeRO-2/3: the shard group's reduce-scatter each micro-batch, the replicas' all-reduce once.
+        const bool sharded_grads = zero >= 2;
+        params->add(g.stage, g.unit, g.local_elements, !g.shard_axes.empty(), sharded_grads ? p.replica_sync : p.grad_sync,
+                    p.gather, p.regather, sharded_grads ? p.shard_sync : 0);
         add_model_state(params->memory[g.stage], cluster_.stack.memory, g.local_elements, zero, g.ways, g.extra_weight_bytes);
       }
-      params->finish(zero, params->memory);
+      params->finish(zero_by_stage, params->memory);
     } else {
       inference_weights(params->memory);
     }
@@ -113,6 +120,7 @@ bool Analyzer::prepare_operator_work() {
       state_.ops_plan->replicate_axes = plan_.replicate_axes;
       if (train) group_parameters();
       for (auto& p : state_.sums.parameters) p.reset();
+      state_.sums.stage_parameters.reset();
     }
     return train;
   }

@@ -39,7 +39,7 @@ std::vector<StageMemoryBreakdown> memory_breakdown(Graph& graph, const Plan& pla
     StageMemoryBreakdown b;
     b.stage = static_cast<int>(s);
     b.parameters = m.parameters, b.gradients = m.gradients, b.optimizer = m.optimizer;
-    const int zero = plan.zero_stage;
+    const int zero = plan.zero_stage_of(b.stage);
     const bool hsdp = !plan.replicate_axes.empty();
     b.parameters_detail = fmt::format("{}, {}", weights, zero_text(zero, 3, hsdp));
     b.gradients_detail = train ? fmt::format("{} gradients, {}", dtype(bytes.gradients), zero_text(zero, 2, hsdp)) : "inference: none";
@@ -65,7 +65,7 @@ std::vector<StageMemoryBreakdown> memory_breakdown(Graph& graph, const Plan& pla
                                              train ? ", then their gradients" : "");
     }
     b.collective_buffers = m.collective_buffers;
-    const int effective_zero = plan.distributed_optimizer ? std::max(zero, 1) : zero;
+    const int effective_zero = plan.effective_zero_stage_of(b.stage);
     b.collective_buffers_detail = !train || effective_zero < 2 ? "none (gradients reduced in their buffer)"
                                   : effective_zero == 2       ? "largest layer's gradients before their reduce-scatter"
                                                               : "largest layer's weights gathered + the next prefetched, and its gradients";

@@ -2,8 +2,11 @@
 
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 namespace symtensor::compiler::analyzer_internal {
 
@@ -116,8 +119,17 @@ void Analyzer::add_param_comm(std::vector<CommOp>& ops, bool wanted, double seco
   op.tensor = g.tensor;
 }
 
+std::vector<int> Analyzer::effective_zero_stages() const {
+  std::vector<int> zero(plan_.pipeline_stages());
+  if (!plan_.stage_zero_stages.empty() && plan_.stage_zero_stages.size() != zero.size())
+    throw std::runtime_error(fmt::format("plan: stage_zero_stages has {} entries for {} pipeline stages",
+                                         plan_.stage_zero_stages.size(), zero.size()));
+  for (std::size_t s = 0; s < zero.size(); ++s) zero[s] = plan_.effective_zero_stage_of(static_cast<int>(s));
+  return zero;
+}
+
 void Analyzer::add_parameters(PlanAnalysis& a) {
-  const int zero = effective_zero_stage();
+  const std::vector<int> zero_by_stage = effective_zero_stages();
   a.params.resize(state_.param_groups.size());
   PlanAnalyzer::State::ParameterSums units(static_cast<int>(a.stage_memory.size()));
   for (std::size_t k = 0; k < state_.param_groups.size(); ++k) {
@@ -127,6 +139,7 @@ void Analyzer::add_parameters(PlanAnalysis& a) {
     p.stage = g.stage;
     p.local_elements = g.local_elements;
     p.gather_unit = g.unit;
+    const int zero = zero_by_stage.at(g.stage);
     using hardware::Collective;
     const ParamPrices seconds = prices(g, zero);
     const double grad_bytes = g.local_elements * cluster_.stack.memory.gradient_reduce;
@@ -135,6 +148,7 @@ void Analyzer::add_parameters(PlanAnalysis& a) {
     add_param_comm(p.grad_sync, zero == 0, seconds.grad_sync, g, Collective::all_reduce, g.axes, g.group, grad_bytes);
     add_param_comm(p.grad_sync, zero >= 1, seconds.shard_sync, g, Collective::reduce_scatter, g.shard_axes, g.shard_group,
                    grad_bytes);
+    if (zero >= 2 && !p.grad_sync.empty()) p.grad_sync.back().every_micro_batch = true;
     add_param_comm(p.grad_sync, zero >= 1, seconds.replica_sync, g, Collective::all_reduce, g.replica_axes,
                    g.replica_group, grad_bytes / g.ways);
     add_param_comm(p.regather, zero == 1 || zero == 2, seconds.regather, g, Collective::all_gather, g.shard_axes,
@@ -143,7 +157,7 @@ void Analyzer::add_parameters(PlanAnalysis& a) {
     add_model_state(a.stage_memory[g.stage], cluster_.stack.memory, p.local_elements, zero, g.ways, g.extra_weight_bytes);
     units.add(g.stage, g.unit, g.local_elements, !g.shard_axes.empty(), 0, 0, 0);
   }
-  units.finish(zero, a.stage_memory);
+  units.finish(zero_by_stage, a.stage_memory);
 }
 
 void Analyzer::inference_weights(std::vector<StageMemory>& memory) const {

@@ -21,6 +21,14 @@ double sum_seconds(const std::vector<CommOp>& ops) {
   return s;
 }
 
+// Of those run each micro-batch (CommOp::every_micro_batch), or of the others.
+double sum_seconds(const std::vector<CommOp>& ops, bool every_micro_batch) {
+  double s = 0;
+  for (const auto& op : ops)
+    if (op.every_micro_batch == every_micro_batch) s += op.seconds;
+  return s;
+}
+
 }  // namespace
 
 namespace analyzer_internal {
@@ -39,6 +47,7 @@ StageTotals assemble_totals(const PlanAnalyzer::State::OperatorSums& ops,
     t.bwd_comm[s] += std::max(0.0, ops.bwd_beside[s] - ops.bwd_compute[s]);
   }
   t.grad_sync = params.grad_sync;
+  t.micro_batch_grad_sync = params.micro_batch_sync;
   t.gather = params.gather;
   t.first_gather = params.first_gather;
   t.p2p_bytes = p2p_bytes;
@@ -111,8 +120,8 @@ StageTotals stage_totals(const PlanAnalysis& a, const Plan& plan) {
   }
   PlanAnalyzer::State::ParameterSums params(stages);
   for (const ParamWork& p : a.params)
-    params.add(p.stage, p.gather_unit, p.local_elements, !p.gather.empty(), sum_seconds(p.grad_sync), sum_seconds(p.gather),
-               sum_seconds(p.regather));
+    params.add(p.stage, p.gather_unit, p.local_elements, !p.gather.empty(), sum_seconds(p.grad_sync, false),
+               sum_seconds(p.gather), sum_seconds(p.regather), sum_seconds(p.grad_sync, true));
   params.find_first_gathers();  // the analysis' memory has the staging buffers
   return analyzer_internal::assemble_totals(ops, params, a.p2p_bytes, a.stage_memory, a.optimizer_seconds_per_stage, plan,
                                             a.device_memory);

@@ -38,6 +38,10 @@ struct CommOp {
   // combined 1F1B): off the critical path of its operator; a stage's pass exposes only what
   // such exchanges take beyond the pass's compute.
   bool beside_microbatch = false;
+  // A gradient reduce-scatter under ZeRO-2/3: the gradients are kept sharded, so each
+  // micro-batch's backward reduces its own (FSDP2's default, Megatron-FSDP), not the step's
+  // last alone (accumulating whole gradients would keep them whole in memory).
+  bool every_micro_batch = false;
 };
 
 // Time `ops` add to the critical path of an operator whose kernel takes `kernel_seconds`:
@@ -118,6 +122,9 @@ struct StageTotals {
   // Seconds of the parameters' collectives: gradient synchronisation, ZeRO-3's gathers of
   // one pass and the largest unit's (ParamWork::gather_unit).
   std::vector<double> grad_sync, gather, first_gather;
+  // Of the gradient synchronisation, what each micro-batch's backward runs (ZeRO-2/3's
+  // reduce-scatter, CommOp::every_micro_batch); grad_sync holds the rest, run once a step.
+  std::vector<double> micro_batch_grad_sync;
   std::vector<double> p2p_bytes;    // per stage boundary
   std::vector<double> peak_memory;  // bytes per device
   double model_flops = 0, hardware_flops = 0;  // all devices; hardware adds the recompute

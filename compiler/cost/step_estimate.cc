@@ -21,6 +21,26 @@ double exposed_gather_seconds(double gather, double first, double compute) {
   return std::min(gather, first + beyond / 2);
 }
 
+double exposed_scatter_seconds(double scatter, double gather, double first, double compute) {
+  if (scatter <= 0) return 0;
+  const double busy = 2 * std::max(0.0, gather - first);  // the gathers beyond the first, both passes
+  return std::max(0.0, busy + scatter - compute) - std::max(0.0, busy - compute);
+}
+
+namespace {
+
+double micro_batch_scatter(const StageTotals& a, int s) {
+  return s < static_cast<int>(a.micro_batch_grad_sync.size()) ? a.micro_batch_grad_sync[s] : 0.0;
+}
+
+}  // namespace
+
+double exposed_parameter_seconds(const StageTotals& a, int s) {
+  const double compute = a.fwd_compute.at(s) + a.bwd_compute.at(s);
+  return 2 * exposed_gather_seconds(a.gather.at(s), a.first_gather.at(s), compute) +
+         exposed_scatter_seconds(micro_batch_scatter(a, s), a.gather[s], a.first_gather[s], compute);
+}
+
 double pipeline_compute_bound(const std::vector<double>& fwd, const std::vector<double>& bwd, int micro_batches, bool chained) {
   double bound = 0, fill = 0, drain = 0;
   for (std::size_t st = 0; st < fwd.size(); ++st) {
@@ -44,9 +64,13 @@ StepEstimate estimate_step(const StageTotals& a, const Plan& plan, const hardwar
   StepEstimate e;
   e.model_flops = a.model_flops;
   e.hardware_flops = a.hardware_flops;
-  std::vector<double> gather(stages);
-  for (int s = 0; s < stages; ++s)
+  // Per micro-batch: ZeRO-3's exposed gathers of one pass, and the whole exposure with
+  // ZeRO-2/3's reduce-scatter of each micro-batch's gradients.
+  std::vector<double> gather(stages), parameters(stages);
+  for (int s = 0; s < stages; ++s) {
     gather[s] = exposed_gather_seconds(a.gather[s], a.first_gather[s], fwd_compute[s] + bwd_compute[s]);
+    parameters[s] = train ? exposed_parameter_seconds(a, s) : 2 * gather[s];
+  }
   // A model cut over the pipeline counts each device once per stage: the FLOPs above are
   // per pipeline, and every data-parallel replica is inside the cut ways already.
 
@@ -56,12 +80,12 @@ StepEstimate estimate_step(const StageTotals& a, const Plan& plan, const hardwar
   double slowest = 0, fill = 0, slowest_compute = 0, slowest_comm = 0;
   for (int s = 0; s < stages; ++s) {
     const double p2p = stages > 1 && (s + 1 < stages || v > 1) ? v * p2p_seconds(cluster, mesh, plan.pipeline_axis, a.p2p_bytes[std::min(s, stages - 2)]) : 0;
-    const double t = fwd_compute[s] + fwd_comm[s] + bwd_compute[s] + bwd_comm[s] + 2 * gather[s] + (train ? 2 : 1) * p2p;
+    const double t = fwd_compute[s] + fwd_comm[s] + bwd_compute[s] + bwd_comm[s] + parameters[s] + (train ? 2 : 1) * p2p;
     fill += t;
     if (t > slowest) {
       slowest = t;
       slowest_compute = fwd_compute[s] + bwd_compute[s];
-      slowest_comm = fwd_comm[s] + bwd_comm[s] + 2 * gather[s];
+      slowest_comm = fwd_comm[s] + bwd_comm[s] + parameters[s];
       e.p2p_s = (train ? 2 : 1) * p2p * m;
     }
   }
@@ -69,12 +93,14 @@ StepEstimate estimate_step(const StageTotals& a, const Plan& plan, const hardwar
   e.compute_s = m * slowest_compute;
   e.exposed_comm_s = m * slowest_comm;
   e.bubble_s = pipeline - m * slowest;
-  // Gradient synchronisation overlaps the last micro-batch's backward (DDP buckets). Under
-  // ZeRO-3 that backward's gathers share the data-parallel links with it: what both need
-  // beyond the backward's compute is exposed, less the gathers' part already counted.
+  // Gradient synchronisation overlaps the last micro-batch's backward (DDP buckets), with no
+  // forward after it to hide behind. That backward's gathers (ZeRO-3) and reduce-scatter
+  // (ZeRO-2/3) share the data-parallel links with it: what all need beyond the backward's
+  // compute is exposed, less what the micro-batch already counted.
   e.dp_exposed_s = 0;
   for (int s = 0; train && s < stages; ++s)
-    e.dp_exposed_s = std::max(e.dp_exposed_s, std::max(0.0, dp[s] + a.gather[s] - bwd_compute[s] - gather[s]));
+    e.dp_exposed_s = std::max(e.dp_exposed_s, std::max(0.0, dp[s] + micro_batch_scatter(a, s) + a.gather[s] - bwd_compute[s] -
+                                                                 (parameters[s] - gather[s])));
   e.optimizer_s = a.after_step_s;
   e.step_time_s = pipeline + e.dp_exposed_s + e.optimizer_s;
 

@@ -41,6 +41,15 @@ struct StepEstimate {
 // `first`: the largest single one.
 double exposed_gather_seconds(double gather, double first, double compute);
 
+// What ZeRO-2/3's gradient reduce-scatter of one micro-batch (`scatter`; the gradients kept
+// sharded, CommOp::every_micro_batch) adds to the exposed gathers of its two passes: it shares
+// their links and stream, behind the same compute (`gather`, `first`, `compute` as above).
+double exposed_scatter_seconds(double scatter, double gather, double first, double compute);
+
+// Per micro-batch of stage `s`: its exposed gathers (both passes) and reduce-scatter, as
+// estimate_step prices them.
+double exposed_parameter_seconds(const StageTotals& a, int s);
+
 // A lower bound on a pipeline's step from each stage's compute of one micro-batch (`fwd`,
 // `bwd`: seconds per stage, recomputation included): each rank runs its compute blocks one
 // after another, so no step is shorter than the busiest stage's `micro_batches` forwards and

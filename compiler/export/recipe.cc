@@ -84,6 +84,15 @@ ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, co
   r.micro_batches = plan.micro_batches;
   r.global_batch = plan.global_batch;
   r.zero_stage = plan.zero_stage;
+  if (!plan.stage_zero_stages.empty()) {
+    // The frameworks shard the model states alike on every rank: the most any stage shards,
+    // which keeps each stage within its memory.
+    r.zero_stage = *std::max_element(plan.stage_zero_stages.begin(), plan.stage_zero_stages.end());
+    if (r.zero_stage != plan.zero_stage)
+      r.not_expressible.push_back(fmt::format("ZeRO stages {} per pipeline stage: the framework shards the model states "
+                                              "alike on every rank; nearest: ZeRO-{} on every stage",
+                                              fmt::join(plan.stage_zero_stages, "/"), r.zero_stage));
+  }
   r.distopt = plan.distributed_optimizer;
   r.recompute = plan.recompute;
   r.recompute_layers = plan.recompute_layers;

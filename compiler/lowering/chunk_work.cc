@@ -14,8 +14,9 @@ using CommKey = std::pair<int, std::vector<int>>;  // collective kind, mesh axes
 // Adds `ops` into `merged`, summing bytes of the same collective on the same axes.
 void merge_comm(std::vector<CommOp>& merged, const std::vector<CommOp>& ops) {
   for (const auto& op : ops) {
-    auto same = std::find_if(merged.begin(), merged.end(),
-                             [&](const CommOp& m) { return m.kind == op.kind && m.axes == op.axes; });
+    auto same = std::find_if(merged.begin(), merged.end(), [&](const CommOp& m) {
+      return m.kind == op.kind && m.axes == op.axes && m.every_micro_batch == op.every_micro_batch;
+    });
     if (same == merged.end()) {
       merged.push_back(op);
       merged.back().tensor = kNone;
@@ -227,7 +228,10 @@ StageLayout build_stage_layout(const PlanAnalysis& a, const Plan& plan, const Lo
         bwd.add_op(op.bwd_flops, op.bwd_bytes, op.bwd_seconds + op.offload_bwd_seconds, op.bwd_comm, label(i));
         for (int k : params_at[i]) {
           merge_comm(bucket.syncs, a.params[k].grad_sync);
-          for (const auto& sync : a.params[k].grad_sync) bucket_bytes += sync.bytes;
+          for (const auto& sync : a.params[k].grad_sync) {
+            bucket_bytes += sync.bytes;
+            w.every_micro_batch_syncs = w.every_micro_batch_syncs || sync.every_micro_batch;
+          }
         }
         if (bucket_bytes >= options.bucket_bytes && !bucket.syncs.empty()) close_bucket();
       }

@@ -43,6 +43,7 @@ struct GradBucket {
 struct ChunkWork {
   std::vector<Segment> forward, recompute, backward;
   std::vector<GradBucket> buckets;
+  bool every_micro_batch_syncs = false;  // some bucket's collective runs each micro-batch (CommOp::every_micro_batch)
   std::vector<CommOp> param_syncs;  // every parameter's regather, merged (ZeRO-1/2: after the optimizer)
   double saved_bytes = 0;           // activations kept per micro-batch
   double forward_flops = 0, backward_flops = 0, recompute_flops = 0;  // per micro-batch

@@ -297,7 +297,7 @@ class Lowerer {
     }
     for (const ChunkWork& w : layout_.work[s]) {
       n += w.param_syncs.size();
-      for (const GradBucket& b : w.buckets) n += b.syncs.size();
+      for (const GradBucket& b : w.buckets) n += b.syncs.size() * (w.every_micro_batch_syncs ? specs_[c].micro_batches : 1);
     }
     return n;
   }
@@ -366,7 +366,7 @@ class Lowerer {
         send(c, to, 'B', mb, chunk, recv_key(true, mb, to_chunk), p2p_bytes(v - 1), deps);
       }
       if (!deps.empty()) last_compute = deps.front();
-      if (mb == m - 1) {
+      if (training && (mb == m - 1 || w.every_micro_batch_syncs)) {
         Ids ends;
         for (const GradBucket& b : w.buckets) {
           if (b.after_segment < 0) {
@@ -378,14 +378,20 @@ class Lowerer {
                                                  "which has no task", s, b.after_segment));
           ends.push_back(backward_tasks[b.after_segment]);
         }
-        if (options_.overlap_grad_sync) emit_buckets(c, chunk, ends, buckets);
-        else deferred.emplace_back(chunk, ends);
+        // ZeRO-2/3's reduce-scatters follow each micro-batch's backward as its buckets fill,
+        // with overlap or without; the rest waits for the last micro-batch.
+        if (mb < m - 1) emit_buckets(c, chunk, ends, buckets, mb, true);
+        else if (options_.overlap_grad_sync) emit_buckets(c, chunk, ends, buckets, mb);
+        else {
+          emit_buckets(c, chunk, ends, buckets, mb, true);
+          deferred.emplace_back(chunk, ends);
+        }
       }
     }
     if (training) {
       for (auto& [chunk, ends] : deferred) {
         for (auto& e : ends) e = last_compute;
-        emit_buckets(c, chunk, ends, buckets);
+        emit_buckets(c, chunk, ends, buckets, m - 1, false, true);
       }
       Ids after = buckets;
       if (last_compute != kNoTask) after.push_back(last_compute);
@@ -406,16 +412,20 @@ class Lowerer {
     }
   }
 
-  void emit_buckets(int c, int chunk, const Ids& ends, Ids& ids) {
+  // The gradient buckets' collectives of micro-batch `mb` of `chunk`, each after its end:
+  // those run every micro-batch only (`every_only`), those run once a step only (`once_only`),
+  // or both.
+  void emit_buckets(int c, int chunk, const Ids& ends, Ids& ids, int mb, bool every_only = false, bool once_only = false) {
     const ChunkWork& w = layout_.work[specs_[c].stage][chunk];
     for (size_t k = 0; k < w.buckets.size(); ++k) {
       for (size_t j = 0; j < w.buckets[k].syncs.size(); ++j) {
         const CommOp& op = w.buckets[k].syncs[j];
-        if (trivial(op)) continue;
+        if (trivial(op) || (every_only && !op.every_micro_batch) || (once_only && op.every_micro_batch)) continue;
         Ids deps;
         if (ends[k] != kNoTask) deps.push_back(ends[k]);
-        ids.push_back(push(c, collective(c, "comm_dp", op, true), deps,
-                           [&] { return fmt::format("grad.{}.{}.{}", chunk, k, j); }));
+        ids.push_back(push(c, collective(c, "comm_dp", op, !op.every_micro_batch), deps, [&] {
+          return op.every_micro_batch ? fmt::format("grad.{}.{}.{}.mb{}", chunk, k, j, mb) : fmt::format("grad.{}.{}.{}", chunk, k, j);
+        }));
       }
     }
   }

@@ -127,6 +127,7 @@ nlohmann::json report_to_json(const SimulationReport& r, const Plan& plan) {
             {"recompute", std::string(to_string(plan.recompute))},
             {"recompute_layers", plan.recompute_layers},
             {"zero_stage", plan.zero_stage},
+            {"stage_zero_stages", plan.stage_zero_stages},
             {"global_batch", plan.global_batch}}}};
 }
 

@@ -1,5 +1,6 @@
 #include "compiler/plan/plan.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <stdexcept>
@@ -69,6 +70,25 @@ std::string describe_recompute(RecomputePolicy policy, const std::vector<int>& l
 }
 
 std::string describe_recompute(const Plan& plan) { return describe_recompute(plan.recompute, plan.recompute_layers); }
+
+std::string describe_zero(const Plan& plan) {
+  if (!plan.stage_zero_stages.empty()) {
+    std::vector<int> zero;
+    for (int s = 0; s < static_cast<int>(plan.stage_zero_stages.size()); ++s) zero.push_back(plan.effective_zero_stage_of(s));
+    return fmt::format("ZeRO {} by stage", fmt::join(zero, "/"));
+  }
+  return plan.zero_stage > 0 ? fmt::format("ZeRO-{}", plan.zero_stage) : "";
+}
+
+int Plan::zero_stage_of(int stage) const {
+  if (stage_zero_stages.empty()) return zero_stage;
+  return stage_zero_stages.at(stage);
+}
+
+int Plan::effective_zero_stage_of(int stage) const {
+  const int zero = zero_stage_of(stage);
+  return distributed_optimizer ? std::max(zero, 1) : zero;
+}
 
 int Plan::pipeline_stages() const {
   if (pipeline_axis < 0) return 1;

@@ -84,7 +84,11 @@ struct Plan {
   // offload_layers layers save for backward go to host memory in the forward pass and come
   // back in the backward, each layer's copy under the next layer's compute. 0: none.
   int offload_layers = 0;
-  int zero_stage = 0;           // 0..3
+  int zero_stage = 0;           // 0..3; with stage_zero_stages, the least of them
+  // Per pipeline stage, its ZeRO stage (0..3), where the stages shard their model states
+  // differently (issue #32: on a mixed fleet a memory-poor group's stages shard what the
+  // others keep). Empty: zero_stage on every stage. zero_stage_of reads either.
+  std::vector<int> stage_zero_stages;
   bool distributed_optimizer = false;  // Megatron's: optimizer state sharded over data parallel
   // HSDP (torchtitan's data_parallel_replicate_degree): the mesh axes of the data-parallel
   // group over which the model states are replicated, not sharded. ZeRO (and the distributed
@@ -107,6 +111,10 @@ struct Plan {
   double moe_load_imbalance = 1;
 
   int pipeline_stages() const;  // size of the pipeline axis, or 1
+  // The ZeRO stage of pipeline stage `stage` as written (stage_zero_stages, else zero_stage),
+  // and as it runs: the distributed optimizer shards the optimizer states at least (ZeRO-1).
+  int zero_stage_of(int stage) const;
+  int effective_zero_stage_of(int stage) const;
 };
 
 // Empty when `imbalance` is a routing load (Plan::moe_load_imbalance: finite, >= 1), else why
@@ -116,6 +124,10 @@ std::string moe_load_imbalance_problem(double imbalance);
 // "none", "selective", "full", or "full (layers 3/1)" under Plan::recompute_layers.
 std::string describe_recompute(RecomputePolicy policy, const std::vector<int>& layers);
 std::string describe_recompute(const Plan& plan);
+
+// "ZeRO-3"; under Plan::stage_zero_stages each stage's as it runs, "ZeRO 1/1/3/3 by stage"
+// (the distributed optimizer counted as 1); "" when none is written.
+std::string describe_zero(const Plan& plan);
 
 // The plan's device mesh (the cluster's mesh factored as the plan says).
 hardware::DeviceMesh plan_mesh(const Plan& plan, const hardware::Cluster& cluster);

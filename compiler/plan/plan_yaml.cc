@@ -35,7 +35,8 @@ constexpr const char* kHeader =
     "#   its replicas runs (sum of devices x count = devices x micro_batches).\n"
     "# schedule: gpipe|1f1b|interleaved-1f1b; recompute: none|selective|full; recompute_layers (with\n"
     "#   full, optional): per stage, how many of its first layers are recomputed (absent: all);\n"
-    "#   zero_stage: 0..3. replicate_axes (optional, HSDP): mesh axes of the data-parallel group\n"
+    "#   zero_stage: 0..3; stage_zero_stages (optional): per pipeline stage, its own 0..3 (zero_stage\n"
+    "#   then their least). replicate_axes (optional, HSDP): mesh axes of the data-parallel group\n"
     "#   over which the model states are replicated; ZeRO shards over the rest of the group.\n"
     "#   moe_dispatcher (optional): alltoall (absent), deepep or hybridep (one copy of a token\n"
     "#   per remote node, not per expert). moe_comm_overlap (optional): true runs the expert\n"
@@ -113,6 +114,8 @@ std::string plan_to_yaml(const Plan& plan, Graph& graph, const hardware::Cluster
     out << YAML::Key << "recompute_layers" << YAML::Value << YAML::Flow << plan.recompute_layers;
   if (plan.offload_layers > 0) out << YAML::Key << "offload_layers" << YAML::Value << plan.offload_layers;
   out << YAML::Key << "zero_stage" << YAML::Value << plan.zero_stage;
+  if (!plan.stage_zero_stages.empty())
+    out << YAML::Key << "stage_zero_stages" << YAML::Value << YAML::Flow << plan.stage_zero_stages;
   out << YAML::Key << "distributed_optimizer" << YAML::Value << plan.distributed_optimizer;
   if (!plan.replicate_axes.empty()) {
     out << YAML::Key << "replicate_axes" << YAML::Value << YAML::Flow << YAML::BeginSeq;

@@ -244,7 +244,7 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
     throw std::runtime_error(fmt::format("{}:{}: {}", source, e.mark.line + 1, e.msg));
   }
   r.only_keys(root, "", {"format", "strategy", "model", "cluster", "stack", "mode", "precision", "mesh", "batch", "schedule",
-                         "virtual_stages", "recompute", "recompute_layers", "offload_layers", "zero_stage", "distributed_optimizer", "replicate_axes", "sequence_parallel",
+                         "virtual_stages", "recompute", "recompute_layers", "offload_layers", "zero_stage", "stage_zero_stages", "distributed_optimizer", "replicate_axes", "sequence_parallel",
                          "context_parallel_comm", "moe_dispatcher", "moe_comm_overlap", "moe_load_imbalance", "nodes", "inputs",
                          "tensors", "predicted"});
   const std::string format = r.get<std::string>(root, "format", "format");
@@ -321,6 +321,24 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
   }
   plan.zero_stage = r.get<int>(root, "zero_stage", "zero_stage");
   if (plan.zero_stage < 0 || plan.zero_stage > 3) r.fail(root["zero_stage"], "zero_stage", "must be 0..3");
+  if (const YAML::Node stages = root["stage_zero_stages"]; stages.IsDefined()) {
+    r.sequence(stages, "stage_zero_stages");
+    for (const YAML::Node& n : stages) {
+      int v = -1;
+      try {
+        v = n.as<int>();
+      } catch (const YAML::Exception&) {
+      }
+      if (v < 0 || v > 3) r.fail(n, "stage_zero_stages", "expected a ZeRO stage 0..3");
+      plan.stage_zero_stages.push_back(v);
+    }
+    if (static_cast<int>(plan.stage_zero_stages.size()) != plan.pipeline_stages())
+      r.fail(stages, "stage_zero_stages",
+             fmt::format("{} ZeRO stages for {} pipeline stages", plan.stage_zero_stages.size(), plan.pipeline_stages()));
+    const int least = plan.stage_zero_stages.empty() ? 0 : *std::min_element(plan.stage_zero_stages.begin(), plan.stage_zero_stages.end());
+    if (plan.zero_stage != least)
+      r.fail(root["zero_stage"], "zero_stage", fmt::format("is {} where stage_zero_stages' least is {}", plan.zero_stage, least));
+  }
   plan.distributed_optimizer = r.get<bool>(root, "distributed_optimizer", "distributed_optimizer");
   plan.sequence_parallel = r.get<bool>(root, "sequence_parallel", "sequence_parallel");
   if (const YAML::Node axes = root["replicate_axes"]; axes.IsDefined()) {

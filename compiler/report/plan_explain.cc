@@ -4,6 +4,8 @@
 #include <cctype>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "compiler/base/units.h"
 
 namespace symtensor::compiler {
@@ -98,7 +100,9 @@ PlanExplanation explain_plan(const NumericGraph& ng, const PlanAnalysis& a, cons
               (plan.virtual_stages > 1 ? " x" + std::to_string(plan.virtual_stages) + " virtual" : "") + ", " +
               std::to_string(plan.micro_batches) + " micro-batch(es) of the global batch " +
               format_count(plan.global_batch) + "; recompute " + describe_recompute(plan) +
-              "; ZeRO stage " + std::to_string(plan.zero_stage) +
+              "; ZeRO stage " +
+              (plan.stage_zero_stages.empty() ? std::to_string(plan.zero_stage)
+                                              : fmt::format("per pipeline stage {}", fmt::join(plan.stage_zero_stages, "/"))) +
               (plan.distributed_optimizer ? "; distributed optimizer" : "") +
               (plan.sequence_parallel ? "; sequence parallel" : "");
 

@@ -84,7 +84,7 @@ std::string plan_label(const std::string& strategy, const PlanDegrees& d, const 
   s += fmt::format(" of {} sample{}", size, mbs == 1 ? "" : "s");
   if (d.vp > 1) s += fmt::format(", vp={}", d.vp);
   if (plan.recompute != RecomputePolicy::none) s += ", recompute " + describe_recompute(plan);
-  if (plan.zero_stage > 0) s += fmt::format(", ZeRO-{}", plan.zero_stage);
+  if (const std::string zero = describe_zero(plan); !zero.empty()) s += ", " + zero;
   if (plan.distributed_optimizer) s += ", distributed optimizer";
   if (d.replicas > 1) s += fmt::format(", HSDP {} replicas x {} shards", d.replicas, d.dp / d.replicas);
   if (plan.sequence_parallel && d.tp > 1) s += ", sequence parallel";

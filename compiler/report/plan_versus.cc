@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -31,7 +32,13 @@ std::string recompute_words(const Plan& p, int layers) {
   return layers > 0 ? fmt::format("recomputes {} of {} layers", n, layers) : "recomputes some layers";
 }
 
-int effective_zero(const Plan& p) { return p.distributed_optimizer ? std::max(p.zero_stage, 1) : p.zero_stage; }
+// The ZeRO stage as it runs, "1/1/3" where the pipeline stages differ.
+std::string effective_zero(const Plan& p) {
+  std::vector<int> zero;
+  for (int s = 0; s < p.pipeline_stages(); ++s) zero.push_back(p.effective_zero_stage_of(s));
+  if (std::adjacent_find(zero.begin(), zero.end(), std::not_equal_to<>()) == zero.end()) return std::to_string(zero.front());
+  return fmt::format("{}", fmt::join(zero, "/"));
+}
 
 // What `a` does differently from `b`, in words: "tp=2 where megatron has tp=1".
 std::vector<std::string> differences(const StrategyResult& a, const StrategyResult& b, Graph& graph,

@@ -115,9 +115,16 @@ class Builder {
       bwdc[w.stage] += op_time(w, w.bwd_flops, w.bwd_bytes, w.bwd_seconds) + (w.recomputed ? f : Lin{});
       bwdm[w.stage] += comm_sum(w.bwd_comm, false) + (w.recomputed ? comm_sum(w.fwd_comm, false) : Lin{});
     }
-    // Exposed ZeRO-3 gathers as the estimate prices them, at the bound batch (a constant).
+    // Exposed ZeRO-3 gathers and ZeRO-2/3 reduce-scatters of each micro-batch as the estimate
+    // prices them, at the bound batch (constants).
+    std::vector<double> scatter(stages, 0.0);
     for (int s = 0; s < stages; ++s) {
-      gather[s] = exposed_gather_seconds(gather[s], totals.first_gather[s], (fwdc[s] + bwdc[s]).at(1));
+      const double compute = (fwdc[s] + bwdc[s]).at(1);
+      gather[s] = exposed_gather_seconds(gather[s], totals.first_gather[s], compute);
+      if (train && s < static_cast<int>(totals.micro_batch_grad_sync.size())) {
+        scatter[s] = exposed_scatter_seconds(totals.micro_batch_grad_sync[s], totals.gather[s], totals.first_gather[s], compute);
+        dp[s] += totals.micro_batch_grad_sync[s] - scatter[s];
+      }
       // The last backward's gathers share the links with the gradients (estimate_step).
       dp[s] += totals.gather[s] - gather[s];
     }
@@ -126,7 +133,7 @@ class Builder {
     int slow = 0;
     for (int s = 0; s < stages; ++s) {
       p2ps[s] = (train ? 2.0 : 1.0) * p2p(s);
-      t[s] = fwdc[s] + fwdm[s] + bwdc[s] + bwdm[s] + Lin{2 * gather[s], 0} + p2ps[s];
+      t[s] = fwdc[s] + fwdm[s] + bwdc[s] + bwdm[s] + Lin{2 * gather[s] + scatter[s], 0} + p2ps[s];
       fill += t[s];
       if (t[s].at(1) > t[slow].at(1)) slow = s;
     }

@@ -93,7 +93,8 @@ GroupedStageTotals stage_totals_on_groups(const hardware::Cluster& fleet, const 
     for (std::size_t st = 0; st < stage_groups.size(); ++st) {
       if (stage_groups[st] != static_cast<int>(g)) continue;
       for (auto field : {&StageTotals::fwd_compute, &StageTotals::fwd_comm, &StageTotals::bwd_compute, &StageTotals::bwd_comm,
-                         &StageTotals::grad_sync, &StageTotals::gather, &StageTotals::first_gather, &StageTotals::peak_memory})
+                         &StageTotals::grad_sync, &StageTotals::micro_batch_grad_sync, &StageTotals::gather,
+                         &StageTotals::first_gather, &StageTotals::peak_memory})
         (merged.*field).at(st) = (t.*field).at(st);
       out.stage_memory[st] = t.device_memory;
     }

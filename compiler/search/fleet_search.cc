@@ -1,7 +1,6 @@
 #include "compiler/search/fleet_search.h"
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <memory>
 #include <numeric>
@@ -26,6 +25,7 @@
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/recompute_layers.h"
 #include "compiler/search/search_common.h"
+#include "compiler/search/stage_sharding.h"
 #include "compiler/strategies/megatron.h"
 
 namespace symtensor::compiler {
@@ -77,32 +77,13 @@ struct GroupLayout {
   bool operator==(const GroupLayout&) const = default;
 };
 
-// `plan`: where its recomputation is per stage (Plan::recompute_layers), described as such.
+// `plan`: where its recomputation or ZeRO stage is per stage (Plan::recompute_layers,
+// Plan::stage_zero_stages), described as such.
 std::string knobs_label(const MegatronKnobs& k, const Plan* plan = nullptr) {
   const std::string cp = k.cp > 1 ? fmt::format(" cp={}", k.cp) : "";
-  return fmt::format("tp={} pp={}{} dp={} mb={} recompute={}", k.tp, k.pp, cp, k.dp, k.mb,
-                     plan ? describe_recompute(*plan) : std::string(to_string(k.recompute)));
-}
-
-// `total` split in proportion to `weights`, each part at least 1 (largest remainders).
-std::vector<int> proportional(const std::vector<double>& weights, int total) {
-  const int n = static_cast<int>(weights.size());
-  std::vector<int> out(n, 1);
-  int left = total - n;
-  if (left < 0) return {};
-  const double sum = std::accumulate(weights.begin(), weights.end(), 0.0);
-  std::vector<std::pair<double, int>> remainder;
-  int given = 0;
-  for (int i = 0; i < n; ++i) {
-    const double share = left * weights[i] / sum;
-    const int whole = static_cast<int>(std::floor(share));
-    out[i] += whole;
-    given += whole;
-    remainder.emplace_back(share - whole, i);
-  }
-  std::stable_sort(remainder.begin(), remainder.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (int k = 0; k < left - given; ++k) ++out[remainder[k % n].second];
-  return out;
+  const std::string zero = plan && !plan->stage_zero_stages.empty() ? " " + describe_zero(*plan) : "";
+  return fmt::format("tp={} pp={}{} dp={} mb={} recompute={}{}", k.tp, k.pp, cp, k.dp, k.mb,
+                     plan ? describe_recompute(*plan) : std::string(to_string(k.recompute)), zero);
 }
 
 int gcd_of(const std::vector<int>& values) {
@@ -278,6 +259,20 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       if (priced) *priced = e;
       return e.valid && e.estimate.fits;
     };
+    // Fits `plan` to each stage's devices: recomputing as above, else (no full recomputation)
+    // sharding the model states of the stages over their memory further, ZeRO per stage from
+    // `zero`, the candidate's own (shard_stages_as_needed). Returns whether it fits.
+    auto fit_memory = [&](Plan& plan, int zero, Evaluation* priced = nullptr) {
+      plan.stage_zero_stages.clear(), plan.zero_stage = zero;
+      Evaluation e;
+      if (recompute_fewest(plan, &e) || plan.recompute == RecomputePolicy::full) {
+        if (priced) *priced = e;
+        return e.valid && e.estimate.fits;
+      }
+      e = shard_stages_as_needed(plan, e, evaluate);
+      if (priced) *priced = e;
+      return e.valid && e.estimate.fits;
+    };
     // Each stage's totals on its own group's device; none when the analysis refuses the plan.
     auto stage_totals = [&](const Plan& plan, const std::vector<int>& stage_groups) -> std::optional<StageTotals> {
       try {
@@ -287,13 +282,15 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       }
     };
     // Seconds of each stage's forward and backward of one micro-batch on its own group's
-    // device (kernels and the collectives they expose); empty when the analysis refuses it.
+    // device (kernels, the collectives they expose, and the parameters' exposed gathers and
+    // reduce-scatters: exposed_parameter_seconds); empty when the analysis refuses it.
     auto stage_seconds = [&](const Plan& plan, const std::vector<int>& stage_groups) {
       const std::optional<StageTotals> tot = stage_totals(plan, stage_groups);
       if (!tot) return std::vector<double>{};
       std::vector<double> t(stage_groups.size(), 0);
       for (std::size_t st = 0; st < t.size(); ++st)
-        t[st] = tot->fwd_compute.at(st) + tot->fwd_comm.at(st) + tot->bwd_compute.at(st) + tot->bwd_comm.at(st);
+        t[st] = tot->fwd_compute.at(st) + tot->fwd_comm.at(st) + tot->bwd_compute.at(st) + tot->bwd_comm.at(st) +
+                exposed_parameter_seconds(*tot, static_cast<int>(st));
       return t;
     };
     // A lower bound on the simulated step (pipeline_compute_bound), each stage's compute on its
@@ -388,11 +385,11 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       }
       std::vector<double> pace;
       for (int g : c.stage_groups) pace.push_back(hardware::device_pace(on.groups[g].device));
-      const std::vector<int> counts = proportional(pace, layers);
+      const std::vector<int> counts = proportional_parts(pace, layers);
       if (counts.empty()) return {};
       c.plan = restaged(c, std::move(c.plan), counts);
       Evaluation at_pace;
-      const bool fit = recompute_fewest(c.plan, &at_pace);
+      const bool fit = fit_memory(c.plan, c.knobs.fsdp, &at_pace);
       // Balance by the analysis on each group's device: each stage's time is linear in its
       // layers (t = extra + n x per-layer; a stage's recomputed layers, kept at their count,
       // are in `extra`), measured at two splits, then layers go one at a
@@ -435,7 +432,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         for (int st = 0; st < pp; ++st) slowest = std::max(slowest, extra[st] + balanced[st] * per_layer[st]);
         Plan plan = restaged(c, c.plan, balanced);
         plan.recompute_layers.clear();
-        if (recompute_fewest(plan)) {
+        if (fit_memory(plan, c.knobs.fsdp)) {
           c.plan = std::move(plan);
           c.predicted = slowest * (c.plan.micro_batches + pp - 1);
         }
@@ -496,6 +493,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     // The first split simulated of each candidate that fit: its knobs, layer counts and step.
     struct FirstSplit {
       MegatronKnobs knobs;
+      bool stages_shard = false;  // Plan::stage_zero_stages set
       std::vector<GroupLayout> group_layout;
       std::vector<int> counts;
       double step_time_s;
@@ -537,9 +535,10 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       std::vector<double> compute;
       try {
         step.plan = restaged(c, c.plan, counts);
-        if (!c.plan.recompute_layers.empty()) {  // the new split's stages recompute what they need
+        // The new split's stages recompute, or shard, what they need.
+        if (!c.plan.recompute_layers.empty() || !c.plan.stage_zero_stages.empty()) {
           step.plan.recompute_layers.clear();
-          if (!recompute_fewest(step.plan)) return false;
+          if (!fit_memory(step.plan, c.knobs.fsdp)) return false;
         }
         // A split that cannot beat the best so far is not simulated (the attempt is spent).
         if (t.best.found && t.best.fits && compute_bound(step.plan, c.stage_groups) >= t.best.step_time_s) return false;
@@ -579,19 +578,21 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       // and split): recomputation only adds compute blocks before each backward, so its step is
       // no shorter than that candidate's, which the plan so far already matches or beats.
       // (Full recomputation of some layers per stage recomputes more than none, but not more
-      // than selective recomputation of every layer.)
+      // than selective recomputation of every layer.) A candidate whose stages shard more
+      // (ZeRO per stage) dominates none: its gathers may take longer than recomputation.
       const bool dominated = std::any_of(first_splits.begin(), first_splits.end(), [&](const FirstSplit& f) {
         MegatronKnobs same = c.knobs;
         same.recompute = f.knobs.recompute;
         const bool more = f.knobs.recompute < c.knobs.recompute &&
                           (f.knobs.recompute == RecomputePolicy::none || c.plan.recompute_layers.empty());
-        return more && same == f.knobs && f.group_layout == c.group_layout && f.counts == counts && result.plan.fits &&
-               f.step_time_s >= result.plan.step_time_s;
+        return more && !f.stages_shard && same == f.knobs && f.group_layout == c.group_layout && f.counts == counts &&
+               result.plan.fits && f.step_time_s >= result.plan.step_time_s;
       });
       if (dominated) continue;
       attempt(i, counts);
       const Trials& t = trials[i];
-      if (t.best.found && t.best.fits) first_splits.push_back({c.knobs, c.group_layout, counts, t.best.step_time_s});
+      if (t.best.found && t.best.fits)
+        first_splits.push_back({c.knobs, !c.plan.stage_zero_stages.empty(), c.group_layout, counts, t.best.step_time_s});
       adopt_if_faster(i);
     }
     // Then, while the step drops: layers in proportion to each stage's simulated speed
@@ -611,7 +612,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       std::vector<std::vector<int>> moves;
       std::vector<double> speed;
       for (int st = 0; st < stages; ++st) speed.push_back(t.best_counts[st] / std::max(t.best_compute[st], 1e-12));
-      moves.push_back(proportional(speed, layers));
+      moves.push_back(proportional_parts(speed, layers));
       const int busiest = static_cast<int>(std::max_element(t.best_compute.begin(), t.best_compute.end()) - t.best_compute.begin());
       const int idlest = static_cast<int>(std::min_element(t.best_compute.begin(), t.best_compute.end()) - t.best_compute.begin());
       for (int to : {idlest, busiest - 1, busiest + 1}) {

@@ -1,7 +1,9 @@
 #include "compiler/search/search_common.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 
 #include "compiler/cost/estimate_order.h"
@@ -23,6 +25,26 @@ std::vector<int> divisors(long long n) {
   for (long long k = 1; k <= n; ++k)
     if (n % k == 0) d.push_back(static_cast<int>(k));
   return d;
+}
+
+std::vector<int> proportional_parts(const std::vector<double>& weights, int total) {
+  const int n = static_cast<int>(weights.size());
+  std::vector<int> out(n, 1);
+  int left = total - n;
+  if (left < 0) return {};
+  const double sum = std::accumulate(weights.begin(), weights.end(), 0.0);
+  std::vector<std::pair<double, int>> remainder;
+  int given = 0;
+  for (int i = 0; i < n; ++i) {
+    const double share = left * weights[i] / sum;
+    const int whole = static_cast<int>(std::floor(share));
+    out[i] += whole;
+    given += whole;
+    remainder.emplace_back(share - whole, i);
+  }
+  std::stable_sort(remainder.begin(), remainder.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (int k = 0; k < left - given; ++k) ++out[remainder[k % n].second];
+  return out;
 }
 
 std::vector<std::vector<int>> search_mesh_factors(const hardware::Cluster& cluster, int pipeline) {

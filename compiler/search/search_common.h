@@ -19,6 +19,9 @@ inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 std::vector<int> prime_factors(int n);  // descending: 12 -> {3, 2, 2}
 std::vector<int> divisors(long long n); // ascending
+// `total` split in proportion to `weights`, each part at least 1 (largest remainders); empty
+// when `total` is less than the parts.
+std::vector<int> proportional_parts(const std::vector<double>& weights, int total);
 
 // Per topology level, outermost first: `pipeline` (> 1) as the first factor of the
 // outermost level with more than one device, the rest of every level as its prime

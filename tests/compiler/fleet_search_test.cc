@@ -10,6 +10,7 @@
 #include "compiler/search/fleet_estimate.h"
 #include "compiler/search/fleet_search.h"
 #include "compiler/search/recompute_layers.h"
+#include "compiler/search/stage_sharding.h"
 #include "compiler/strategies/megatron.h"
 #include "compiler/analysis/transformer_structure.h"
 #include "hardware/stack.h"
@@ -208,6 +209,18 @@ TEST(FleetLowering, EachStageTimedByItsGroupsDevice) {
       EXPECT_EQ(simulated.rank_classes[c].tasks.at(i).duration_s, lowered.rank_classes[c].tasks[i].duration_s) << c << " " << i;
 }
 
+// LLaMA-2 7B (32 layers) at 4k tokens, batch 64, on one DGX H100 beside two nodes of 8 L4.
+Graph llama_at_4k() {
+  models::Overrides o;
+  o.layers = 32;
+  o.seq = 4096;
+  return symtensor::testing::zoo_graph("llama2-7b", o, 64, 4096);
+}
+
+hardware::Cluster h100_l4_fleet() {
+  return hardware::with_software(hardware::load_cluster("dgx-h100x1+pcie-l4x2"), hardware::Software{});
+}
+
 // LLaMA-2 7B (32 layers, 4k tokens) on one H100 node beside two L4 nodes (24 GB), tp=1 in
 // three stages of 16, 8 and 8 layers: the middle stage, an L4 one holding two micro-batches in
 // flight, is 0.2 GB over its memory without recomputation; the H100 stage has 28 GB to spare.
@@ -222,11 +235,8 @@ Plan h100_l4_pipeline(Graph& graph, const hardware::Cluster& fleet) {
 // fits its group's memory (one fewer does not), so the stages differ, and the step lies between
 // recomputing nothing (which does not fit) and recomputing every layer.
 TEST(FleetSearch, StagesRecomputeOnlyWhatTheirOwnDevicesMemoryNeeds) {
-  models::Overrides o;
-  o.layers = 32;
-  o.seq = 4096;
-  Graph graph = symtensor::testing::zoo_graph("llama2-7b", o, 64, 4096);
-  const hardware::Cluster fleet = hardware::with_software(hardware::load_cluster("dgx-h100x1+pcie-l4x2"), hardware::Software{});
+  Graph graph = llama_at_4k();
+  const hardware::Cluster fleet = h100_l4_fleet();
   const NumericGraph ng(graph);
   const Plan all = h100_l4_pipeline(graph, fleet);
   ASSERT_EQ(plan_stage_groups(all, fleet), (std::vector<int>{0, 1, 1}));
@@ -261,6 +271,41 @@ TEST(FleetSearch, StagesRecomputeOnlyWhatTheirOwnDevicesMemoryNeeds) {
   EXPECT_GE(e.estimate.step_time_s, with_none.step_time_s);
   EXPECT_EQ(describe_recompute(fewer), "full (layers 0/" + std::to_string(fewer.recompute_layers[1]) + "/" +
                                            std::to_string(fewer.recompute_layers[2]) + ")");
+}
+
+// Without recomputation the same pipeline does not fit the L4s; sharding the model states of
+// the stages over their memory further (ZeRO per stage, shard_stages_as_needed) makes it fit
+// with the H100 stage left at the distributed optimizer's ZeRO-1, and each raised stage needs
+// its ZeRO stage (one lower does not fit its L4s).
+TEST(FleetSearch, StagesShardOnlyWhatTheirOwnDevicesMemoryNeeds) {
+  Graph graph = llama_at_4k();
+  const hardware::Cluster fleet = h100_l4_fleet();
+  const NumericGraph ng(graph);
+  Plan plan = h100_l4_pipeline(graph, fleet);
+  plan.recompute = RecomputePolicy::none;
+  auto evaluate = [&](const Plan& p) {
+    Evaluation x;
+    x.estimate = fleet_step_estimate(graph, fleet, p, ng);
+    x.valid = true;
+    return x;
+  };
+  const Evaluation none = evaluate(plan);
+  ASSERT_FALSE(none.estimate.fits);
+  const Evaluation e = shard_stages_as_needed(plan, none, evaluate);
+  ASSERT_TRUE(e.estimate.fits) << describe_zero(plan);
+  ASSERT_EQ(plan.stage_zero_stages.size(), 3u);
+  EXPECT_EQ(plan.effective_zero_stage_of(0), 1);  // 80 GB of H100
+  EXPECT_GT(plan.effective_zero_stage_of(1), 1);  // 24 GB of L4 with two micro-batches in flight
+  for (int s = 1; s < 3; ++s) {
+    if (plan.effective_zero_stage_of(s) == 1) continue;
+    Plan lower = plan;
+    lower.stage_zero_stages[s] = plan.effective_zero_stage_of(s) - 1;
+    const StepEstimate over = evaluate(lower).estimate;
+    EXPECT_GT(over.stage_peak_memory[s], over.stage_memory_capacity[s]) << "stage " << s;
+  }
+  // The simulation plays each stage's own sharding, and it fits there too.
+  const PlanSimulation sim = simulate_plan(graph, plan, fleet);
+  EXPECT_TRUE(sim.report.fits);
 }
 
 }  // namespace

@@ -186,6 +186,33 @@ TEST(LoweringProgram, ZeroThreeGathersParametersBeforeUse) {
   EXPECT_GT(run(t).step_time_s, 2 * 0.090);
 }
 
+// ZeRO-2/3 keep the gradients sharded: each micro-batch's backward reduce-scatters its own
+// (CommOp::every_micro_batch), 3 buckets x 2 micro-batches; an all-reduce beside them (HSDP's
+// replicas) still runs once, after the last.
+TEST(LoweringProgram, ShardedGradientsAreReduceScatteredEveryMicroBatch) {
+  auto t = toy(2, {{2}, {8}}, -1, 2);
+  for (int i = 0; i < 3; ++i) {
+    t.analysis.ops.push_back(op(0, 0.010, 0.020));
+    ParamWork p;
+    p.grad_sync = {comm(t, Collective::reduce_scatter, {1}, 50e6), comm(t, Collective::all_reduce, {0}, 5e6)};
+    p.grad_sync[0].every_micro_batch = true;
+    t.analysis.params.push_back(p);
+  }
+  t.plan.zero_stage = 2;
+  const sim::Program once_a_step = [&] {
+    auto u = t;
+    for (ParamWork& p : u.analysis.params) p.grad_sync[0].every_micro_batch = false;
+    return lower_plan(u.analysis, u.plan, u.cluster, u.mesh);
+  }();
+  EXPECT_EQ(count_kind(once_a_step, sim::TaskKind::collective, "comm_dp"), 3 * 2);
+  const sim::Program p = lower_plan(t.analysis, t.plan, t.cluster, t.mesh);
+  EXPECT_EQ(count_kind(p, sim::TaskKind::collective, "comm_dp"), 3 * 2 + 3);
+  LoweringOptions no_overlap;
+  no_overlap.overlap_grad_sync = false;
+  EXPECT_EQ(count_kind(lower_plan(t.analysis, t.plan, t.cluster, t.mesh, no_overlap), sim::TaskKind::collective, "comm_dp"),
+            3 * 2 + 3);
+}
+
 TEST(LoweringProgram, BadPlansAreRefusedInOneLine) {
   auto t = four_stages(Schedule::one_f_one_b, 8);
   t.analysis.ops[0].fwd_comm = {comm(t, Collective::all_reduce, {1}, 1e6)};  // over the pipeline axis
