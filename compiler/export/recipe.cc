@@ -227,7 +227,7 @@ ParallelRecipe recover_recipe(Graph& graph, const hardware::Cluster& cluster, co
       r.not_expressible.push_back(fmt::format("model states replicated over mesh axes {} that are not the outermost "
                                               "data-parallel ones (HSDP replicates across the outer ranks)",
                                               fmt::join(plan.replicate_axes, ",")));
-    else if (plan.zero_stage > 0 || plan.distributed_optimizer)
+    else if (r.zero_stage > 0 || plan.distributed_optimizer)  // r.zero_stage: the most any stage shards
       r.dp_replicate = ways_of(plan.replicate_axes, mesh);
   }
   const double per_rank = plan.global_batch / std::max(1, r.dp);

@@ -40,16 +40,17 @@ bool shown_kind(OpKind k) { return k == OpKind::gemm || k == OpKind::convolution
 // Sums of one kind of parameter collective per (kind, axes).
 void summarise(const std::vector<ParamWork>& params, bool gathers, const char* what, const hardware::DeviceMesh& mesh,
                std::vector<std::string>& out) {
-  std::map<std::string, std::pair<double, double>> sums;  // key -> bytes, seconds
+  // (key, run each micro-batch: ZeRO-2/3's reduce-scatters) -> bytes, seconds
+  std::map<std::pair<std::string, bool>, std::pair<double, double>> sums;
   for (const auto& p : params)
     for (const auto& op : gathers ? p.gather : p.grad_sync) {
-      auto& [bytes, seconds] = sums[std::string(hardware::to_string(op.kind)) + " over " + axes_text(op.axes, mesh)];
+      auto& [bytes, seconds] = sums[{std::string(hardware::to_string(op.kind)) + " over " + axes_text(op.axes, mesh), op.every_micro_batch}];
       bytes += op.bytes;
       seconds += op.seconds;
     }
   for (const auto& [key, v] : sums)
-    out.push_back(std::string(what) + ": " + key + ", " + format_bytes(v.first) + " per device per step, " +
-                  format_seconds(v.second) + " if not overlapped");
+    out.push_back(std::string(what) + ": " + key.first + ", " + format_bytes(v.first) + " per device per " +
+                  (key.second ? "micro-batch, " : "step, ") + format_seconds(v.second) + " if not overlapped");
 }
 
 }  // namespace

@@ -172,7 +172,7 @@ class Builder {
     for (int s = 0; s < stages; ++s)
       if (s != slow) other += t[s];
     f.compute = mm * ex(fwdc[slow] + bwdc[slow]);
-    f.comm = mm * ex(fwdm[slow] + bwdm[slow] + Lin{2 * gather[slow], 0});
+    f.comm = mm * ex(fwdm[slow] + bwdm[slow] + Lin{2 * gather[slow] + scatter[slow], 0});
     f.p2p = mm * ex(p2ps[slow]);
     f.bubble = bubble_factor * ex(other);
     f.dp_exposed = ex(exposed);

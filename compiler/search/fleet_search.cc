@@ -519,8 +519,8 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         for (std::size_t g = 0; g < l.size(); ++g)
           per_group.push_back(fmt::format("{} tp={}{} dp={}", on.groups[g].profile, l[g].tp,
                                           l[g].cp > 1 ? fmt::format(" cp={}", l[g].cp) : "", stage_gpus / (l[g].tp * l[g].cp)));
-        knobs = fmt::format("parallelism by group: {}; pp={} recompute={}", fmt::join(per_group, ", "), c.knobs.pp,
-                            describe_recompute(plan));
+        knobs = fmt::format("parallelism by group: {}; pp={} recompute={}{}", fmt::join(per_group, ", "), c.knobs.pp,
+                            describe_recompute(plan), plan.stage_zero_stages.empty() ? "" : " " + describe_zero(plan));
       }
       return fmt::format("pipeline over the groups, layers by speed ({}; {})", split, knobs);
     };

@@ -185,7 +185,7 @@ class Search {
   bool cuts_within_bound(const Plan& plan) const {
     if (!per_operator_bound_) return true;
     Plan probe = plan;
-    probe.zero_stage = 0, probe.distributed_optimizer = false;
+    probe.zero_stage = 0, probe.distributed_optimizer = false, probe.stage_zero_stages.clear();
     probe.recompute = RecomputePolicy::none, probe.recompute_layers.clear();
     return target_items(*options_.bound, g_, cluster_, probe).empty();
   }
