@@ -493,7 +493,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     // The first split simulated of each candidate that fit: its knobs, layer counts and step.
     struct FirstSplit {
       MegatronKnobs knobs;
-      bool stages_shard = false;  // Plan::stage_zero_stages set
+      std::vector<int> stage_zero;  // Plan::stage_zero_stages
       std::vector<GroupLayout> group_layout;
       std::vector<int> counts;
       double step_time_s;
@@ -578,21 +578,21 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       // and split): recomputation only adds compute blocks before each backward, so its step is
       // no shorter than that candidate's, which the plan so far already matches or beats.
       // (Full recomputation of some layers per stage recomputes more than none, but not more
-      // than selective recomputation of every layer.) A candidate whose stages shard more
-      // (ZeRO per stage) dominates none: its gathers may take longer than recomputation.
+      // than selective recomputation of every layer.) Only with the same ZeRO stages: sharding
+      // more adds gathers and reduce-scatters that recomputation may beat.
       const bool dominated = std::any_of(first_splits.begin(), first_splits.end(), [&](const FirstSplit& f) {
         MegatronKnobs same = c.knobs;
         same.recompute = f.knobs.recompute;
         const bool more = f.knobs.recompute < c.knobs.recompute &&
                           (f.knobs.recompute == RecomputePolicy::none || c.plan.recompute_layers.empty());
-        return more && !f.stages_shard && same == f.knobs && f.group_layout == c.group_layout && f.counts == counts &&
+        return more && f.stage_zero == c.plan.stage_zero_stages && same == f.knobs && f.group_layout == c.group_layout && f.counts == counts &&
                result.plan.fits && f.step_time_s >= result.plan.step_time_s;
       });
       if (dominated) continue;
       attempt(i, counts);
       const Trials& t = trials[i];
       if (t.best.found && t.best.fits)
-        first_splits.push_back({c.knobs, !c.plan.stage_zero_stages.empty(), c.group_layout, counts, t.best.step_time_s});
+        first_splits.push_back({c.knobs, c.plan.stage_zero_stages, c.group_layout, counts, t.best.step_time_s});
       adopt_if_faster(i);
     }
     // Then, while the step drops: layers in proportion to each stage's simulated speed

@@ -477,6 +477,15 @@ class MegatronSearch {
           best_.estimate = e.estimate;
           best_.knobs = knobs;
         }
+        auto& full = best_.fastest_full_recompute;
+        constexpr std::size_t kFullKept = 3;
+        if (seed && e.estimate.fits && policies[r] == RecomputePolicy::full &&
+            (full.size() < kFullKept || e.estimate.step_time_s < full.back().step_time_s)) {
+          if (full.size() == kFullKept) full.pop_back();
+          auto at = std::find_if(full.begin(), full.end(), [&](const auto& f) { return e.estimate.step_time_s < f.step_time_s; });
+          at = full.insert(at, MegatronSearchResult::FullRecompute{plan, knobs, e.estimate.step_time_s});
+          at->plan.cuts_stamp = 0;  // the caller changes its recomputation
+        }
       }
     plan.zero_stage = 0;
     plan.replicate_axes.clear();

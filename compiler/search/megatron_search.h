@@ -48,6 +48,16 @@ struct MegatronSearchResult {
     double step_time_s = 0;
   };
   std::map<int, Best> best_by_ep;
+  // The seed space only: the three fastest fitting configurations that recompute every layer,
+  // fastest first, which recomputing fewer layers (as memory needs) may make the fastest of all
+  // (the SymTensor search tries them: LLaVA-1.5 7B on 32 H100, tp=2 dp=16 missing its memory
+  // by 0.3 GB without recomputation).
+  struct FullRecompute {
+    Plan plan;
+    MegatronKnobs knobs;
+    double step_time_s = 0;
+  };
+  std::vector<FullRecompute> fastest_full_recompute;
   int configurations = 0;  // valid configurations considered (pruned ones included)
   int evaluations = 0;     // analyze_plan + estimate_step calls
   int pruned = 0;          // (layout, vp, mb) points not priced: their step bound exceeds a fitting step

@@ -459,6 +459,13 @@ class Search {
       Plan fewer = r.plan;
       const Evaluation partial = recompute_fewest_layers(fewer);
       if (partial.better_than(e)) e = partial, r.plan = std::move(fewer);
+    } else if (train_ && !per_operator_bound_) {
+      // A layout that memory forces to recompute may, recomputing only what it needs, beat
+      // the seed's best, which recomputes nothing.
+      for (MegatronSearchResult::FullRecompute& full : r.fastest_full_recompute) {
+        const Evaluation partial = recompute_fewest_layers(full.plan);
+        if (partial.better_than(e)) e = partial, r.plan = full.plan, r.knobs = full.knobs;
+      }
     }
     if (!e.better_than(best_)) return;
     best_ = e;
