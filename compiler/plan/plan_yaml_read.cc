@@ -335,7 +335,7 @@ Plan plan_from_yaml(const std::string& text, const std::string& source, Graph& g
     if (static_cast<int>(plan.stage_zero_stages.size()) != plan.pipeline_stages())
       r.fail(stages, "stage_zero_stages",
              fmt::format("{} ZeRO stages for {} pipeline stages", plan.stage_zero_stages.size(), plan.pipeline_stages()));
-    const int least = plan.stage_zero_stages.empty() ? 0 : *std::min_element(plan.stage_zero_stages.begin(), plan.stage_zero_stages.end());
+    const int least = *std::min_element(plan.stage_zero_stages.begin(), plan.stage_zero_stages.end());  // one per stage
     if (plan.zero_stage != least)
       r.fail(root["zero_stage"], "zero_stage", fmt::format("is {} where stage_zero_stages' least is {}", plan.zero_stage, least));
   }

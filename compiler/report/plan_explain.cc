@@ -44,7 +44,8 @@ void summarise(const std::vector<ParamWork>& params, bool gathers, const char* w
   std::map<std::pair<std::string, bool>, std::pair<double, double>> sums;
   for (const auto& p : params)
     for (const auto& op : gathers ? p.gather : p.grad_sync) {
-      auto& [bytes, seconds] = sums[{std::string(hardware::to_string(op.kind)) + " over " + axes_text(op.axes, mesh), op.every_micro_batch}];
+      const std::string key = std::string(hardware::to_string(op.kind)) + " over " + axes_text(op.axes, mesh);
+      auto& [bytes, seconds] = sums[{key, op.every_micro_batch}];
       bytes += op.bytes;
       seconds += op.seconds;
     }

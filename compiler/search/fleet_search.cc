@@ -585,8 +585,8 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         same.recompute = f.knobs.recompute;
         const bool more = f.knobs.recompute < c.knobs.recompute &&
                           (f.knobs.recompute == RecomputePolicy::none || c.plan.recompute_layers.empty());
-        return more && f.stage_zero == c.plan.stage_zero_stages && same == f.knobs && f.group_layout == c.group_layout && f.counts == counts &&
-               result.plan.fits && f.step_time_s >= result.plan.step_time_s;
+        return more && f.stage_zero == c.plan.stage_zero_stages && same == f.knobs && f.group_layout == c.group_layout &&
+               f.counts == counts && result.plan.fits && f.step_time_s >= result.plan.step_time_s;
       });
       if (dominated) continue;
       attempt(i, counts);
