@@ -46,8 +46,6 @@ class Analyzer {
   // of the last few in what op_work does not read), updated (a few cuts changed) or made
   // again. Returns whether the plan trains.
   bool prepare_operator_work();
-  // Per pipeline stage, its ZeRO stage as it runs (Plan::effective_zero_stage_of).
-  std::vector<int> effective_zero_stages() const;
 
   // Whether the backward pass runs the operator's forward again.
   bool recomputed(NodeId id) const;

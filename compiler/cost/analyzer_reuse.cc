@@ -59,7 +59,7 @@ const StageTotals& Analyzer::totals() {
               ops->bwd_compute[plan_.stage_of_node[holder]] += offloaded.bwd_seconds[l];
     }
   }
-  const std::vector<int> zero_by_stage = effective_zero_stages();
+  const std::vector<int> zero_by_stage = plan_.effective_zero_stages();
   const bool by_stage = train && !plan_.stage_zero_stages.empty();
   if (by_stage && sums.stage_zero != zero_by_stage) sums.stage_parameters.reset();
   auto& params = by_stage ? sums.stage_parameters : sums.parameters.at(train ? zero_by_stage.at(0) : 0);

@@ -2,11 +2,8 @@
 
 #include <cstdint>
 #include <map>
-#include <stdexcept>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace symtensor::compiler::analyzer_internal {
 
@@ -119,17 +116,8 @@ void Analyzer::add_param_comm(std::vector<CommOp>& ops, bool wanted, double seco
   op.tensor = g.tensor;
 }
 
-std::vector<int> Analyzer::effective_zero_stages() const {
-  std::vector<int> zero(plan_.pipeline_stages());
-  if (!plan_.stage_zero_stages.empty() && plan_.stage_zero_stages.size() != zero.size())
-    throw std::runtime_error(fmt::format("plan: stage_zero_stages has {} entries for {} pipeline stages",
-                                         plan_.stage_zero_stages.size(), zero.size()));
-  for (std::size_t s = 0; s < zero.size(); ++s) zero[s] = plan_.effective_zero_stage_of(static_cast<int>(s));
-  return zero;
-}
-
 void Analyzer::add_parameters(PlanAnalysis& a) {
-  const std::vector<int> zero_by_stage = effective_zero_stages();
+  const std::vector<int> zero_by_stage = plan_.effective_zero_stages();
   a.params.resize(state_.param_groups.size());
   PlanAnalyzer::State::ParameterSums units(static_cast<int>(a.stage_memory.size()));
   for (std::size_t k = 0; k < state_.param_groups.size(); ++k) {

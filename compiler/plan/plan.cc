@@ -72,11 +72,7 @@ std::string describe_recompute(RecomputePolicy policy, const std::vector<int>& l
 std::string describe_recompute(const Plan& plan) { return describe_recompute(plan.recompute, plan.recompute_layers); }
 
 std::string describe_zero(const Plan& plan) {
-  if (!plan.stage_zero_stages.empty()) {
-    std::vector<int> zero;
-    for (int s = 0; s < static_cast<int>(plan.stage_zero_stages.size()); ++s) zero.push_back(plan.effective_zero_stage_of(s));
-    return fmt::format("ZeRO {} by stage", fmt::join(zero, "/"));
-  }
+  if (!plan.stage_zero_stages.empty()) return fmt::format("ZeRO {} by stage", fmt::join(plan.effective_zero_stages(), "/"));
   return plan.zero_stage > 0 ? fmt::format("ZeRO-{}", plan.zero_stage) : "";
 }
 
@@ -88,6 +84,15 @@ int Plan::zero_stage_of(int stage) const {
 int Plan::effective_zero_stage_of(int stage) const {
   const int zero = zero_stage_of(stage);
   return distributed_optimizer ? std::max(zero, 1) : zero;
+}
+
+std::vector<int> Plan::effective_zero_stages() const {
+  std::vector<int> zero(pipeline_stages());
+  if (!stage_zero_stages.empty() && stage_zero_stages.size() != zero.size())
+    throw std::runtime_error(
+        fmt::format("plan: stage_zero_stages has {} entries for {} pipeline stages", stage_zero_stages.size(), zero.size()));
+  for (std::size_t s = 0; s < zero.size(); ++s) zero[s] = effective_zero_stage_of(static_cast<int>(s));
+  return zero;
 }
 
 int Plan::pipeline_stages() const {

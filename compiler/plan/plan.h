@@ -115,6 +115,9 @@ struct Plan {
   // and as it runs: the distributed optimizer shards the optimizer states at least (ZeRO-1).
   int zero_stage_of(int stage) const;
   int effective_zero_stage_of(int stage) const;
+  // effective_zero_stage_of for every pipeline stage; throws (one line) when
+  // stage_zero_stages does not name one per stage.
+  std::vector<int> effective_zero_stages() const;
 };
 
 // Empty when `imbalance` is a routing load (Plan::moe_load_imbalance: finite, >= 1), else why

@@ -4,8 +4,6 @@
 #include <cctype>
 #include <map>
 
-#include <fmt/format.h>
-
 #include "compiler/base/units.h"
 
 namespace symtensor::compiler {
@@ -102,9 +100,7 @@ PlanExplanation explain_plan(const NumericGraph& ng, const PlanAnalysis& a, cons
               (plan.virtual_stages > 1 ? " x" + std::to_string(plan.virtual_stages) + " virtual" : "") + ", " +
               std::to_string(plan.micro_batches) + " micro-batch(es) of the global batch " +
               format_count(plan.global_batch) + "; recompute " + describe_recompute(plan) +
-              "; ZeRO stage " +
-              (plan.stage_zero_stages.empty() ? std::to_string(plan.zero_stage)
-                                              : fmt::format("per pipeline stage {}", fmt::join(plan.stage_zero_stages, "/"))) +
+              (plan.stage_zero_stages.empty() ? "; ZeRO stage " + std::to_string(plan.zero_stage) : "; " + describe_zero(plan)) +
               (plan.distributed_optimizer ? "; distributed optimizer" : "") +
               (plan.sequence_parallel ? "; sequence parallel" : "");
 

@@ -34,8 +34,7 @@ std::string recompute_words(const Plan& p, int layers) {
 
 // The ZeRO stage as it runs, "1/1/3" where the pipeline stages differ.
 std::string effective_zero(const Plan& p) {
-  std::vector<int> zero;
-  for (int s = 0; s < p.pipeline_stages(); ++s) zero.push_back(p.effective_zero_stage_of(s));
+  const std::vector<int> zero = p.effective_zero_stages();
   if (std::adjacent_find(zero.begin(), zero.end(), std::not_equal_to<>()) == zero.end()) return std::to_string(zero.front());
   return fmt::format("{}", fmt::join(zero, "/"));
 }
