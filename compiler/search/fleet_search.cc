@@ -15,7 +15,6 @@
 #include "compiler/analysis/transformer_structure.h"
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/step_bound.h"
-#include "compiler/lowering/simulate_plan.h"
 #include "compiler/plan/batch_shares.h"
 #include "compiler/plan/mesh_refinement.h"
 #include "compiler/plan/plan_yaml.h"
@@ -24,24 +23,13 @@
 #include "compiler/search/fleet_shares.h"
 #include "compiler/search/megatron_search.h"
 #include "compiler/search/recompute_layers.h"
+#include "compiler/search/search_simulation.h"
 #include "compiler/search/search_common.h"
 #include "compiler/search/stage_sharding.h"
 #include "compiler/strategies/megatron.h"
 
 namespace symtensor::compiler {
 namespace {
-
-// What the search reads of a simulation, the step and each stage's busy time, comes from the
-// rank classes' summaries; the per-task trace (Chrome's slices), recorded by default, is not
-// needed. The plans are lowered straight into the engine's form (simulate_plan_lean: no text
-// program, no validation of what is valid by construction; the same results,
-// tests/compiler/lean_simulation_test.cc).
-sim::SimOptions search_simulation() {
-  sim::SimOptions o;
-  o.record_trace = false;
-  o.trusted_program = true;
-  return o;
-}
 
 // The plan simulated on `cluster`; a plan the lowering or the simulator refuses does not fit.
 FleetStep simulated(Graph& graph, const NumericGraph& ng, Plan plan, const hardware::Cluster& cluster, std::string label,
@@ -52,9 +40,9 @@ FleetStep simulated(Graph& graph, const NumericGraph& ng, Plan plan, const hardw
   step.found = true;
   ++simulations;
   try {
-    const PlanSimulation s = simulate_plan_lean(graph, plan, cluster, {}, search_simulation(), &ng);
-    step.step_time_s = s.report.step_time_s;
-    step.fits = s.report.fits;
+    const SearchSimulation s = simulate_for_search(graph, plan, cluster, ng);
+    step.step_time_s = s.step_time_s;
+    step.fits = s.fits;
   } catch (const std::exception&) {
     step.step_time_s = kInfinity;
     step.fits = false;
@@ -543,9 +531,9 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         // A split that cannot beat the best so far is not simulated (the attempt is spent).
         if (t.best.found && t.best.fits && compute_bound(step.plan, c.stage_groups) >= t.best.step_time_s) return false;
         ++result.simulations;
-        const PlanSimulation s = simulate_plan_lean(graph, step.plan, on, {}, search_simulation(), &ng);
-        step.found = true, step.fits = s.report.fits, step.step_time_s = s.report.step_time_s;
-        for (const StageReport& r : s.report.stages) compute.push_back(r.compute_s);
+        const SearchSimulation s = simulate_for_search(graph, step.plan, on, ng);
+        step.found = true, step.fits = s.fits, step.step_time_s = s.step_time_s;
+        compute = s.stage_compute_s;
       } catch (const std::exception&) {
         return false;
       }
@@ -621,9 +609,19 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         --moved[busiest], ++moved[to];
         moves.push_back(moved);
       }
+      // A move that the simulated speeds predict leaves the busiest stage's compute as long
+      // (each stage's seconds scaled by its new layer count) is not simulated.
+      const double busiest_s = t.best_compute[busiest];
+      auto relieves = [&](const std::vector<int>& m) {
+        if (m.size() != t.best_counts.size()) return false;
+        double most = 0;
+        for (int st = 0; st < stages; ++st) most = std::max(most, m[st] / speed[st]);
+        return most < busiest_s * (1 - 1e-9);
+      };
       bool improved = false;
       for (const std::vector<int>& m : moves) {
         if (refine <= 0) break;
+        if (!relieves(m)) continue;
         const std::size_t before = t.tried.size();
         improved = attempt(i, m);
         if (t.tried.size() > before) --refine;
@@ -671,10 +669,11 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
           step.cluster = on.name, step.found = true;
           std::vector<double> seconds(on.groups.size(), 0);  // simulated compute per micro-batch, per group
           try {
-            const PlanSimulation s = simulate_plan_lean(graph, step.plan, on, {}, search_simulation(), &ng);
-            step.step_time_s = s.report.step_time_s, step.fits = s.report.fits;
-            for (const StageReport& r : s.report.stages)
-              if (r.group >= 0) seconds.at(r.group) = std::max(seconds[r.group], r.compute_s / counts.at(r.group));
+            const SearchSimulation s = simulate_for_search(graph, step.plan, on, ng);
+            step.step_time_s = s.step_time_s, step.fits = s.fits;
+            for (std::size_t r = 0; r < s.stage_group.size(); ++r)
+              if (const int g = s.stage_group[r]; g >= 0)
+                seconds.at(g) = std::max(seconds[g], s.stage_compute_s[r] / counts.at(g));
           } catch (const std::exception&) {
             break;
           }

@@ -1,0 +1,93 @@
+// The searches' simulation (simulate_for_search): a long step simulated as two steps of 2p and
+// 3p micro-batches and extended along their difference. Checked against the whole step's
+// simulation on each kind of schedule and sharding: the same step and stage compute to
+// rounding, the same fit.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "compiler/cost/numeric_graph.h"
+#include "compiler/lowering/simulate_plan.h"
+#include "compiler/search/search_simulation.h"
+#include "compiler/strategies/megatron.h"
+#include "hardware/stack.h"
+#include "tests/compiler/search_test_util.h"
+
+namespace symtensor::compiler {
+namespace {
+
+struct SteadyCase {
+  const hardware::Cluster* cluster;
+  Graph* graph;
+  std::string knobs;
+  bool extended = true;                 // whether the search simulates it as two shorter steps
+  Schedule schedule = Schedule::one_f_one_b;
+  std::vector<int> stage_zero_stages = {};  // ZeRO per pipeline stage, when given
+};
+
+double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
+
+TEST(SearchSimulation, ALongStepExtendedFromTwoShorterOnesIsTheWholeStep) {
+  models::Overrides o;
+  o.layers = 8;
+  o.seq = 1024;
+  Graph llama = symtensor::testing::zoo_graph("llama2-7b", o, 128, 1024);
+  Graph mixtral = symtensor::testing::zoo_graph("mixtral-8x7b-tiny", {}, 64, 256);
+  const hardware::Cluster fleet =
+      hardware::with_software(hardware::load_cluster("dgx-h100x1+dgx-a100x2"), hardware::Software{});
+  const hardware::Cluster group = hardware::group_cluster(fleet, 0);
+  const std::vector<SteadyCase> cases = {
+      {&group, &llama, "tp=2,pp=2,dp=2,mb=1"},                                 // 32 micro-batches, 1F1B
+      {&group, &llama, "tp=2,pp=4,mb=1,vp=2"},                                 // interleaved, 128
+      {&group, &llama, "tp=2,pp=2,cp=2,mb=1,recompute=full,distopt=1"},        // context parallel, recomputed
+      {&group, &llama, "tp=1,pp=2,dp=4,mb=2,fsdp=3"},                          // ZeRO-3: gathers and reduce-scatters each micro-batch
+      {&group, &llama, "tp=2,pp=2,dp=2,mb=1,distopt=1", true, Schedule::one_f_one_b, {3, 1}},  // ZeRO per stage
+      {&group, &mixtral, "ep=4,mb=1"},                                         // no pipeline, experts: 8 micro-batches
+      {&fleet, &llama, "tp=4,pp=3,dp=2,mb=1,first=2,last=2,sp=1"},             // a mixed fleet's pipeline
+      {&group, &llama, "tp=2,pp=2,dp=2,mb=1", false, Schedule::gpipe},         // every micro-batch in flight: whole
+      {&group, &llama, "tp=2,pp=2,dp=2,mb=8", false},                          // 8 micro-batches: short, whole
+  };
+  for (const SteadyCase& c : cases) {
+    Plan plan = make_megatron_plan(*c.graph, *c.cluster, parse_megatron_knobs(c.knobs), StrategyOptions{});
+    plan.schedule = c.schedule;
+    plan.stage_zero_stages = c.stage_zero_stages;
+    const std::string what = c.knobs + (c.schedule == Schedule::gpipe ? " gpipe" : "") +
+                             (c.stage_zero_stages.empty() ? "" : " zero by stage");
+    const NumericGraph ng(*c.graph);
+    sim::SimOptions options;
+    options.record_trace = false;
+    const PlanSimulation whole = simulate_plan_lean(*c.graph, plan, *c.cluster, {}, options, &ng);
+    const SearchSimulation steady = simulate_for_search(*c.graph, plan, *c.cluster, ng);
+    EXPECT_EQ(steady.extended, c.extended) << what;
+    EXPECT_GT(whole.report.step_time_s, 0) << what;
+    EXPECT_LT(relative(steady.step_time_s, whole.report.step_time_s), 1e-9) << what << ": " << steady.step_time_s
+                                                                           << " s against " << whole.report.step_time_s;
+    EXPECT_EQ(steady.fits, whole.report.fits) << what;
+    ASSERT_EQ(steady.stage_compute_s.size(), whole.report.stages.size()) << what;
+    for (std::size_t s = 0; s < whole.report.stages.size(); ++s) {
+      EXPECT_LT(relative(steady.stage_compute_s[s], whole.report.stages[s].compute_s), 1e-9) << what << " stage " << s;
+      EXPECT_EQ(steady.stage_group[s], whole.report.stages[s].group) << what << " stage " << s;
+    }
+  }
+}
+
+// A plan that does not fit does not fit when extended: the shorter steps hold as many
+// micro-batches in flight as the whole one.
+TEST(SearchSimulation, APlanOverMemoryStaysOverIt) {
+  Graph llama = symtensor::testing::zoo_graph("llama2-7b", {}, 256, 4096);
+  const hardware::Cluster l4 = symtensor::testing::cluster_of("pcie-l4", 1, 8);
+  const Plan plan = make_megatron_plan(llama, l4, parse_megatron_knobs("tp=1,pp=8,mb=1"), StrategyOptions{});
+  const NumericGraph ng(llama);
+  sim::SimOptions options;
+  options.record_trace = false;
+  const PlanSimulation whole = simulate_plan_lean(llama, plan, l4, {}, options, &ng);
+  const SearchSimulation steady = simulate_for_search(llama, plan, l4, ng);
+  EXPECT_TRUE(steady.extended);
+  EXPECT_FALSE(whole.report.fits);
+  EXPECT_FALSE(steady.fits);
+}
+
+}  // namespace
+}  // namespace symtensor::compiler
