@@ -62,6 +62,15 @@ StageTotals assemble_totals(const PlanAnalyzer::State::OperatorSums& ops,
 
 }  // namespace analyzer_internal
 
+bool selective_recompute_is_none(const NumericGraph& ng, const hardware::Stack& stack) {
+  if (stack.selective_recompute == hardware::SelectiveRecompute::every_other_matmul && ng.num_layers() > 0) return false;
+  for (NodeId id : ng.topological_order())
+    if (ng.node(id).quadratic_output) return false;
+  for (const SavedTensor& s : ng.saved_tensors())
+    if (s.quadratic_in_sequence) return false;
+  return true;
+}
+
 std::vector<int> stage_layer_ordinals(const NumericGraph& ng, const Plan& plan, std::vector<int>* counts) {
   const int stages = plan.pipeline_stages();
   std::vector<int> ordinals(ng.node_layers().size(), -1);

@@ -51,6 +51,12 @@ double exposed_seconds(const std::vector<CommOp>& ops, double kernel_seconds);
 // Seconds of `ops` that run beside the adjacent micro-batch's compute (not in exposed_seconds).
 double beside_microbatch_seconds(const std::vector<CommOp>& ops);
 
+// Whether selective recomputation prices as no recomputation on this graph under this stack,
+// to the bit (Analyzer::recomputed, add_saved): no operator writes an attention-score-sized
+// tensor (fused attention's backward recomputes its scores itself) and the stack's selective
+// policy is attention's core, not every other GEMM. The searches then leave it out.
+bool selective_recompute_is_none(const NumericGraph& ng, const hardware::Stack& stack);
+
 // Per node: the ordinal of its layer (NumericGraph::node_layers) among the layers of its
 // pipeline stage, in order, or -1 outside layers; `counts` gets each stage's layer count.
 // Plan::recompute_layers counts these.

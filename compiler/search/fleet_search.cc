@@ -303,6 +303,19 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       double predicted = 0;  // the balanced split's slowest stage x (micro-batches + stages - 1)
     };
     std::vector<Candidate> candidates;
+    const bool selective_is_none = selective_recompute_is_none(ng, on.stack);
+    // Megatron's layout at knobs k: made once for every recomputation policy, which sets only
+    // the plan's own (MegatronLayouts::make).
+    std::vector<std::pair<MegatronKnobs, Plan>> made;
+    auto megatron_layout = [&](MegatronKnobs k) {
+      const RecomputePolicy recompute = k.recompute;
+      k.recompute = RecomputePolicy::none;
+      auto it = std::find_if(made.begin(), made.end(), [&](const auto& m) { return m.first == k; });
+      if (it == made.end()) it = made.insert(made.end(), {k, layouts.make(on, k, options)});
+      Plan plan = it->second;
+      plan.recompute = recompute;
+      return plan;
+    };
     // The candidate's plan with `layers[s]` layers on stage s; its operators take their new
     // stage's cuts where the stages' layouts differ.
     auto restaged = [&](const Candidate& c, Plan plan, const std::vector<int>& layers_per_stage) {
@@ -348,7 +361,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         if (g == 0) first_knobs = k;
         if (std::find(plan_layout.begin(), plan_layout.end(), group_layout[g]) != plan_layout.end()) continue;
         try {
-          plans.push_back(layouts.make(on, k, options));
+          plans.push_back(megatron_layout(k));
           plan_layout.push_back(group_layout[g]);
         } catch (const std::exception&) {
           return {};  // tp does not divide the heads, the batch does not split, ...
@@ -445,7 +458,10 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     for (int stage_nodes : divisors(gcd_of(nodes))) {
       const int pp = on.levels.back().size / stage_nodes;
       if (pp < 2 || pp > layers) continue;
-      const std::vector<RecomputePolicy> recomputes{RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
+      // Selective recomputation where it prices as none (selective_recompute_is_none) would
+      // only repeat its candidates.
+      std::vector<RecomputePolicy> recomputes{RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
+      if (selective_is_none) recomputes.erase(recomputes.begin() + 1);
       // Per recomputation policy, per group: the fastest layout at which its stages fit (the
       // uniform candidates measure each group at each layout), and its rate.
       std::vector<std::vector<std::pair<double, GroupLayout>>> best(

@@ -40,7 +40,7 @@ class MegatronSearch {
   MegatronSearch(PlanAnalyzer& analyzer, const StrategyOptions& options, MegatronSpace space,
                  const MegatronConstraints* constraints = nullptr)
       : analyzer_(analyzer), graph_(analyzer.graph()), cluster_(analyzer.cluster()), options_(options), space_(space),
-        c_(constraints) {}
+        c_(constraints), selective_is_none_(selective_recompute_is_none(analyzer.numeric(), cluster_.stack)) {}
 
   MegatronSearchResult run() {
     MegatronLayouts layouts(graph_, analyzer_.numeric().spaces());
@@ -423,6 +423,9 @@ class MegatronSearch {
     for (int r = 0; r < (train_ ? 3 : 1); ++r)
       for (int d = 0; d < static_cast<int>(shardings.size()); ++d) {
         if (c_ && c_->has("recompute") && policies[r] != c_->knobs.recompute) continue;
+        // Priced as no recomputation, it fits where that fits and never runs faster (ties go
+        // to the first priced): not priced, unless asked for.
+        if (policies[r] == RecomputePolicy::selective && selective_is_none_ && !(c_ && c_->has("recompute"))) continue;
         const Sharding sharding = shardings[d];
         MegatronKnobs knobs = base;
         knobs.mb = mb, knobs.vp = vp, knobs.recompute = policies[r];
@@ -535,6 +538,7 @@ class MegatronSearch {
   const StrategyOptions& options_;
   MegatronSpace space_;
   const MegatronConstraints* c_;
+  const bool selective_is_none_;  // selective_recompute_is_none
   long long B_ = 0;
   double compute_bound_s_ = 0;  // compute_time_lower_bound (exhaustive search only; 0: none)
   int layers_ = 0;  // transformer layers of the model

@@ -181,5 +181,35 @@ TEST(OpLevelSelective, StackKeyIsCheckedAndNamed) {
   }
 }
 
+// The searches leave selective recomputation out where it prices as none
+// (selective_recompute_is_none): with fused attention under Megatron's attention-core policy
+// the two estimates are the same to the bit; with the scores materialized, or under
+// torchtitan's op-level policy, selective recomputation changes the price and is searched.
+TEST(SelectiveRecomputeIsNone, OnlyWhereItPricesAsNoRecomputation) {
+  models::Overrides o;
+  o.layers = 2, o.hidden = 64, o.heads = 2, o.kv_heads = 2, o.intermediate = 128, o.vocab = 256, o.seq = 16;
+  const hardware::Cluster megatron = symtensor::testing::cluster_of("dgx-h100", 1, 1);
+  const hardware::Cluster torchtitan = hardware::with_software(megatron, {"torchtitan"});
+  Graph fused = symtensor::testing::zoo_graph("llama2-7b", o, 2, 16);
+  ImportOptions io;
+  io.bindings = {{"batch", 2}, {"seq", 16}};
+  io.warn_opaque = false;
+  io.fusion.attention = AttentionMode::materialized;
+  Graph scores = import_onnx_model(models::build_model(models::apply_overrides(models::preset_config("llama2-7b"), o)),
+                                   "llama2-7b", io);
+  auto step_and_memory = [](Graph& g, const hardware::Cluster& c, RecomputePolicy recompute) {
+    Plan plan = make_plan("dp", g, c, StrategyOptions{});
+    plan.recompute = recompute;
+    const StepEstimate e = estimate_step(analyze_plan(g, c, plan), plan, c);
+    return std::pair{e.step_time_s, e.peak_memory};
+  };
+  EXPECT_TRUE(selective_recompute_is_none(NumericGraph(fused), megatron.stack));
+  EXPECT_EQ(step_and_memory(fused, megatron, RecomputePolicy::selective), step_and_memory(fused, megatron, RecomputePolicy::none));
+  EXPECT_FALSE(selective_recompute_is_none(NumericGraph(scores), megatron.stack));
+  EXPECT_NE(step_and_memory(scores, megatron, RecomputePolicy::selective), step_and_memory(scores, megatron, RecomputePolicy::none));
+  EXPECT_FALSE(selective_recompute_is_none(NumericGraph(fused), torchtitan.stack));
+  EXPECT_NE(step_and_memory(fused, torchtitan, RecomputePolicy::selective), step_and_memory(fused, torchtitan, RecomputePolicy::none));
+}
+
 }  // namespace
 }  // namespace symtensor::compiler
