@@ -24,6 +24,10 @@ struct StepEstimate {
   // Per stage where the stages' devices differ (a mixed fleet, fleet_step_estimate); empty:
   // every stage has memory_capacity.
   std::vector<double> stage_memory_capacity;
+  // The memory of stage s's devices: stage_memory_capacity's, else memory_capacity.
+  double stage_capacity(std::size_t s) const {
+    return s < stage_memory_capacity.size() ? stage_memory_capacity[s] : memory_capacity;
+  }
   bool fits = true;
   double model_flops = 0;       // per step, all devices: forward+backward without recompute
   double hardware_flops = 0;    // with recompute

@@ -172,7 +172,7 @@ void run_compile(CompileOptions o) {
   std::cout << "memory per device (peak vs capacity):\n";
   for (std::size_t s = 0; s < step.stage_peak_memory.size(); ++s) {
     const double need = step.stage_peak_memory[s];
-    const double capacity = s < step.stage_memory_capacity.size() ? step.stage_memory_capacity[s] : step.memory_capacity;
+    const double capacity = step.stage_capacity(s);
     std::cout << fmt::format("  stage {:<4}{:>12} / {:<12}{}\n", s, compiler::format_bytes(need), compiler::format_bytes(capacity),
                              need > capacity ? "DOES NOT FIT" : "ok");
   }

@@ -403,7 +403,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         for (int st = 0; st < pp; ++st) {
           GroupRate& r = rates[c.stage_groups[st]];
           const bool stage_fits = st >= static_cast<int>(e.stage_peak_memory.size()) ||
-                                  e.stage_peak_memory[st] <= stage_capacity(e, st);
+                                  e.stage_peak_memory[st] <= e.stage_capacity(st);
           r.fits = r.fits && stage_fits;
           r.rate += static_cast<double>(samples) * counts[st] / std::max(t1[st], 1e-12);
         }
@@ -508,6 +508,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       FleetStep best;
       std::vector<int> best_counts;
       std::vector<double> best_compute;  // per stage, simulated compute seconds of the best split
+      bool best_shortened = false;       // its step from simulate_shortened's extension
       std::vector<std::vector<int>> tried;
     };
     std::vector<Trials> trials(candidates.size());
@@ -537,6 +538,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       t.tried.push_back(counts);
       FleetStep step;
       std::vector<double> compute;
+      bool shortened = false;
       try {
         step.plan = restaged(c, c.plan, counts);
         // The new split's stages recompute, or shard, what they need.
@@ -547,21 +549,36 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         // A split that cannot beat the best so far is not simulated (the attempt is spent).
         if (t.best.found && t.best.fits && compute_bound(step.plan, c.stage_groups) >= t.best.step_time_s) return false;
         ++result.simulations;
-        const SearchSimulation s = simulate_for_search(graph, step.plan, on, ng);
+        const SearchSimulation s = simulate_shortened(graph, step.plan, on, ng);
         step.found = true, step.fits = s.fits, step.step_time_s = s.step_time_s;
         compute = s.stage_compute_s;
+        shortened = s.extended;
       } catch (const std::exception&) {
         return false;
       }
       if (compute.size() != c.stage_groups.size() || !faster(step, t.best)) return false;
       step.cluster = on.name, step.label = label(c, counts, step.plan);
       t.best = std::move(step), t.best_counts = counts, t.best_compute = std::move(compute);
+      t.best_shortened = shortened;
       return true;
     };
+    // The candidates are refereed on shortened simulations (simulate_shortened); one that
+    // wins there is simulated whole, and adopted at that step if it still wins.
     auto adopt_if_faster = [&](std::size_t i) {
       Trials& t = trials[i];
       if (!t.best.found || !faster(t.best, result.plan)) return false;
-      result.plan = t.best;
+      FleetStep whole = t.best;
+      if (t.best_shortened) {
+        ++result.simulations;
+        try {
+          const SearchSimulation s = simulate_for_search(graph, whole.plan, on, ng);
+          whole.step_time_s = s.step_time_s, whole.fits = s.fits;
+        } catch (const std::exception&) {
+          return false;
+        }
+        if (!faster(whole, result.plan)) return false;
+      }
+      result.plan = std::move(whole);
       result.heterogeneous = true;
       result.batch_shares = false;
       result.stage_groups.clear();

@@ -5,10 +5,6 @@
 
 namespace symtensor::compiler {
 
-double stage_capacity(const StepEstimate& e, std::size_t stage) {
-  return stage < e.stage_memory_capacity.size() ? e.stage_memory_capacity[stage] : e.memory_capacity;
-}
-
 Evaluation recompute_fewest_layers(Plan& plan, const NumericGraph& ng, const std::function<Evaluation(const Plan&)>& evaluate,
                                    double beat) {
   std::vector<int> counts;
@@ -25,7 +21,7 @@ Evaluation recompute_fewest_layers(Plan& plan, const NumericGraph& ng, const std
   if (!all.valid || !all.estimate.fits) return Evaluation{};
   std::vector<int> layers(counts.size(), 0);
   for (std::size_t s = 0; s < counts.size(); ++s) {
-    const double over = none.estimate.stage_peak_memory.at(s) - stage_capacity(all.estimate, s);
+    const double over = none.estimate.stage_peak_memory.at(s) - all.estimate.stage_capacity(s);
     const double per_layer =
         counts[s] > 0 ? (none.estimate.stage_peak_memory[s] - all.estimate.stage_peak_memory.at(s)) / counts[s] : 0;
     if (over > 0) layers[s] = per_layer > 0 ? std::min(counts[s], static_cast<int>(std::ceil(over / per_layer))) : counts[s];
@@ -35,7 +31,7 @@ Evaluation recompute_fewest_layers(Plan& plan, const NumericGraph& ng, const std
     if (!e.valid || e.estimate.fits) return e;
     bool raised = false;
     for (std::size_t s = 0; s < counts.size(); ++s)
-      if (e.estimate.stage_peak_memory.at(s) > stage_capacity(e.estimate, s) && layers[s] < counts[s])
+      if (e.estimate.stage_peak_memory.at(s) > e.estimate.stage_capacity(s) && layers[s] < counts[s])
         layers[s] = attempt < 2 ? layers[s] + 1 : counts[s], raised = true;
     if (!raised) return e;  // every stage that does not fit already recomputes every layer
   }

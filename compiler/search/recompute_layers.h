@@ -9,10 +9,6 @@
 
 namespace symtensor::compiler {
 
-// The memory of a stage's devices in an estimate: StepEstimate::stage_memory_capacity (a mixed
-// fleet's), else memory_capacity.
-double stage_capacity(const StepEstimate& e, std::size_t stage);
-
 // Sets on `plan` (recompute: full) per stage the fewest first layers whose recomputation makes
 // the stage fit, priced by `evaluate`. A stage's memory depends on its own count alone and
 // falls by the same bytes per recomputed layer (the layers alike), so the counts come from the

@@ -30,6 +30,11 @@ SearchSimulation simulated(Graph& graph, const Plan& plan, const hardware::Clust
 
 SearchSimulation simulate_for_search(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
                                      const NumericGraph& ng) {
+  return simulated(graph, plan, cluster, ng);
+}
+
+SearchSimulation simulate_shortened(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
+                                    const NumericGraph& ng) {
   const int per_round = std::max(plan.pipeline_stages(), 1);
   const int m = plan.micro_batches;
   const double global_batch = plan.global_batch > 0 ? plan.global_batch : ng.batch_binding();

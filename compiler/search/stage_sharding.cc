@@ -14,7 +14,7 @@ Evaluation shard_stages_as_needed(Plan& plan, Evaluation e, const std::function<
     bool raised = false;
     for (int s = 0; s < stages && s < static_cast<int>(e.estimate.stage_peak_memory.size()); ++s) {
       const int zero = more.effective_zero_stage_of(s);
-      if (e.estimate.stage_peak_memory[s] <= stage_capacity(e.estimate, s) || zero >= 3) continue;
+      if (e.estimate.stage_peak_memory[s] <= e.estimate.stage_capacity(s) || zero >= 3) continue;
       more.stage_zero_stages[s] = zero + 1;
       raised = true;
     }
