@@ -305,6 +305,8 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     // the plan's own (MegatronLayouts::make).
     std::vector<std::pair<MegatronKnobs, Plan>> made;
     auto megatron_layout = [&](MegatronKnobs k) {
+      // (Offloading and overlapped expert exchanges refuse some policies: made as they are.)
+      if (k.offload > 0 || k.ep_overlap) return layouts.make(on, k, options);
       const RecomputePolicy recompute = k.recompute;
       k.recompute = RecomputePolicy::none;
       auto it = std::find_if(made.begin(), made.end(), [&](const auto& m) { return m.first == k; });
@@ -491,7 +493,8 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     std::stable_sort(candidates.begin(), candidates.end(),
                      [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
     if (candidates.size() > 3) candidates.resize(3);
-    // The first split simulated of each candidate that fit: its knobs, layer counts and step.
+    // The first split simulated of each candidate that fit: its knobs, layer counts and step
+    // (shortened: simulate_shortened).
     struct FirstSplit {
       MegatronKnobs knobs;
       std::vector<int> stage_zero;  // Plan::stage_zero_stages
@@ -615,7 +618,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     }
     // Then, while the step drops: layers in proportion to each stage's simulated speed
     // (layers per second of compute), else one layer off the busiest stage onto the idlest or
-    // a neighbour; four simulations at most in all, so a candidate whose refinement stalls
+    // a neighbour; four splits refereed at most in all, so a candidate whose refinement stalls
     // leaves the rest to the next (a split 2% slower at first may refine to the fastest).
     std::vector<std::size_t> by_step;
     for (std::size_t i = 0; i < candidates.size(); ++i)

@@ -30,8 +30,9 @@ SearchSimulation simulate_for_search(Graph& graph, const Plan& plan, const hardw
 // rounding where the stages' pace is even; where it is not, the pipeline's start-up lasts
 // longer and the extension runs short (LLaMA-2 7B on an H100 stage and two A100 stages, pp=3:
 // 0.8% at 24 micro-batches): so a step reported is simulated whole (simulate_for_search).
-// Batch shares (uneven micro-batch counts per group), GPipe (every micro-batch in flight) and
-// short steps are simulated whole.
+// Batch shares (uneven micro-batch counts per group), GPipe (every micro-batch in flight),
+// inference, graphs without a batch dim and steps of at most 4p micro-batches are simulated
+// whole.
 SearchSimulation simulate_shortened(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
                                     const NumericGraph& ng);
 

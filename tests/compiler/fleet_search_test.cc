@@ -84,7 +84,7 @@ TEST(FleetSearch, PipelinesSearchContextParallelismFrom4kTokens) {
   ASSERT_TRUE(r.plan.fits);
   ASSERT_TRUE(r.heterogeneous) << r.plan.label;
   EXPECT_NE(r.plan.label.find("cp=2"), std::string::npos) << describe_fleet_result(r, fleet);
-  EXPECT_NEAR(simulate_plan(graph, r.plan.plan, fleet).report.step_time_s, r.plan.step_time_s, 1e-12) << r.plan.label << " m=" << r.plan.plan.micro_batches << " pp=" << r.plan.plan.pipeline_stages() << " zero " << r.plan.plan.zero_stage;
+  EXPECT_NEAR(simulate_plan(graph, r.plan.plan, fleet).report.step_time_s, r.plan.step_time_s, 1e-12);
 }
 
 TEST(FleetSearch, UniformPlanRunsAtTheSlowestGroupsPace) {

@@ -49,7 +49,7 @@ TEST(SearchSimulation, ALongStepExtendedFromTwoShorterOnesIsTheWholeStep) {
       {&group, &llama, "tp=1,pp=2,dp=4,mb=2,fsdp=3"},                          // ZeRO-3: gathers and reduce-scatters each micro-batch
       {&group, &llama, "tp=2,pp=2,dp=2,mb=1,distopt=1", true, Schedule::one_f_one_b, {3, 1}},  // ZeRO per stage
       {&group, &mixtral, "ep=4,mb=1"},                                         // no pipeline, experts: 8 micro-batches
-      {&fleet, &llama, "tp=4,pp=3,dp=2,mb=1,first=2,last=2,sp=1"},             // a mixed fleet, every rank at the A100s' pace
+      {&fleet, &llama, "tp=4,pp=3,dp=2,mb=1,first=2,last=2,sp=1"},             // Megatron's even stages on a mixed fleet
       {&group, &llama, "tp=2,pp=2,dp=2,mb=1", false, Schedule::gpipe},         // every micro-batch in flight: whole
       {&group, &llama, "tp=2,pp=2,dp=2,mb=8", false},                          // 8 micro-batches: short, whole
   };
