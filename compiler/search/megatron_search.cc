@@ -419,12 +419,6 @@ class MegatronSearch {
     // up to the distributed optimizer (which only adds the weights' all-gather), but not
     // FSDP, whose prefetched gathers can hide behind compute while the step's all-gather goes.
     std::vector<std::pair<int, int>> fitted;
-    // Per sharding: the step without recomputation, fitting or not (infinity: not priced).
-    // Recomputation only adds compute, so where that step is no faster than the best plan of
-    // its expert-parallel size, the sharding's recomputing options cannot beat it (exhaustive
-    // search: MegatronStepBound checks the same result as pricing every option). Such an option
-    // counts as one that may fit: larger micro-batches are still priced.
-    std::vector<double> without_recompute(shardings.size(), kInfinity);
     const RecomputePolicy policies[] = {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
     for (int r = 0; r < (train_ ? 3 : 1); ++r)
       for (int d = 0; d < static_cast<int>(shardings.size()); ++d) {
@@ -456,14 +450,6 @@ class MegatronSearch {
         if (seed && base.pp > 1 && sharding.fsdp == 3)
           for (auto [fr, fd] : fitted) dominated |= fr == 0;
         if (dominated) continue;
-        if (r > 0 && compute_bound_s_ > 0) {
-          const auto it = best_.best_by_ep.find(base.ep);
-          if (it != best_.best_by_ep.end() && without_recompute[d] >= it->second.step_time_s) {
-            any_fit = true;
-            ++best_.pruned;
-            continue;
-          }
-        }
         plan.micro_batches = m;
         plan.virtual_stages = vp;
         plan.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
@@ -478,7 +464,6 @@ class MegatronSearch {
           last_error_ = e.error;
           continue;
         }
-        if (r == 0) without_recompute[d] = e.estimate.step_time_s;
         if (e.estimate.fits) {
           fitted.emplace_back(r, d), any_fit = true;
           least_forced = std::min(least_forced, r > 0 || sharding.fsdp == 3 ? std::max(r, 1) : 0);
