@@ -567,17 +567,8 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     auto adopt_if_faster = [&](std::size_t i) {
       Trials& t = trials[i];
       if (!t.best.found || !faster(t.best, result.plan)) return false;
-      FleetStep whole = t.best;
-      if (t.best_shortened) {
-        ++result.simulations;
-        try {
-          const SearchSimulation s = simulate_for_search(graph, whole.plan, on, ng);
-          whole.step_time_s = s.step_time_s, whole.fits = s.fits;
-        } catch (const std::exception&) {
-          return false;
-        }
-        if (!faster(whole, result.plan)) return false;
-      }
+      FleetStep whole = t.best_shortened ? simulated(graph, ng, t.best.plan, on, t.best.label, result.simulations) : t.best;
+      if (!faster(whole, result.plan)) return false;
       result.plan = std::move(whole);
       result.heterogeneous = true;
       result.batch_shares = false;

@@ -1,7 +1,6 @@
 #include "compiler/search/search_simulation.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "compiler/lowering/simulate_plan.h"
 
@@ -19,18 +18,14 @@ SearchSimulation read(const PlanSimulation& s) {
   return out;
 }
 
-SearchSimulation simulated(Graph& graph, const Plan& plan, const hardware::Cluster& cluster, const NumericGraph& ng) {
-  sim::SimOptions o;
-  o.record_trace = false;  // the rank classes' summaries give all the search reads
-  o.trusted_program = true;  // valid by construction (tests/compiler/lean_simulation_test.cc)
-  return read(simulate_plan_lean(graph, plan, cluster, {}, o, &ng));
-}
-
 }  // namespace
 
 SearchSimulation simulate_for_search(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
                                      const NumericGraph& ng) {
-  return simulated(graph, plan, cluster, ng);
+  sim::SimOptions o;
+  o.record_trace = false;  // the rank classes' summaries give all the search reads
+  o.trusted_program = true;  // valid by construction (tests/compiler/lean_simulation_test.cc)
+  return read(simulate_plan_lean(graph, plan, cluster, {}, o, &ng));
 }
 
 SearchSimulation simulate_shortened(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
@@ -40,14 +35,14 @@ SearchSimulation simulate_shortened(Graph& graph, const Plan& plan, const hardwa
   const double global_batch = plan.global_batch > 0 ? plan.global_batch : ng.batch_binding();
   const bool extend = plan.mode == ExecutionMode::train && plan.group_micro_batches.empty() &&
                       plan.schedule != Schedule::gpipe && ng.batch_symbol() && global_batch > 0 && m > 4 * per_round;
-  if (!extend) return simulated(graph, plan, cluster, ng);
+  if (!extend) return simulate_for_search(graph, plan, cluster, ng);
   // Two shorter steps of the same micro-batch: the global batch shrinks with their count.
   const int m1 = 2 * per_round, m2 = 3 * per_round;
   Plan shorter = plan;
   auto at = [&](int micro_batches) {
     shorter.micro_batches = micro_batches;
     shorter.global_batch = global_batch / m * micro_batches;
-    return simulated(graph, shorter, cluster, ng);
+    return simulate_for_search(graph, shorter, cluster, ng);
   };
   const SearchSimulation a = at(m1);
   SearchSimulation b = at(m2);
