@@ -28,7 +28,8 @@
 namespace symtensor::compiler {
 namespace {
 
-// The plan simulated on `cluster`; a plan the lowering or the simulator refuses does not fit.
+// The plan simulated on `cluster` as a step is reported (simulate_periodic: the whole step's
+// figures); a plan the lowering or the simulator refuses does not fit.
 FleetStep simulated(Graph& graph, const NumericGraph& ng, Plan plan, const hardware::Cluster& cluster, std::string label,
                     int& simulations) {
   FleetStep step;
@@ -37,7 +38,7 @@ FleetStep simulated(Graph& graph, const NumericGraph& ng, Plan plan, const hardw
   step.found = true;
   ++simulations;
   try {
-    const SearchSimulation s = simulate_for_search(graph, plan, cluster, ng);
+    const SearchSimulation s = simulate_periodic(graph, plan, cluster, ng);
     step.step_time_s = s.step_time_s;
     step.fits = s.fits;
   } catch (const std::exception&) {
@@ -139,11 +140,14 @@ Plan restage_layers(Graph& graph, Plan plan, const std::vector<int>& layers) {
   return restage(graph, graph.topological_order(), s, std::move(plan), layers);
 }
 
-MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fleet, const StrategyOptions& options) {
+namespace {
+
+// megatron_fleet_best with the graph compiled (the bounds, searches and simulations share it).
+MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fleet, const StrategyOptions& options,
+                                      const NumericGraph& ng) {
   if (!fleet.mixed()) throw std::runtime_error(fmt::format("cluster '{}' is not a mixed fleet", fleet.name));
   MegatronFleetBest best;
   int simulations = 0;
-  const NumericGraph ng(graph);  // the simulations' analyses share it
   // The groups by their step time lower bound (step_time_lower_bound: no plan on the group
   // runs a step faster), the most promising first: a group whose bound is no shorter than the
   // fastest group's simulated step so far cannot be faster, and is not searched.
@@ -152,7 +156,7 @@ MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fle
   for (int g = 0; g < n; ++g) {
     double bound = 0;
     try {
-      bound = step_time_lower_bound(graph, group_cluster(fleet, g), options);
+      bound = step_time_lower_bound(graph, group_cluster(fleet, g), options, ng);
     } catch (const std::exception&) {
       bound = 0;  // no bound: searched
     }
@@ -164,7 +168,8 @@ MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fle
       continue;
     const hardware::Cluster group = group_cluster(fleet, g);
     try {
-      const MegatronSearchResult r = megatron_search(graph, group, options);
+      PlanAnalyzer analyzer(graph, group, ng);
+      const MegatronSearchResult r = megatron_search(analyzer, options, MegatronSpace::exhaustive);
       FleetStep step = simulated(graph, ng, r.plan, group,
                                  fmt::format("Megatron-best on {} alone ({})", group.name, knobs_label(r.knobs)), simulations);
       // Ties go to the group given first, as when the groups are searched in their order.
@@ -179,7 +184,8 @@ MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fle
   }
   if (best.subset.found) best.subset.missing.clear();
   try {
-    const MegatronSearchResult r = megatron_search(graph, fleet, options);
+    PlanAnalyzer analyzer(graph, fleet, ng);
+    const MegatronSearchResult r = megatron_search(analyzer, options, MegatronSpace::exhaustive);
     best.uniform = simulated(graph, ng, r.plan, fleet,
                              fmt::format("Megatron-best uniform over all {} GPUs at the slowest group's pace ({})",
                                          fleet.num_devices(), knobs_label(r.knobs)),
@@ -191,11 +197,18 @@ MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fle
   return best;
 }
 
+}  // namespace
+
+MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fleet, const StrategyOptions& options) {
+  return megatron_fleet_best(graph, fleet, options, NumericGraph(graph));
+}
+
 FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, const StrategyOptions& options,
                                bool batch_shares) {
   if (!fleet.mixed()) throw std::runtime_error(fmt::format("cluster '{}' is not a mixed fleet", fleet.name));
   FleetSearchResult result;
-  result.megatron = megatron_fleet_best(graph, fleet, options);
+  const NumericGraph ng(graph);  // compiled once: the searches, estimates and simulations share it
+  result.megatron = megatron_fleet_best(graph, fleet, options, ng);
   result.simulations = result.megatron.simulations;
   if (result.megatron.subset.found) result.plan = result.megatron.subset;
   if (faster(result.megatron.uniform, result.plan)) result.plan = result.megatron.uniform;
@@ -211,10 +224,9 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
   // on the fleet `on` (the whole fleet or some of its groups; to_fleet: its groups' indices
   // in the fleet).
   auto pipelines = [&](const hardware::Cluster& on, const std::vector<int>& to_fleet) {
-    MegatronLayouts layouts(graph);
+    MegatronLayouts layouts(graph, ng.spaces());
     const int layers = layouts.structure().decoder_layers();  // split over the stages; MTP layers go to the last
     const std::vector<NodeId> order = graph.topological_order();
-    NumericGraph ng(graph);
     PlanAnalyzer analyzer(graph, on, ng);
     // Each group's device under the fleet's mesh: the analysis prices a stage on it.
     GroupAnalyzers on_group(graph, on, ng);
@@ -667,9 +679,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     // the whole fleet and (three or more groups) on some of its groups, as the pipelines: the
     // best three grids by the estimate; one whose first simulation beats the plan so far is
     // then rebalanced from its simulated times.
-    std::optional<NumericGraph> numeric;  // made when the shares are searched
     auto shares = [&](const hardware::Cluster& on, const std::vector<int>& to_fleet) {
-      const NumericGraph& ng = numeric ? *numeric : numeric.emplace(graph);
       std::vector<SharesCandidate> grids =
           batch_share_candidates(graph, on, options, ng, result.plan.fits ? result.plan.step_time_s : kInfinity);
       if (grids.size() > 3) grids.resize(3);

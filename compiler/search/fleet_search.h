@@ -16,11 +16,13 @@
 // no shorter than the step to beat is not simulated; and the simulation of a plan on a fleet
 // lowers it once, each stage timed by the analysis on its own group's device
 // (LoweringOptions::stage_timing). Two shortcuts are not exact: the pipelines' splits are
-// refereed on shortened simulations (simulate_shortened, search_simulation.h: up to 0.8% short
-// where the stages' pace differs, so two splits closer than that may be ranked wrongly; the
-// split adopted is simulated whole), and a refinement move that the simulated stage speeds
-// predict leaves the busiest stage's compute as long is not tried (the 70B fleet's 0.09%).
-// Every step reported is a whole simulation.
+// refereed on shortened simulations (simulate_shortened, search_simulation.h: exact where the
+// schedule has reached its period by 2p micro-batches, which nothing certifies there; the split
+// adopted is simulated again as reported), and a refinement move that the simulated stage
+// speeds predict leaves the busiest stage's compute as long is not tried (the 70B fleet's
+// 0.09%). Every step reported has the whole simulation's figures (simulate_periodic: extended
+// from steps of 2p, 3p and 4p micro-batches where those certify the period to 1e-9, else
+// simulated whole).
 //
 // fleet_search places work by speed in two shapes. Batch shares (fleet_shares.h): a uniform
 // tp x pp grid per replica, data parallelism over the groups, each group's replicas running

@@ -1,6 +1,7 @@
 #include "compiler/search/search_simulation.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "compiler/lowering/simulate_plan.h"
 
@@ -28,32 +29,74 @@ SearchSimulation simulate_for_search(Graph& graph, const Plan& plan, const hardw
   return read(simulate_plan_lean(graph, plan, cluster, {}, o, &ng));
 }
 
-SearchSimulation simulate_shortened(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
-                                    const NumericGraph& ng) {
-  const int per_round = std::max(plan.pipeline_stages(), 1);
-  const int m = plan.micro_batches;
+namespace {
+
+// Whether a training step of the plan's micro-batches may be simulated as shorter steps of the
+// same micro-batch: 1F1B (GPipe holds every micro-batch in flight), one count for every
+// replica (batch shares differ per group), a batch dim to shorten, and more than `least`
+// micro-batches per stage.
+bool shortenable(const Plan& plan, const NumericGraph& ng, int least) {
   const double global_batch = plan.global_batch > 0 ? plan.global_batch : ng.batch_binding();
-  const bool extend = plan.mode == ExecutionMode::train && plan.group_micro_batches.empty() &&
-                      plan.schedule != Schedule::gpipe && ng.batch_symbol() && global_batch > 0 && m > 4 * per_round;
-  if (!extend) return simulate_for_search(graph, plan, cluster, ng);
-  // Two shorter steps of the same micro-batch: the global batch shrinks with their count.
-  const int m1 = 2 * per_round, m2 = 3 * per_round;
+  return plan.mode == ExecutionMode::train && plan.group_micro_batches.empty() && plan.schedule != Schedule::gpipe &&
+         ng.batch_symbol() && global_batch > 0 && plan.micro_batches > least * std::max(plan.pipeline_stages(), 1);
+}
+
+// The plan's step at `micro_batches` micro-batches of its own size (the global batch shrinks with their count).
+SearchSimulation simulate_at(Graph& graph, const Plan& plan, int micro_batches, const hardware::Cluster& cluster,
+                             const NumericGraph& ng) {
+  const double global_batch = plan.global_batch > 0 ? plan.global_batch : ng.batch_binding();
   Plan shorter = plan;
-  auto at = [&](int micro_batches) {
-    shorter.micro_batches = micro_batches;
-    shorter.global_batch = global_batch / m * micro_batches;
-    return simulate_for_search(graph, shorter, cluster, ng);
-  };
-  const SearchSimulation a = at(m1);
-  SearchSimulation b = at(m2);
-  const double rest = static_cast<double>(m - m2) / (m2 - m1);
-  auto extended = [&](double x1, double x2) { return x2 + rest * (x2 - x1); };
-  b.step_time_s = extended(a.step_time_s, b.step_time_s);
+  shorter.micro_batches = micro_batches;
+  shorter.global_batch = global_batch / plan.micro_batches * micro_batches;
+  return simulate_for_search(graph, shorter, cluster, ng);
+}
+
+// `b` extended to the plan's m micro-batches along its difference from `a` (a and b: steps of
+// ma < mb micro-batches).
+SearchSimulation extended(const SearchSimulation& a, int ma, SearchSimulation b, int mb, int m) {
+  const double rest = static_cast<double>(m - mb) / (mb - ma);
+  auto extend = [&](double x1, double x2) { return x2 + rest * (x2 - x1); };
+  b.step_time_s = extend(a.step_time_s, b.step_time_s);
   for (std::size_t s = 0; s < b.stage_compute_s.size() && s < a.stage_compute_s.size(); ++s)
-    b.stage_compute_s[s] = extended(a.stage_compute_s[s], b.stage_compute_s[s]);
+    b.stage_compute_s[s] = extend(a.stage_compute_s[s], b.stage_compute_s[s]);
   b.fits = a.fits && b.fits;
   b.extended = true;
   return b;
+}
+
+}  // namespace
+
+SearchSimulation simulate_shortened(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
+                                    const NumericGraph& ng) {
+  if (!shortenable(plan, ng, 4)) return simulate_for_search(graph, plan, cluster, ng);
+  const int p = std::max(plan.pipeline_stages(), 1);
+  return extended(simulate_at(graph, plan, 2 * p, cluster, ng), 2 * p, simulate_at(graph, plan, 3 * p, cluster, ng), 3 * p,
+                  plan.micro_batches);
+}
+
+std::optional<SearchSimulation> periodic_extension(const SearchSimulation& at_2p, const SearchSimulation& at_3p,
+                                                   const SearchSimulation& at_4p, int p, int m) {
+  auto evenly_spaced = [](double x1, double x2, double x3) {
+    return std::abs((x3 - x2) - (x2 - x1)) <= kPeriodTolerance * std::abs(x3);
+  };
+  const std::size_t stages = at_4p.stage_compute_s.size();
+  if (at_2p.fits != at_4p.fits || at_3p.fits != at_4p.fits || at_2p.stage_compute_s.size() != stages ||
+      at_3p.stage_compute_s.size() != stages || !evenly_spaced(at_2p.step_time_s, at_3p.step_time_s, at_4p.step_time_s))
+    return std::nullopt;
+  for (std::size_t s = 0; s < stages; ++s)
+    if (!evenly_spaced(at_2p.stage_compute_s[s], at_3p.stage_compute_s[s], at_4p.stage_compute_s[s])) return std::nullopt;
+  return extended(at_3p, 3 * p, at_4p, 4 * p, m);
+}
+
+SearchSimulation simulate_periodic(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
+                                   const NumericGraph& ng) {
+  // Three shortened steps cost 9p micro-batches: cheaper than the whole step above that.
+  if (!shortenable(plan, ng, 9)) return simulate_for_search(graph, plan, cluster, ng);
+  const int p = std::max(plan.pipeline_stages(), 1);
+  const std::optional<SearchSimulation> e =
+      periodic_extension(simulate_at(graph, plan, 2 * p, cluster, ng), simulate_at(graph, plan, 3 * p, cluster, ng),
+                         simulate_at(graph, plan, 4 * p, cluster, ng), p, plan.micro_batches);
+  return e ? *e : simulate_for_search(graph, plan, cluster, ng);
 }
 
 }  // namespace symtensor::compiler

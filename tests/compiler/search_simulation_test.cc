@@ -1,13 +1,17 @@
-// The searches' shortened simulation (simulate_shortened): a long step simulated as two steps
-// of 2p and 3p micro-batches and extended along their difference. Checked against the whole
-// step's simulation (simulate_for_search) on each kind of schedule and sharding: where the
-// stages' pace is even, the same step and stage compute to rounding and the same fit; on a
-// pipeline whose stages run at different paces (an H100 stage before two A100 ones), whose
-// start-up lasts longer, within 2%, and the fleet search reports its whole step.
+// The searches' shortened simulations: a long step simulated as two steps of 2p and 3p
+// micro-batches and extended along their difference (simulate_shortened), or as three of 2p,
+// 3p and 4p, extended where their increments agree (simulate_periodic). Checked against the
+// whole step's simulation (simulate_for_search) on each kind of schedule and sharding: where
+// the stages' pace is even, the same step and stage compute to rounding and the same fit; on
+// a pipeline whose stages run at different paces (an H100 stage before two A100 ones), whose
+// start-up lasts longer, within 2% shortened, and whole as reported.
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include "compiler/cost/numeric_graph.h"
@@ -26,6 +30,7 @@ struct SteadyCase {
   Graph* graph;
   std::string knobs;
   bool extended = true;                 // whether the search simulates it as two shorter steps
+  bool periodic = true;                 // whether simulate_periodic extends it (more than 9p micro-batches)
   Schedule schedule = Schedule::one_f_one_b;
   std::vector<int> stage_zero_stages = {};  // ZeRO per pipeline stage, when given
   double tolerance = 1e-9;                  // relative, on the step and each stage's compute
@@ -46,12 +51,14 @@ TEST(SearchSimulation, ALongStepExtendedFromTwoShorterOnesIsTheWholeStep) {
       {&group, &llama, "tp=2,pp=2,dp=2,mb=1"},                                 // 32 micro-batches, 1F1B
       {&group, &llama, "tp=2,pp=4,mb=1,vp=2"},                                 // interleaved, 128
       {&group, &llama, "tp=2,pp=2,cp=2,mb=1,recompute=full,distopt=1"},        // context parallel, recomputed
-      {&group, &llama, "tp=1,pp=2,dp=4,mb=2,fsdp=3"},                          // ZeRO-3: gathers and reduce-scatters each micro-batch
-      {&group, &llama, "tp=2,pp=2,dp=2,mb=1,distopt=1", true, Schedule::one_f_one_b, {3, 1}},  // ZeRO per stage
-      {&group, &mixtral, "ep=4,mb=1"},                                         // no pipeline, experts: 8 micro-batches
+      {&group, &llama, "tp=1,pp=2,dp=4,mb=2,fsdp=3", true, false},             // ZeRO-3: gathers and reduce-scatters each micro-batch
+      {&group, &llama, "tp=1,pp=2,dp=4,mb=1,fsdp=3"},                          // the same at 32 micro-batches
+      {&group, &llama, "tp=2,pp=2,dp=2,mb=1,distopt=1", true, true, Schedule::one_f_one_b, {3, 1}},  // ZeRO per stage
+      {&group, &mixtral, "ep=4,mb=1", true, false},                            // no pipeline, experts: 8 micro-batches
+      {&group, &llama, "tp=2,pp=1,mb=1,distopt=1"},                            // no pipeline: 32 micro-batches
       {&fleet, &llama, "tp=4,pp=3,dp=2,mb=1,first=2,last=2,sp=1"},             // Megatron's even stages on a mixed fleet
-      {&group, &llama, "tp=2,pp=2,dp=2,mb=1", false, Schedule::gpipe},         // every micro-batch in flight: whole
-      {&group, &llama, "tp=2,pp=2,dp=2,mb=8", false},                          // 8 micro-batches: short, whole
+      {&group, &llama, "tp=2,pp=2,dp=2,mb=1", false, false, Schedule::gpipe},  // every micro-batch in flight: whole
+      {&group, &llama, "tp=2,pp=2,dp=2,mb=8", false, false},                   // 8 micro-batches: short, whole
   };
   for (const SteadyCase& c : cases) {
     Plan plan = make_megatron_plan(*c.graph, *c.cluster, parse_megatron_knobs(c.knobs), StrategyOptions{});
@@ -75,6 +82,15 @@ TEST(SearchSimulation, ALongStepExtendedFromTwoShorterOnesIsTheWholeStep) {
       EXPECT_LT(relative(steady.stage_compute_s[s], whole.report.stages[s].compute_s), c.tolerance) << what << " stage " << s;
       EXPECT_EQ(steady.stage_group[s], whole.report.stages[s].group) << what << " stage " << s;
     }
+    // What a search reports: certified periodic from 2p on, then extended.
+    const SearchSimulation reported = simulate_periodic(*c.graph, plan, *c.cluster, ng);
+    EXPECT_EQ(reported.extended, c.periodic) << what;
+    EXPECT_LT(relative(reported.step_time_s, whole.report.step_time_s), kPeriodTolerance) << what;
+    EXPECT_EQ(reported.fits, whole.report.fits) << what;
+    ASSERT_EQ(reported.stage_compute_s.size(), whole.report.stages.size()) << what;
+    for (std::size_t s = 0; s < whole.report.stages.size(); ++s)
+      EXPECT_LT(relative(reported.stage_compute_s[s], whole.report.stages[s].compute_s), kPeriodTolerance)
+          << what << " stage " << s;
   }
 }
 
@@ -94,23 +110,54 @@ TEST(SearchSimulation, APlanOverMemoryStaysOverIt) {
   EXPECT_FALSE(steady.fits);
 }
 
-TEST(SearchSimulation, AnUnevenPipelineIsShortenedWithinTwoPercent) {
+// Uneven pipelines over an H100 stage and two A100 stages, at 48 micro-batches: whichever stage
+// is the slowest, each split reaches its period by 2p, so the shortened step and the step a
+// search reports are the whole step, to rounding.
+TEST(SearchSimulation, UnevenPipelinesReachTheirPeriodBy2p) {
   models::Overrides o;
   o.layers = 16;
   o.seq = 4096;
-  Graph graph = symtensor::testing::zoo_graph("llama2-7b", o, 48, 4096);
+  Graph graph = symtensor::testing::zoo_graph("llama2-7b", o, 96, 4096);
   const hardware::Cluster fleet =
       hardware::with_software(hardware::load_cluster("dgx-h100x1+dgx-a100x2"), hardware::Software{});
-  // 24 micro-batches through an H100 stage of 10 layers and two A100 stages of 3.
-  Plan plan = make_megatron_plan(graph, fleet, parse_megatron_knobs("tp=2,pp=3,cp=2,dp=2,mb=1"), StrategyOptions{});
-  plan = restage_layers(graph, std::move(plan), {10, 3, 3});
-  ASSERT_EQ(plan.micro_batches, 24);
   const NumericGraph ng(graph);
-  const SearchSimulation whole = simulate_for_search(graph, plan, fleet, ng);
-  const SearchSimulation shortened = simulate_shortened(graph, plan, fleet, ng);
-  EXPECT_TRUE(shortened.extended);
-  EXPECT_EQ(shortened.fits, whole.fits);
-  EXPECT_LT(relative(shortened.step_time_s, whole.step_time_s), 0.02);
+  for (const std::vector<int>& split : std::vector<std::vector<int>>{{14, 1, 1}, {2, 7, 7}, {12, 1, 3}}) {
+    for (const char* knobs : {"tp=2,pp=3,cp=2,dp=2,mb=1", "tp=4,pp=3,dp=2,mb=1,recompute=full"}) {
+      Plan plan = make_megatron_plan(graph, fleet, parse_megatron_knobs(knobs), StrategyOptions{});
+      plan = restage_layers(graph, std::move(plan), split);
+      ASSERT_EQ(plan.micro_batches, 48);
+      const std::string what = fmt::format("{} split {}", knobs, fmt::join(split, "/"));
+      const SearchSimulation whole = simulate_for_search(graph, plan, fleet, ng);
+      const SearchSimulation reported = simulate_periodic(graph, plan, fleet, ng);
+      EXPECT_TRUE(reported.extended) << what;
+      EXPECT_LT(relative(reported.step_time_s, whole.step_time_s), kPeriodTolerance) << what;
+      EXPECT_EQ(reported.fits, whole.fits) << what;
+      EXPECT_LT(relative(simulate_shortened(graph, plan, fleet, ng).step_time_s, whole.step_time_s), kPeriodTolerance) << what;
+    }
+  }
+}
+
+// The certificate itself: figures growing evenly from 2p to 4p are extended; a step or a stage
+// whose growth changes, or a fit that changes, is not.
+TEST(SearchSimulation, OnlyEvenGrowthIsExtended) {
+  auto steps = [](double step, double stage0, double stage1, bool fits = true) {
+    SearchSimulation s;
+    s.step_time_s = step, s.stage_compute_s = {stage0, stage1}, s.fits = fits;
+    return s;
+  };
+  // p = 2: 4, 6 and 8 micro-batches; the plan runs 20.
+  const std::optional<SearchSimulation> even = periodic_extension(steps(1.0, 0.5, 0.4), steps(1.3, 0.7, 0.55), steps(1.6, 0.9, 0.7), 2, 20);
+  ASSERT_TRUE(even);
+  EXPECT_DOUBLE_EQ(even->step_time_s, 1.6 + 6 * 0.3);
+  EXPECT_DOUBLE_EQ(even->stage_compute_s[0], 0.9 + 6 * 0.2);
+  EXPECT_DOUBLE_EQ(even->stage_compute_s[1], 0.7 + 6 * 0.15);
+  EXPECT_TRUE(even->extended);
+  EXPECT_FALSE(periodic_extension(steps(1.0, 0.5, 0.4), steps(1.3, 0.7, 0.55), steps(1.61, 0.9, 0.7), 2, 20));
+  EXPECT_FALSE(periodic_extension(steps(1.0, 0.5, 0.4), steps(1.3, 0.7, 0.55), steps(1.6, 0.9, 0.71), 2, 20));
+  EXPECT_FALSE(periodic_extension(steps(1.0, 0.5, 0.4), steps(1.3, 0.7, 0.55), steps(1.6, 0.9, 0.7, false), 2, 20));
+  SearchSimulation fewer_stages = steps(1.6, 0.9, 0.7);
+  fewer_stages.stage_compute_s.pop_back();
+  EXPECT_FALSE(periodic_extension(steps(1.0, 0.5, 0.4), steps(1.3, 0.7, 0.55), fewer_stages, 2, 20));
 }
 
 }  // namespace
