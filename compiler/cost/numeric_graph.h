@@ -124,6 +124,15 @@ class NumericGraph {
   // Compiles any expression of the graph's dims (exposed for tests and formulas).
   Affine compile(const GiNaC::ex& e) const;
 
+  // The analysis' twin classes (compiler/cost/twin_work.cc): per node, the class of operators
+  // whose work it derives from the same numbers of this graph. Found by the first analysis of
+  // the graph (empty until then) and kept here for every analysis sharing it, as compile's.
+  struct TwinClasses {
+    std::vector<int> of_node;
+    int count = 0;
+  };
+  TwinClasses& twin_classes() const { return twin_classes_; }
+
  private:
   void mark_fusable_intermediates(const Graph& graph);
   void mark_routing_tables(const Graph& graph);
@@ -146,6 +155,7 @@ class NumericGraph {
   std::vector<SavedTensor> saved_, checkpoints_, op_checkpoints_;
   std::vector<char> op_checkpoint_nodes_;
   mutable std::map<GiNaC::ex, Affine, GiNaC::ex_is_less> compiled_;  // compile's, by expression
+  mutable TwinClasses twin_classes_;
 };
 
 // The batch dim of a graph: the symbol named "batch", else the first symbolic dim of

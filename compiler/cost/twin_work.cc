@@ -101,12 +101,17 @@ std::string Analyzer::twin_key(NodeId id) const {
 
 void Analyzer::find_twins() {
   if (!state_.twin_class.empty()) return;
-  const std::size_t n = graph_.nodes().size();
-  std::map<std::string, int> classes;
-  state_.twin_class.resize(n);
-  for (NodeId id = 0; id < static_cast<NodeId>(n); ++id)
-    state_.twin_class[id] = classes.try_emplace(twin_key(id), static_cast<int>(classes.size())).first->second;
-  state_.twins.assign(classes.size(), {});
+  NumericGraph::TwinClasses& found = ng_.twin_classes();
+  if (found.of_node.empty()) {
+    const std::size_t n = graph_.nodes().size();
+    std::map<std::string, int> classes;
+    found.of_node.resize(n);
+    for (NodeId id = 0; id < static_cast<NodeId>(n); ++id)
+      found.of_node[id] = classes.try_emplace(twin_key(id), static_cast<int>(classes.size())).first->second;
+    found.count = static_cast<int>(classes.size());
+  }
+  state_.twin_class = found.of_node;
+  state_.twins.assign(found.count, {});
 }
 
 void Analyzer::delivery_context(NodeId id, bool train, const PlanAnalyzer::State::Twin* like) {

@@ -60,7 +60,7 @@ class MegatronSearch {
     const std::vector<int> cps = given_or(c_, "cp", given.cp, context_parallel_sizes(graph_, structure, spaces, devices));
     if (space_ == MegatronSpace::exhaustive) {
       try {
-        compute_bound_s_ = compute_time_lower_bound(graph_, cluster_, options_);
+        compute_bound_s_ = compute_time_lower_bound(graph_, cluster_, options_, analyzer_.numeric());
       } catch (const std::exception&) {
         compute_bound_s_ = 0;  // no bound (no batch bound): every point priced
       }

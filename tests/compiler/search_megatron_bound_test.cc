@@ -44,7 +44,7 @@ TEST_P(MegatronStepBound, PrunedSearchFindsWhatPricingEveryPointFinds) {
     EXPECT_DOUBLE_EQ(pruned.best_by_ep.at(ep).step_time_s, best.step_time_s) << "ep=" << ep;
   }
   // The bound itself: below the chosen plan's step, stretched by its fill and drain.
-  const double compute = compute_time_lower_bound(g, cluster, options);
+  const double compute = compute_time_lower_bound(g, cluster, options, NumericGraph(g));
   const double fill_drain = (every.knobs.pp - 1) / (static_cast<double>(every.knobs.vp) * every.plan.micro_batches);
   EXPECT_GT(compute, 0);
   EXPECT_LE(compute * (1 + fill_drain), every.estimate.step_time_s);
