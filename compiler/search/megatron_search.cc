@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <limits>
+#include <map>
+#include <set>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
@@ -145,6 +146,7 @@ class MegatronSearch {
               if (base.replicate > 1) build.fsdp = 3;
               plan = layouts.make(cluster_, build, options_);
               plan.cuts_stamp = new_cuts_stamp();  // priced under every memory option
+              layout_seconds_.clear();
               replicas_ = replica_candidates(base);
             } catch (const std::exception& e) {
               last_error_ = e.what();
@@ -169,6 +171,7 @@ class MegatronSearch {
               double best_of_vp = kInfinity;
               int vp_forced = 3;
               UpwardWalk sizes;
+              unfit_.clear();
               for (int mb : given_or(c_, "mb", given.mb, divisors(B_ / dp))) {
                 if ((B_ / dp) % mb != 0) {
                   last_skip_ = "mb=" + std::to_string(mb) + " does not divide the " + std::to_string(B_ / dp) +
@@ -181,7 +184,7 @@ class MegatronSearch {
                                 ") to be a multiple of pp=" + std::to_string(pp);
                   continue;
                 }
-                if (pruned_by_step_bound(base.ep, pp, vp, m)) continue;
+                if (pruned_by_step_bound(base.ep, pp, vp, m, mb)) continue;
                 bool any_fit = false;
                 const double t = price_memory_options(plan, base, m, mb, vp, any_fit, vp_forced);
                 best_of_vp = std::min(best_of_vp, t);
@@ -450,6 +453,10 @@ class MegatronSearch {
         if (seed && base.pp > 1 && sharding.fsdp == 3)
           for (auto [fr, fd] : fitted) dominated |= fr == 0;
         if (dominated) continue;
+        // An option that did not fit at a smaller micro-batch needs more memory here: not priced
+        // once a plan fits (it cannot be the result then).
+        const auto option = std::make_tuple(r, sharding.distopt, sharding.fsdp, sharding.replicas);
+        if (space_ != MegatronSpace::unpruned && best_eval_.valid && best_eval_.estimate.fits && unfit_.count(option)) continue;
         plan.micro_batches = m;
         plan.virtual_stages = vp;
         plan.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
@@ -464,6 +471,8 @@ class MegatronSearch {
           last_error_ = e.error;
           continue;
         }
+        keep_layout_seconds(plan, mb);
+        if (!e.estimate.fits) unfit_.insert(option);
         if (e.estimate.fits) {
           fitted.emplace_back(r, d), any_fit = true;
           least_forced = std::min(least_forced, r > 0 || sharding.fsdp == 3 ? std::max(r, 1) : 0);
@@ -496,17 +505,36 @@ class MegatronSearch {
   }
 
   // The estimate of a pipeline of p stages, m micro-batches and v chunks per device is at least
-  // its stages' compute per micro-batch times (m + (p - 1) / v) / p (the slowest stage m
-  // times, the others once over v: estimate_step), and m times that compute over p is at least
-  // compute_time_lower_bound. A point whose bound exceeds the fastest fitting step of its
-  // expert-parallel size so far changes neither that step nor the result: not priced.
-  bool pruned_by_step_bound(int ep, int pp, int vp, int m) {
+  // its stages' time per micro-batch times (m + (p - 1) / v) / p (the slowest stage m times,
+  // the others once over v: estimate_step). That time is at least compute_time_lower_bound's
+  // share of one micro-batch and, once a plan of the layout at the micro-batch size was priced
+  // without recomputation, at least that plan's compute and exposed activation collectives
+  // (layout_seconds_: the same operators and cuts at every interleaving depth and memory
+  // option; recomputation only adds to both, ZeRO's gathers and the pipeline's sends are
+  // counted apart). A point whose bound exceeds the fastest fitting step of its expert-parallel
+  // size so far changes neither that step nor the result: not priced.
+  bool pruned_by_step_bound(int ep, int pp, int vp, int m, int mb) {
     if (compute_bound_s_ <= 0) return false;
     const auto it = best_.best_by_ep.find(ep);
     if (it == best_.best_by_ep.end()) return false;
-    if (compute_bound_s_ * (1 + (pp - 1) / (static_cast<double>(vp) * m)) <= it->second.step_time_s) return false;
+    double per_micro_batch = compute_bound_s_ / m;
+    if (const auto known = layout_seconds_.find(mb); known != layout_seconds_.end())
+      per_micro_batch = std::max(per_micro_batch, known->second);
+    if (per_micro_batch * (m + (pp - 1) / static_cast<double>(vp)) <= it->second.step_time_s) return false;
     ++best_.pruned;
     return true;
+  }
+
+  // Keeps the layout's time per micro-batch of `plan` (priced without recomputation) for
+  // pruned_by_step_bound: its stages' forward and backward compute and exposed activation
+  // collectives, averaged over the stages.
+  void keep_layout_seconds(const Plan& plan, int mb) {
+    if (compute_bound_s_ <= 0 || plan.recompute != RecomputePolicy::none || layout_seconds_.count(mb)) return;
+    const StageTotals& t = analyzer_.totals(plan);
+    double sum = 0;
+    for (std::size_t s = 0; s < t.fwd_compute.size(); ++s)
+      sum += t.fwd_compute[s] + t.bwd_compute[s] + t.fwd_comm[s] + t.bwd_comm[s];
+    layout_seconds_[mb] = sum / std::max<std::size_t>(t.fwd_compute.size(), 1);
   }
 
   // HSDP's replicas on the layout of `base`: the given count's axes, or else each run of the
@@ -541,6 +569,10 @@ class MegatronSearch {
   const bool selective_is_none_;  // selective_recompute_is_none
   long long B_ = 0;
   double compute_bound_s_ = 0;  // compute_time_lower_bound (exhaustive search only; 0: none)
+  std::map<int, double> layout_seconds_;  // of the layout built last, per micro-batch size (keep_layout_seconds)
+  // Memory options (recompute rank, distopt, fsdp, replicas) that did not fit at a smaller
+  // micro-batch of the layout and interleaving depth priced now.
+  std::set<std::tuple<int, bool, int, int>> unfit_;
   int layers_ = 0;  // transformer layers of the model
   bool train_ = true;
   MegatronSearchResult best_;

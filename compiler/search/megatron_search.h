@@ -16,9 +16,10 @@
 // more memory); a (recompute, distopt) pair is skipped when a pair with no more
 // recomputation and no more sharding already fits (it can only be slower); and a
 // (layout, vp, mb) point is not priced when the model's compute spread over the devices
-// (compute_time_lower_bound), stretched by its pipeline's fill and drain, already exceeds the
-// fastest fitting step found for its expert-parallel size (MegatronSpace::unpruned prices
-// those too: the same result, for checking that).
+// (compute_time_lower_bound), or, once the layout was priced at that micro-batch size, the
+// layout's own compute and exposed activation collectives, stretched by its pipeline's fill and
+// drain, already exceeds the fastest fitting step found for its expert-parallel size
+// (MegatronSpace::unpruned prices those too: the same result, for checking that).
 //
 // MegatronSpace::seed is the cheap part of that space the SymTensor search starts from:
 // tensor, context or expert parallelism (tp = 1 without them is data and pipeline
