@@ -6,12 +6,13 @@
 // never makes it faster per FLOP (the GEMM and attention efficiency curves rise with the
 // kernel's size, and a shard reads at least its share of the bytes), so no partitioning
 // beats it; the ratio of a plan's step to it is the most any other plan could gain.
-#include "compiler/cost/numeric_graph.h"
 #include "compiler/ir/graph.h"
 #include "compiler/strategies/strategy.h"
 #include "hardware/cluster.h"
 
 namespace symtensor::compiler {
+
+class NumericGraph;
 
 // Seconds; throws where the graph has no bound batch (as the data-parallel plan does).
 double step_time_lower_bound(Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options);

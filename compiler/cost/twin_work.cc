@@ -105,10 +105,11 @@ void Analyzer::find_twins() {
   if (found.of_node.empty()) {
     const std::size_t n = graph_.nodes().size();
     std::map<std::string, int> classes;
-    found.of_node.resize(n);
+    std::vector<int> of_node(n);
     for (NodeId id = 0; id < static_cast<NodeId>(n); ++id)
-      found.of_node[id] = classes.try_emplace(twin_key(id), static_cast<int>(classes.size())).first->second;
-    found.count = static_cast<int>(classes.size());
+      of_node[id] = classes.try_emplace(twin_key(id), static_cast<int>(classes.size())).first->second;
+    found.count = static_cast<int>(classes.size());  // kept whole or not at all
+    found.of_node = std::move(of_node);
   }
   state_.twin_class = found.of_node;
   state_.twins.assign(found.count, {});

@@ -575,7 +575,8 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       return true;
     };
     // The candidates are refereed on shortened simulations (simulate_shortened); one that
-    // wins there is simulated whole, and adopted at that step if it still wins.
+    // wins there is simulated as a step is reported (simulated(): the whole step's figures),
+    // and adopted at that step if it still wins.
     auto adopt_if_faster = [&](std::size_t i) {
       Trials& t = trials[i];
       if (!t.best.found || !faster(t.best, result.plan)) return false;

@@ -453,10 +453,13 @@ class MegatronSearch {
         if (seed && base.pp > 1 && sharding.fsdp == 3)
           for (auto [fr, fd] : fitted) dominated |= fr == 0;
         if (dominated) continue;
-        // An option that did not fit at a smaller micro-batch needs more memory here: not priced
-        // once a plan fits (it cannot be the result then).
+        // An option that did not fit at a smaller micro-batch needs more memory here, where the
+        // micro-batches in flight are at their cap (at least 2p micro-batches: below it, fewer in
+        // flight can hold less): not priced once a plan fits (it cannot be the result then).
         const auto option = std::make_tuple(r, sharding.distopt, sharding.fsdp, sharding.replicas);
-        if (space_ != MegatronSpace::unpruned && best_eval_.valid && best_eval_.estimate.fits && unfit_.count(option)) continue;
+        if (space_ != MegatronSpace::unpruned && m >= 2 * base.pp && best_eval_.valid && best_eval_.estimate.fits &&
+            unfit_.count(option))
+          continue;
         plan.micro_batches = m;
         plan.virtual_stages = vp;
         plan.schedule = vp > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;

@@ -11,15 +11,18 @@
 // (make_megatron_plan; one build per (tp, pp, sp, ep, etp): the other knobs are plan fields) and
 // priced by analyze_plan + estimate_step; the fastest plan that fits memory wins.
 //
-// Three exact prunings keep it fast, from the estimator's monotonicity and a bound:
+// Four exact prunings keep it fast, from the estimator's monotonicity and a bound:
 // micro-batch sizes go up until none of the memory options fits (a larger one only needs
-// more memory); a (recompute, distopt) pair is skipped when a pair with no more
+// more memory), and once a plan fits, a memory option that did not fit at a smaller
+// micro-batch is not priced where the micro-batches in flight are at their cap (at least 2p);
+// a (recompute, distopt) pair is skipped when a pair with no more
 // recomputation and no more sharding already fits (it can only be slower); and a
 // (layout, vp, mb) point is not priced when the model's compute spread over the devices
 // (compute_time_lower_bound), or, once the layout was priced at that micro-batch size, the
 // layout's own compute and exposed activation collectives, stretched by its pipeline's fill and
 // drain, already exceeds the fastest fitting step found for its expert-parallel size
-// (MegatronSpace::unpruned prices those too: the same result, for checking that).
+// (MegatronSpace::unpruned prices those and the skipped memory options too: the same result,
+// for checking that).
 //
 // MegatronSpace::seed is the cheap part of that space the SymTensor search starts from:
 // tensor, context or expert parallelism (tp = 1 without them is data and pipeline

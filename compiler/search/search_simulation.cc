@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "compiler/lowering/simulate_plan.h"
 
@@ -90,12 +91,17 @@ std::optional<SearchSimulation> periodic_extension(const SearchSimulation& at_2p
 
 SearchSimulation simulate_periodic(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
                                    const NumericGraph& ng) {
-  // Three shortened steps cost 9p micro-batches: cheaper than the whole step above that.
-  if (!shortenable(plan, ng, 9)) return simulate_for_search(graph, plan, cluster, ng);
   const int p = std::max(plan.pipeline_stages(), 1);
-  const std::optional<SearchSimulation> e =
-      periodic_extension(simulate_at(graph, plan, 2 * p, cluster, ng), simulate_at(graph, plan, 3 * p, cluster, ng),
-                         simulate_at(graph, plan, 4 * p, cluster, ng), p, plan.micro_batches);
+  // Three shortened steps cost 9p micro-batches: cheaper than the whole step above that. The
+  // extension adds whole periods of p micro-batches.
+  if (!shortenable(plan, ng, 9) || plan.micro_batches % p != 0) return simulate_for_search(graph, plan, cluster, ng);
+  std::optional<SearchSimulation> e;
+  try {
+    e = periodic_extension(simulate_at(graph, plan, 2 * p, cluster, ng), simulate_at(graph, plan, 3 * p, cluster, ng),
+                           simulate_at(graph, plan, 4 * p, cluster, ng), p, plan.micro_batches);
+  } catch (const std::exception&) {
+    e.reset();  // a shorter step the simulator refuses: the whole one says why, or runs
+  }
   return e ? *e : simulate_for_search(graph, plan, cluster, ng);
 }
 
