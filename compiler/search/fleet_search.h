@@ -17,11 +17,11 @@
 // lowers it once, each stage timed by the analysis on its own group's device
 // (LoweringOptions::stage_timing). Two shortcuts are not exact: the pipelines' splits are
 // refereed on shortened simulations (simulate_shortened, search_simulation.h: exact where the
-// schedule has reached its period by 2p micro-batches, which nothing certifies there; the split
+// schedule has reached its period by 2p micro-batches, which nothing checks there; the split
 // adopted is simulated again as reported), and a refinement move that the simulated stage
 // speeds predict leaves the busiest stage's compute as long is not tried (the 70B fleet's
 // 0.09%). Every step reported has the whole simulation's figures (simulate_periodic: extended
-// from steps of 2p, 3p and 4p micro-batches where those certify the period to 1e-9, else
+// from steps of 2p, 3p and 4p micro-batches where their increments agree to 1e-9, else
 // simulated whole).
 //
 // fleet_search places work by speed in two shapes. Batch shares (fleet_shares.h): a uniform

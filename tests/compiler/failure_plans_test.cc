@@ -149,8 +149,7 @@ TEST(FailurePlans, AFleetLosingANodeIsPlannedByTheFleetSearch) {
   o.layers = 16;
   o.seq = 2048;
   Graph graph = symtensor::testing::zoo_graph("llama2-7b", o, 96, 2048);
-  const hardware::Cluster fleet =
-      hardware::with_software(hardware::load_cluster("dgx-h100x1+dgx-a100x2"), hardware::Software{});
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   const hardware::Cluster left = hardware::without_nodes(fleet, 1);  // an A100 node: 8 + 8 GPUs
   ASSERT_EQ(left.num_devices(), 16);
   const FailurePlans p = plans_after_loss(graph, left, {});

@@ -31,11 +31,6 @@ Graph shares_llama(double batch) {
   return symtensor::testing::zoo_graph("llama2-7b", o, batch, 2048);
 }
 
-// 8 H100 beside 16 A100, Megatron-LM's stack.
-hardware::Cluster shares_fleet() {
-  return hardware::with_software(hardware::load_cluster("dgx-h100x1+dgx-a100x2"), hardware::Software{});
-}
-
 // tp=1, pp=1: 24 replicas (8 H100, 16 A100), micro-batch size 1; a batch of 192 is 8
 // micro-batches per replica when the shares are equal.
 Plan shares_plan(Graph& graph, const hardware::Cluster& fleet, std::vector<int> counts) {
@@ -55,7 +50,7 @@ const StageReport& shares_class(const SimulationReport& r, const std::string& pr
 
 TEST(FleetBatchShares, StepIsTheSlowestGroupsMicroBatchesPlusTheReduction) {
   Graph graph = shares_llama(192);
-  const hardware::Cluster fleet = shares_fleet();
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   // One micro-batch per replica (a batch of 24 samples): each group's compute per micro-batch
   // and the step's tail after it (the exposed gradient reduction across the groups, the optimizer).
   Plan one = shares_plan(graph, fleet, {1, 1});
@@ -116,7 +111,7 @@ TEST(FleetBatchShares, ShareCountsBalanceTheGroupsTimes) {
 
 TEST(FleetBatchShares, PlanYamlRoundTripAndBadValues) {
   Graph graph = shares_llama(192);
-  const hardware::Cluster fleet = shares_fleet();
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   const Plan plan = shares_plan(graph, fleet, {12, 6});
   const std::string text = plan_to_yaml(plan, graph, fleet);
   const std::string shares = "group_micro_batches: [12, 6]";
@@ -148,7 +143,7 @@ TEST(FleetBatchShares, PlanYamlRoundTripAndBadValues) {
 
 TEST(FleetBatchShares, LeanLoweringAgreesWithTheTextProgram) {
   Graph graph = shares_llama(192);
-  const hardware::Cluster fleet = shares_fleet();
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   const Plan plan = shares_plan(graph, fleet, {16, 4});
   const PlanSimulation text = simulate_plan(graph, plan, fleet);
   const PlanSimulation lean = simulate_plan_lean(graph, plan, fleet);
@@ -158,7 +153,7 @@ TEST(FleetBatchShares, LeanLoweringAgreesWithTheTextProgram) {
 
 TEST(FleetBatchShares, FleetSearchPicksSharesWhereTheyWinAndExportsTheNearestHomogeneousPlan) {
   Graph graph = shares_llama(192);
-  const hardware::Cluster fleet = shares_fleet();
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   const FleetSearchResult pipelines = fleet_search(graph, fleet, {}, false);
   const FleetSearchResult r = fleet_search(graph, fleet, {});
   ASSERT_TRUE(r.plan.fits);
@@ -192,7 +187,7 @@ TEST(FleetBatchShares, LargerMicroBatchesAreSearched) {
   models::Overrides o;
   o.layers = 16, o.seq = 2048;
   Graph graph = symtensor::testing::zoo_graph("llama2-7b", o, 96, 2048);
-  const hardware::Cluster fleet = shares_fleet();
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   const NumericGraph ng(graph);
   const std::vector<SharesCandidate> candidates =
       batch_share_candidates(graph, fleet, {}, ng, std::numeric_limits<double>::infinity());
@@ -248,7 +243,7 @@ TEST(FleetBatchShares, PerMicroBatchCollectivesAcrossGroupsAreRefused) {
   // ZeRO-3 gathers the weights over the data-parallel group at every micro-batch: with
   // different counts per group, the groups could never meet.
   Graph graph = shares_llama(192);
-  const hardware::Cluster fleet = shares_fleet();
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   MegatronKnobs k;
   k.tp = 1, k.pp = 1, k.mb = 1, k.fsdp = 3;
   Plan plan = make_megatron_plan(graph, fleet, k, {});

@@ -27,12 +27,6 @@ Graph fleet_llama(double batch) {
   return symtensor::testing::zoo_graph("llama2-7b", o, batch, 2048);
 }
 
-// H100 x8 beside A100 x16, with Megatron-LM's stack (its kernel factors: H100 GEMMs at 1.10x the
-// profile's curve, A100 as the profile states).
-hardware::Cluster h100_a100_fleet() {
-  return hardware::with_software(hardware::load_cluster("dgx-h100x1+dgx-a100x2"), hardware::Software{});
-}
-
 // tp=8 in three stages of 10, 4 and 2 layers (from Megatron's 6, 4, 6): an H100 stage, two A100 ones.
 Plan ten_four_two(Graph& graph, const hardware::Cluster& fleet) {
   MegatronKnobs k;
@@ -42,7 +36,7 @@ Plan ten_four_two(Graph& graph, const hardware::Cluster& fleet) {
 
 TEST(FleetSearch, PlacesLayersBySpeedAndBeatsMegatronBest) {
   Graph graph = fleet_llama(96);
-  const hardware::Cluster fleet = h100_a100_fleet();
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   // The pipeline shape alone (batch shares win on this fleet: fleet_batch_shares_test.cc).
   const FleetSearchResult r = fleet_search(graph, fleet, {}, false);
   // The ceiling by hand: 8 H100s at 989.5 x 0.67 x 1.10 TFLOP/s beside 16 A100s at 312 x 0.82
@@ -79,7 +73,7 @@ TEST(FleetSearch, PipelinesSearchContextParallelismFrom4kTokens) {
   o.layers = 16;
   o.seq = 4096;
   Graph graph = symtensor::testing::zoo_graph("llama2-7b", o, 48, 4096);
-  const hardware::Cluster fleet = h100_a100_fleet();
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   const FleetSearchResult r = fleet_search(graph, fleet, {}, false);
   ASSERT_TRUE(r.plan.fits);
   ASSERT_TRUE(r.heterogeneous) << r.plan.label;
@@ -92,7 +86,7 @@ TEST(FleetSearch, UniformPlanRunsAtTheSlowestGroupsPace) {
   // exactly the time it takes on the fleet's uniform view (every GPU an A100, every NIC the
   // slower one): no rank outruns its slowest peer.
   Graph graph = fleet_llama(48);
-  const hardware::Cluster fleet = h100_a100_fleet();
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   MegatronKnobs k;
   k.tp = 8, k.pp = 1, k.mb = 1;
   const Plan plan = make_megatron_plan(graph, fleet, k, {});
@@ -108,7 +102,7 @@ TEST(FleetSearch, UniformPlanRunsAtTheSlowestGroupsPace) {
 
 TEST(FleetSearch, RestagedLayersFollowTheCounts) {
   Graph graph = fleet_llama(48);
-  const hardware::Cluster fleet = h100_a100_fleet();
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   MegatronKnobs k;
   k.tp = 8, k.pp = 3, k.mb = 1, k.first = 6, k.last = 6;  // 6, 4, 6 to start
   const Plan plan = restage_layers(graph, make_megatron_plan(graph, fleet, k, {}), {10, 4, 2});
@@ -129,7 +123,7 @@ TEST(FleetSearch, RestagedMultiTokenPredictionStaysOnTheLastStage) {
   o.seq = 2048;
   o.mtp_layers = 1;
   Graph graph = symtensor::testing::zoo_graph("llama2-7b", o, 48, 2048);
-  const hardware::Cluster fleet = h100_a100_fleet();
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   const Plan plan = ten_four_two(graph, fleet);
   const TransformerStructure s = find_transformer_structure(graph, NumericGraph(graph).spaces());
   ASSERT_EQ(s.prediction_layers(), 1);
@@ -145,7 +139,7 @@ TEST(FleetSearch, RestagedMultiTokenPredictionStaysOnTheLastStage) {
 // at the A100s' pace) prices the H100 stage's 10 layers as the slowest.
 TEST(FleetEstimate, EachStageOnItsGroupsDeviceAgreesWithTheSimulation) {
   Graph graph = fleet_llama(48);
-  const hardware::Cluster fleet = h100_a100_fleet();
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   const Plan plan = ten_four_two(graph, fleet);
   const StepEstimate e = fleet_step_estimate(graph, fleet, plan);
   const StepEstimate uniform = estimate_step(analyze_plan(graph, fleet, plan), plan, fleet);
@@ -175,7 +169,7 @@ TEST(FleetEstimate, EachStageOnItsGroupsDeviceAgreesWithTheSimulation) {
 // lowering the whole plan on that device, everything else as the fleet's own lowering.
 TEST(FleetLowering, EachStageTimedByItsGroupsDevice) {
   Graph graph = fleet_llama(48);
-  const hardware::Cluster fleet = h100_a100_fleet();
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   const Plan plan = ten_four_two(graph, fleet);
   ASSERT_EQ(plan_stage_groups(plan, fleet), (std::vector<int>{0, 1, 1}));
   const hardware::Cluster on_h100 = hardware::fleet_on_group_device(fleet, 0);

@@ -76,8 +76,7 @@ struct LeanCase {
 TEST(LeanSimulation, LoweredStraightIntoTheEngineFormSimulatesAsTheTextProgram) {
   Graph llama = lean_sim_llama();
   Graph mixtral = symtensor::testing::zoo_graph("mixtral-8x7b-tiny", {}, 64, 256);
-  const hardware::Cluster fleet =
-      hardware::with_software(hardware::load_cluster("dgx-h100x1+dgx-a100x2"), hardware::Software{});
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   const hardware::Cluster group = hardware::group_cluster(fleet, 0);
   const std::vector<LeanCase> cases = {
       {&group, &llama, "tp=2,pp=2,dp=2,mb=1"},

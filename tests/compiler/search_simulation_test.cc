@@ -3,8 +3,8 @@
 // 3p and 4p, extended where their increments agree (simulate_periodic). Checked against the
 // whole step's simulation (simulate_for_search) on each kind of schedule and sharding, and on
 // pipelines whose stages run at different paces (an H100 stage before two A100 ones): the same
-// step and stage compute to rounding and the same fit. Nothing certifies that in general: the
-// certificate's own rule is checked apart (OnlyEvenGrowthIsExtended).
+// step and stage compute to rounding and the same fit. Nothing guarantees that in general: the
+// rule simulate_periodic extends by is checked apart (OnlyEvenGrowthIsExtended).
 #include <cmath>
 #include <optional>
 #include <string>
@@ -30,7 +30,7 @@ struct SteadyCase {
   Graph* graph;
   std::string knobs;
   bool extended = true;                 // whether the search simulates it as two shorter steps
-  bool periodic = true;                 // whether simulate_periodic extends it (more than 9p micro-batches)
+  bool periodic = true;                 // whether simulate_periodic extends it (more than 9p micro-batches, a multiple of p)
   Schedule schedule = Schedule::one_f_one_b;
   std::vector<int> stage_zero_stages = {};  // ZeRO per pipeline stage, when given
   double tolerance = 1e-9;                  // relative, on the step and each stage's compute
@@ -38,14 +38,21 @@ struct SteadyCase {
 
 double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
 
+// LLaMA-2 7B at 16 layers and 4k tokens: the uneven pipelines' model.
+Graph llama_16_layers_4k(double batch) {
+  models::Overrides o;
+  o.layers = 16;
+  o.seq = 4096;
+  return symtensor::testing::zoo_graph("llama2-7b", o, batch, 4096);
+}
+
 TEST(SearchSimulation, ALongStepExtendedFromTwoShorterOnesIsTheWholeStep) {
   models::Overrides o;
   o.layers = 8;
   o.seq = 1024;
   Graph llama = symtensor::testing::zoo_graph("llama2-7b", o, 128, 1024);
   Graph mixtral = symtensor::testing::zoo_graph("mixtral-8x7b-tiny", {}, 64, 256);
-  const hardware::Cluster fleet =
-      hardware::with_software(hardware::load_cluster("dgx-h100x1+dgx-a100x2"), hardware::Software{});
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   const hardware::Cluster group = hardware::group_cluster(fleet, 0);
   const std::vector<SteadyCase> cases = {
       {&group, &llama, "tp=2,pp=2,dp=2,mb=1"},                                 // 32 micro-batches, 1F1B
@@ -82,7 +89,7 @@ TEST(SearchSimulation, ALongStepExtendedFromTwoShorterOnesIsTheWholeStep) {
       EXPECT_LT(relative(steady.stage_compute_s[s], whole.report.stages[s].compute_s), c.tolerance) << what << " stage " << s;
       EXPECT_EQ(steady.stage_group[s], whole.report.stages[s].group) << what << " stage " << s;
     }
-    // What a search reports: certified periodic from 2p on, then extended.
+    // What a search reports: extended where its steps at 2p, 3p and 4p grow evenly, else whole.
     const SearchSimulation reported = simulate_periodic(*c.graph, plan, *c.cluster, ng);
     EXPECT_EQ(reported.extended, c.periodic) << what;
     EXPECT_LT(relative(reported.step_time_s, whole.report.step_time_s), kPeriodTolerance) << what;
@@ -113,12 +120,8 @@ TEST(SearchSimulation, APlanOverMemoryStaysOverIt) {
 // The uneven pipeline stop 52 took for 0.8% short (an H100 stage of 10 layers, two A100 stages
 // of 3, 24 micro-batches: too few for simulate_periodic): shortened, it is the whole step.
 TEST(SearchSimulation, AnUnevenPipelineIsShortenedToTheWholeStep) {
-  models::Overrides o;
-  o.layers = 16;
-  o.seq = 4096;
-  Graph graph = symtensor::testing::zoo_graph("llama2-7b", o, 48, 4096);
-  const hardware::Cluster fleet =
-      hardware::with_software(hardware::load_cluster("dgx-h100x1+dgx-a100x2"), hardware::Software{});
+  Graph graph = llama_16_layers_4k(48);
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   Plan plan = make_megatron_plan(graph, fleet, parse_megatron_knobs("tp=2,pp=3,cp=2,dp=2,mb=1"), StrategyOptions{});
   plan = restage_layers(graph, std::move(plan), {10, 3, 3});
   ASSERT_EQ(plan.micro_batches, 24);
@@ -137,12 +140,8 @@ TEST(SearchSimulation, AnUnevenPipelineIsShortenedToTheWholeStep) {
 // is the slowest, each split reaches its period by 2p, so the shortened step and the step a
 // search reports are the whole step, to rounding.
 TEST(SearchSimulation, UnevenPipelinesReachTheirPeriodBy2p) {
-  models::Overrides o;
-  o.layers = 16;
-  o.seq = 4096;
-  Graph graph = symtensor::testing::zoo_graph("llama2-7b", o, 96, 4096);
-  const hardware::Cluster fleet =
-      hardware::with_software(hardware::load_cluster("dgx-h100x1+dgx-a100x2"), hardware::Software{});
+  Graph graph = llama_16_layers_4k(96);
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   const NumericGraph ng(graph);
   for (const std::vector<int>& split : std::vector<std::vector<int>>{{14, 1, 1}, {2, 7, 7}, {12, 1, 3}}) {
     for (const char* knobs : {"tp=2,pp=3,cp=2,dp=2,mb=1", "tp=4,pp=3,dp=2,mb=1,recompute=full"}) {
@@ -160,7 +159,7 @@ TEST(SearchSimulation, UnevenPipelinesReachTheirPeriodBy2p) {
   }
 }
 
-// The certificate itself: figures growing evenly from 2p to 4p are extended; a step or a stage
+// The rule itself: figures growing evenly from 2p to 4p are extended; a step or a stage
 // whose growth changes, or a fit that changes, is not.
 TEST(SearchSimulation, OnlyEvenGrowthIsExtended) {
   auto steps = [](double step, double stage0, double stage1, bool fits = true) {

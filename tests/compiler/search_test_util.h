@@ -5,6 +5,7 @@
 
 #include "compiler/onnx_import/import.h"
 #include "hardware/cluster.h"
+#include "hardware/stack.h"
 #include "onnx_models/model_zoo.h"
 #include "onnx_models/presets.h"
 #include "tests/compiler/gpt_layer_util.h"
@@ -48,6 +49,12 @@ inline compiler::Graph zoo_graph(const std::string& preset, const models::Overri
 
 inline hardware::Cluster cluster_of(const std::string& profile, int nodes, int gpus_per_node) {
   return hardware::scale_cluster(hardware::load_cluster(profile), nodes, gpus_per_node);
+}
+
+// H100 x8 beside A100 x16 (dgx-h100x1+dgx-a100x2) with Megatron-LM's stack (its kernel factors:
+// H100 GEMMs at 1.10x the profile's curve, A100 as the profile states): the tests' mixed fleet.
+inline hardware::Cluster h100_a100_fleet() {
+  return hardware::with_software(hardware::load_cluster("dgx-h100x1+dgx-a100x2"), hardware::Software{});
 }
 
 }  // namespace symtensor::testing

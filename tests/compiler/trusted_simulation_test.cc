@@ -28,8 +28,7 @@ Graph trusted_sim_llama() {
 
 TEST(TrustedSimulation, LoweredPlansValidateAndSimulateAlikeBothWays) {
   Graph graph = trusted_sim_llama();
-  const hardware::Cluster fleet =
-      hardware::with_software(hardware::load_cluster("dgx-h100x1+dgx-a100x2"), hardware::Software{});
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   const hardware::Cluster group = hardware::group_cluster(fleet, 0);
   struct Case {
     const hardware::Cluster* cluster;
@@ -63,8 +62,7 @@ TEST(TrustedSimulation, LoweredPlansValidateAndSimulateAlikeBothWays) {
 
 // Trusted skips the checks, not the indexing: a dependency on no task still throws.
 TEST(TrustedSimulation, UnknownDependencyStillThrows) {
-  const hardware::Cluster cluster =
-      hardware::with_software(hardware::load_cluster("dgx-h100x1+dgx-a100x2"), hardware::Software{});
+  const hardware::Cluster cluster = symtensor::testing::h100_a100_fleet();
   const hardware::Cluster group = hardware::group_cluster(cluster, 0);
   sim::Program p;
   p.mesh = {hardware::MeshAxis{"dp", group.num_devices(), 0, 1}};
