@@ -30,15 +30,16 @@ namespace {
 
 // The plan simulated on `cluster` as a step is reported (simulate_periodic: the whole step's
 // figures); a plan the lowering or the simulator refuses does not fit.
+// `known`: the plan's shorter steps simulated already (simulate_periodic).
 FleetStep simulated(Graph& graph, const NumericGraph& ng, Plan plan, const hardware::Cluster& cluster, std::string label,
-                    int& simulations) {
+                    int& simulations, const ShorterSteps* known = nullptr) {
   FleetStep step;
   step.cluster = cluster.name;
   step.label = std::move(label);
   step.found = true;
   ++simulations;
   try {
-    const SearchSimulation s = simulate_periodic(graph, plan, cluster, ng);
+    const SearchSimulation s = simulate_periodic(graph, plan, cluster, ng, known);
     step.step_time_s = s.step_time_s;
     step.fits = s.fits;
   } catch (const std::exception&) {
@@ -91,12 +92,11 @@ Plan restage(const Graph& graph, const std::vector<NodeId>& order, const Transfo
   for (int st = 0; st < stages; ++st) stage_of_layer.insert(stage_of_layer.end(), layers[st], st);
   stage_of_layer.insert(stage_of_layer.end(), s.prediction_layers(), stages - 1);  // MTP on the last, as Megatron places it
   std::vector<int> stage(graph.nodes().size(), -1);
+  for (std::size_t l = 0; l < s.layer_anchors.size(); ++l) stage[s.layer_anchors[l]] = stage_of_layer.at(l);  // raised below
   for (NodeId id : order) {
-    int st = -1;
+    int st = stage[id];
     for (TensorId t : graph.node(id).inputs)
       if (t != kNone && graph.tensor(t).producer != kNone) st = std::max(st, stage[graph.tensor(t).producer]);
-    const auto anchor = std::find(s.layer_anchors.begin(), s.layer_anchors.end(), id);
-    if (anchor != s.layer_anchors.end()) st = std::max(st, stage_of_layer.at(anchor - s.layer_anchors.begin()));
     stage[id] = st;
   }
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -521,6 +521,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       std::vector<int> best_counts;
       std::vector<double> best_compute;  // per stage, simulated compute seconds of the best split
       bool best_shortened = false;       // its step from simulate_shortened's extension
+      ShorterSteps best_steps;           // the shorter steps simulated then
       std::vector<std::vector<int>> tried;
     };
     std::vector<Trials> trials(candidates.size());
@@ -551,6 +552,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       FleetStep step;
       std::vector<double> compute;
       bool shortened = false;
+      ShorterSteps steps;
       try {
         step.plan = restaged(c, c.plan, counts);
         // The new split's stages recompute, or shard, what they need.
@@ -561,7 +563,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         // A split that cannot beat the best so far is not simulated (the attempt is spent).
         if (t.best.found && t.best.fits && compute_bound(step.plan, c.stage_groups) >= t.best.step_time_s) return false;
         ++result.simulations;
-        const SearchSimulation s = simulate_shortened(graph, step.plan, on, ng);
+        const SearchSimulation s = simulate_shortened(graph, step.plan, on, ng, &steps);
         step.found = true, step.fits = s.fits, step.step_time_s = s.step_time_s;
         compute = s.stage_compute_s;
         shortened = s.extended;
@@ -571,7 +573,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       if (compute.size() != c.stage_groups.size() || !faster(step, t.best)) return false;
       step.cluster = on.name, step.label = label(c, counts, step.plan);
       t.best = std::move(step), t.best_counts = counts, t.best_compute = std::move(compute);
-      t.best_shortened = shortened;
+      t.best_shortened = shortened, t.best_steps = std::move(steps);
       return true;
     };
     // The candidates are refereed on shortened simulations (simulate_shortened); one that
@@ -580,7 +582,8 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     auto adopt_if_faster = [&](std::size_t i) {
       Trials& t = trials[i];
       if (!t.best.found || !faster(t.best, result.plan)) return false;
-      FleetStep whole = t.best_shortened ? simulated(graph, ng, t.best.plan, on, t.best.label, result.simulations) : t.best;
+      FleetStep whole =
+          t.best_shortened ? simulated(graph, ng, t.best.plan, on, t.best.label, result.simulations, &t.best_steps) : t.best;
       if (!faster(whole, result.plan)) return false;
       result.plan = std::move(whole);
       result.heterogeneous = true;

@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/plan/batch_shares.h"
@@ -121,6 +122,10 @@ std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware
       const int dp = devices / replica;
       std::vector<int> replicas;
       for (const hardware::DeviceGroup& g : fleet.groups) replicas.push_back(g.devices / replica);
+      // Megatron's layout at (tp, pp): built once for every micro-batch size and recomputation
+      // policy, which set only the plan's fields (MegatronLayouts::make); none where it is refused.
+      std::optional<Plan> layout;
+      bool refused = false;
       // A micro-batch twice as large keeps more activations: it cannot fit with less
       // recomputation than the smaller one needed.
       int least = 0;
@@ -136,13 +141,19 @@ std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware
           const RecomputePolicy recompute = levels[level];
           MegatronKnobs k;
           k.tp = tp, k.pp = pp, k.dp = dp, k.mb = mb, k.sp = tp > 1, k.distopt = true, k.recompute = recompute;
-          SharesCandidate c;
-          try {
-            c.plan = layouts.make(fleet, k, options);
-          } catch (const std::exception&) {
-            break;  // the grid does not divide the model or the batch
+          if (!layout && !refused) {
+            try {
+              layout = layouts.make(fleet, k, options);
+              layout->cuts_stamp = new_cuts_stamp();  // the analyses replay its twins at each size
+            } catch (const std::exception&) {
+              refused = true;  // the grid does not divide the model (the batch divides: checked above)
+            }
           }
-          if (!pipelines_inside_groups(c.plan, fleet)) break;
+          if (refused || !pipelines_inside_groups(*layout, fleet)) break;
+          SharesCandidate c;
+          c.plan = *layout;
+          c.plan.micro_batches = static_cast<int>(layout->global_batch / per);
+          c.plan.recompute = recompute;
           c.plan.group_micro_batches = counts;
           StepEstimate e;
           try {

@@ -68,11 +68,13 @@ SearchSimulation extended(const SearchSimulation& a, int ma, SearchSimulation b,
 }  // namespace
 
 SearchSimulation simulate_shortened(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
-                                    const NumericGraph& ng) {
+                                    const NumericGraph& ng, ShorterSteps* steps) {
   if (!shortenable(plan, ng, 4)) return simulate_for_search(graph, plan, cluster, ng);
   const int p = std::max(plan.pipeline_stages(), 1);
-  return extended(simulate_at(graph, plan, 2 * p, cluster, ng), 2 * p, simulate_at(graph, plan, 3 * p, cluster, ng), 3 * p,
-                  plan.micro_batches);
+  ShorterSteps made{simulate_at(graph, plan, 2 * p, cluster, ng), simulate_at(graph, plan, 3 * p, cluster, ng)};
+  const SearchSimulation e = extended(made.at_2p, 2 * p, made.at_3p, 3 * p, plan.micro_batches);
+  if (steps) *steps = std::move(made);
+  return e;
 }
 
 std::optional<SearchSimulation> periodic_extension(const SearchSimulation& at_2p, const SearchSimulation& at_3p,
@@ -90,15 +92,17 @@ std::optional<SearchSimulation> periodic_extension(const SearchSimulation& at_2p
 }
 
 SearchSimulation simulate_periodic(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
-                                   const NumericGraph& ng) {
+                                   const NumericGraph& ng, const ShorterSteps* known) {
   const int p = std::max(plan.pipeline_stages(), 1);
   // Three shortened steps cost 9p micro-batches: cheaper than the whole step above that. The
   // extension adds whole periods of p micro-batches.
   if (!shortenable(plan, ng, 9) || plan.micro_batches % p != 0) return simulate_for_search(graph, plan, cluster, ng);
   std::optional<SearchSimulation> e;
   try {
-    e = periodic_extension(simulate_at(graph, plan, 2 * p, cluster, ng), simulate_at(graph, plan, 3 * p, cluster, ng),
-                           simulate_at(graph, plan, 4 * p, cluster, ng), p, plan.micro_batches);
+    e = known ? periodic_extension(known->at_2p, known->at_3p, simulate_at(graph, plan, 4 * p, cluster, ng), p,
+                                   plan.micro_batches)
+              : periodic_extension(simulate_at(graph, plan, 2 * p, cluster, ng), simulate_at(graph, plan, 3 * p, cluster, ng),
+                                   simulate_at(graph, plan, 4 * p, cluster, ng), p, plan.micro_batches);
   } catch (const std::exception&) {
     e.reset();  // a shorter step the simulator refuses: the whole one says why, or runs
   }

@@ -36,16 +36,23 @@ SearchSimulation simulate_for_search(Graph& graph, const Plan& plan, const hardw
 // shares (uneven micro-batch counts per group), GPipe (every micro-batch in flight),
 // inference, graphs without a batch dim and steps of at most 4p micro-batches are simulated
 // whole.
+// `steps`, where given and the step was shortened: the two shorter steps it simulated, which
+// simulate_periodic reuses for the same plan.
+struct ShorterSteps {
+  SearchSimulation at_2p, at_3p;
+};
 SearchSimulation simulate_shortened(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
-                                    const NumericGraph& ng);
+                                    const NumericGraph& ng, ShorterSteps* steps = nullptr);
 
 // The whole step's figures for a step a search reports, at less cost where the schedule shows
 // its period: steps of 2p, 3p and 4p micro-batches are simulated and, where they grow evenly
 // (periodic_extension), extended to the plan's micro-batches; else, and for steps of at most 9p
 // micro-batches or of micro-batches no multiple of p, the plans simulate_shortened leaves
-// whole and shorter steps the simulator refuses, the step is simulated whole.
+// whole and shorter steps the simulator refuses, the step is simulated whole. `known`: the
+// steps at 2p and 3p that simulate_shortened made of this same plan (only the 4p one is
+// simulated then).
 SearchSimulation simulate_periodic(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
-                                   const NumericGraph& ng);
+                                   const NumericGraph& ng, const ShorterSteps* known = nullptr);
 
 // The check: where every figure of the steps at 2p, 3p and 4p micro-batches (the step, each
 // stage's compute) grows by the same amount from 3p to 4p as from 2p to 3p, to

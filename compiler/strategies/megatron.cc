@@ -105,10 +105,10 @@ class MegatronBuilder {
       else if (data_dims.size() > 1 && data_dims.back() >= 0) set(n, data_dims.back(), tp, "the embedding's columns");
     }
     if (!tp.empty()) {
+      std::vector<bool> residual_add(g_.nodes().size(), false);
+      for (NodeId n : s_.residual_adds) residual_add[n] = true;
       for (NodeId n = 0; n < static_cast<NodeId>(g_.nodes().size()); ++n) {
-        const bool sequence_region = s_.norm_region[n] >= 0 ||
-                                     std::count(s_.residual_adds.begin(), s_.residual_adds.end(), n) > 0;
-        if (!sequence_region) continue;
+        if (s_.norm_region[n] < 0 && !residual_add[n]) continue;  // outside the sequence region
         // Without sequence parallelism the residual stream and the norms are whole on every
         // tensor-parallel rank.
         fix_batch(n);
@@ -270,14 +270,14 @@ class MegatronBuilder {
     for (int s = 0; s < pp; ++s) stage_of_layer.insert(stage_of_layer.end(), counts[s], s);
     stage_of_layer.insert(stage_of_layer.end(), s_.prediction_layers(), pp - 1);
     const std::size_t n = g_.nodes().size();
+    std::vector<int> anchored(n, -1);  // per node: the stage of the layer it anchors
+    for (std::size_t l = 0; l < s_.layer_anchors.size(); ++l) anchored[s_.layer_anchors[l]] = stage_of_layer.at(l);
     std::vector<int> stage(n, -1);
     const std::vector<NodeId>& order = order_;
     for (NodeId id : order) {
-      int s = -1;
+      int s = anchored[id];
       for (TensorId t : g_.node(id).inputs)
         if (t != kNone && g_.tensor(t).producer != kNone) s = std::max(s, stage[g_.tensor(t).producer]);
-      const auto anchor = std::find(s_.layer_anchors.begin(), s_.layer_anchors.end(), id);
-      if (anchor != s_.layer_anchors.end()) s = std::max(s, stage_of_layer.at(anchor - s_.layer_anchors.begin()));
       stage[id] = s;
     }
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
