@@ -111,6 +111,9 @@ std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware
     if (bound < beat) estimate = combine_share_estimates(fleet, plan, std::move(per_group));
   };
   const int devices = fleet.num_devices(), per_node = fleet.devices_per_node();
+  // Selective recomputation where it prices as none (selective_recompute_is_none) fits where
+  // none fits: not priced.
+  const bool selective_is_none = selective_recompute_is_none(ng, fleet.stack);
   std::vector<double> seconds;  // per micro-batch, relative: 1 / pace
   for (const hardware::DeviceGroup& g : fleet.groups) seconds.push_back(1 / hardware::device_pace(g.device));
   for (int tp : {1, 2, 4, 8}) {
@@ -139,6 +142,7 @@ std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware
         const RecomputePolicy levels[] = {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
         for (int level = least; level < 3; ++level) {
           const RecomputePolicy recompute = levels[level];
+          if (recompute == RecomputePolicy::selective && selective_is_none) continue;
           MegatronKnobs k;
           k.tp = tp, k.pp = pp, k.dp = dp, k.mb = mb, k.sp = tp > 1, k.distopt = true, k.recompute = recompute;
           if (!layout && !refused) {
