@@ -28,9 +28,10 @@ void Analyzer::find_gather_units() {
 
 void Analyzer::group_parameters() {
   find_gather_units();
+  // Refilled in place: each group's vectors keep their storage (a search analyses hundreds of
+  // plans from scratch, each with a group per parameter).
   auto& groups = state_.param_groups;
-  groups.clear();
-  groups.reserve(ng_.parameters().size());
+  groups.resize(ng_.parameters().size());
   // The shapes of the few axis sets (ascending ids) the groups span, each made once.
   std::vector<std::pair<std::uint64_t, hardware::GroupShape>> shapes;
   auto shape_of = [&](const std::vector<int>& axes) -> const hardware::GroupShape& {
@@ -40,15 +41,16 @@ void Analyzer::group_parameters() {
       if (k == key) return shape;
     return shapes.emplace_back(key, mesh_.group_shape(axes)).second;
   };
-  for (const ParameterUses& uses : ng_.parameters()) {
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    const ParameterUses& uses = ng_.parameters()[k];
     const auto [first, first_input] = uses.uses.front();
     std::uint64_t partial = 0;
     for (const auto* slots : {&uses.uses, &uses.derived_uses})
       for (const auto& [c, i] : *slots)
         partial |= OperandLayout::input_gradient(ng_.node(c).space, plan_.node_cuts[c], i).partial_axes();
-    PlanAnalyzer::State::ParamGroup& g = groups.emplace_back();
+    PlanAnalyzer::State::ParamGroup& g = groups[k];
     g.tensor = uses.tensor;
-    g.unit = state_.param_units[groups.size() - 1];
+    g.unit = state_.param_units[k];
     g.stage = plan_.stage_of_node[first];
     // Split as its first reader holds it; padded where any reader pads it (a tied vocabulary
     // table holds the padded rows whichever reader comes first).
@@ -58,16 +60,18 @@ void Analyzer::group_parameters() {
         padded = std::max(padded, padding(uses.tensor, OperandLayout::input(ng_.node(c).space, plan_.node_cuts[c], i)));
     g.local_elements = ng_.facts(uses.tensor).elements.at(batch_) /
                        OperandLayout::input(ng_.node(first).space, plan_.node_cuts[first], first_input).ways(mesh_) * padded;
-    g.axes = axes_in(partial);
+    axes_in(partial, g.axes);
     g.shard_axes.clear(), g.replica_axes.clear();
     for (int a : g.axes)
       (std::find(plan_.replicate_axes.begin(), plan_.replicate_axes.end(), a) == plan_.replicate_axes.end() ? g.shard_axes
                                                                                                             : g.replica_axes)
           .push_back(a);
     g.ways = ways(g.shard_axes);
-    if (!g.axes.empty()) g.group = shape_of(g.axes);
-    if (!g.shard_axes.empty()) g.shard_group = shape_of(g.shard_axes);
-    if (!g.replica_axes.empty()) g.replica_group = shape_of(g.replica_axes);
+    for (auto [axes, shape] : {std::pair{&g.axes, &g.group}, {&g.shard_axes, &g.shard_group}, {&g.replica_axes, &g.replica_group}})
+      if (axes->empty()) shape->ranks_per_level.clear();
+      else *shape = shape_of(*axes);
+    g.all_reduce_s = g.reduce_scatter_s = g.all_gather_s = g.replica_all_reduce_s = -1;  // priced when asked
+    g.extra_weight_bytes = 0;
     g.weight_gather_bytes = cluster_.stack.memory.weight_gather;
     for (const auto& [c, i] : uses.uses)
       if (low_precision_gemm(c) && cluster_.stack.memory.low_precision_copies_kept) {

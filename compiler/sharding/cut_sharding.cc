@@ -69,9 +69,14 @@ TensorSharding OperandLayout::sharding() const {
 
 std::vector<int> axes_in(std::uint64_t axes) {
   std::vector<int> out;
+  axes_in(axes, out);
+  return out;
+}
+
+void axes_in(std::uint64_t axes, std::vector<int>& out) {
+  out.clear();
   out.reserve(static_cast<std::size_t>(std::popcount(axes)));
   for (; axes != 0; axes &= axes - 1) out.push_back(std::countr_zero(axes));
-  return out;
 }
 
 TensorSharding input_sharding(const IterationSpace& space, const NodeCut& cut, int input) {

@@ -71,6 +71,8 @@ class OperandLayout {
 
 // The axis ids of a bit set (OperandLayout::partial_axes), ascending.
 std::vector<int> axes_in(std::uint64_t axes);
+// The same into `out`, whose storage is kept.
+void axes_in(std::uint64_t axes, std::vector<int>& out);
 
 TensorSharding input_sharding(const IterationSpace& space, const NodeCut& cut, int input);
 TensorSharding output_sharding(const IterationSpace& space, const NodeCut& cut, int output);
