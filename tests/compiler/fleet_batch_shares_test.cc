@@ -195,6 +195,13 @@ TEST(FleetBatchShares, LargerMicroBatchesAreSearched) {
   for (const SharesCandidate& c : candidates) {
     EXPECT_EQ(std::fmod(96.0, c.knobs.dp * c.knobs.mb), 0) << to_string(c.knobs);
     larger += c.knobs.mb > 2;
+    // Each grid's layout is built once for every size and recomputation policy: the plan is
+    // Megatron's at the candidate's own knobs.
+    const Plan made = make_megatron_plan(graph, fleet, c.knobs, StrategyOptions{});
+    EXPECT_TRUE(made.node_cuts == c.plan.node_cuts) << to_string(c.knobs);
+    EXPECT_EQ(made.stage_of_node, c.plan.stage_of_node) << to_string(c.knobs);
+    EXPECT_EQ(made.micro_batches, c.plan.micro_batches) << to_string(c.knobs);
+    EXPECT_EQ(made.recompute, c.plan.recompute) << to_string(c.knobs);
   }
   EXPECT_GT(larger, 0) << "no candidate of more than 2 samples";
   const FleetSearchResult r = fleet_search(graph, fleet, {});
