@@ -24,23 +24,23 @@ struct SearchSimulation {
 SearchSimulation simulate_for_search(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
                                      const NumericGraph& ng);
 
-// The same, shortened for refereeing candidates: a training step of many micro-batches under
-// a 1F1B schedule is simulated as two steps of the same micro-batch, of 2 and 3 micro-batches
-// per stage (2p and 3p), and extended along their difference to the plan's micro-batches (the
-// step and each stage's compute; the activations in flight do not grow past 2p). Exact where
-// the schedule has reached its period by 2p: within 1e-9 on every plan of
-// tests/compiler/search_simulation_test.cc, uneven pipelines over an H100 and two A100 stages
-// included (under 1e-12 on those). Nothing certifies it (stop 52 saw a fleet plan of LLaMA-2
-// 7B over such stages run 0.8% short at 24 micro-batches; the search no longer makes that
-// plan), so a search only referees with it and reports simulate_periodic's figures. Batch
-// shares (uneven micro-batch counts per group), GPipe (every micro-batch in flight),
-// inference, graphs without a batch dim and steps of at most 4p micro-batches are simulated
-// whole.
-// `steps`, where given and the step was shortened: the two shorter steps it simulated, which
-// simulate_periodic reuses for the same plan.
+// The two shorter steps (of 2p and 3p micro-batches) a shortened simulation is made of.
 struct ShorterSteps {
   SearchSimulation at_2p, at_3p;
 };
+
+// simulate_for_search shortened for refereeing candidates: a training step of many micro-batches
+// under a 1F1B schedule is simulated as two steps of the same micro-batch, of 2 and 3 micro-batches
+// per stage (2p and 3p), and extended along their difference to the plan's micro-batches (the step
+// and each stage's compute; the activations in flight do not grow past 2p). Exact where the
+// schedule has reached its period by 2p: within 1e-9 on every plan of
+// tests/compiler/search_simulation_test.cc, uneven pipelines over an H100 and two A100 stages
+// included (under 1e-12 on those). Nothing certifies it (stop 52 saw a fleet plan of LLaMA-2 7B
+// over such stages run 0.8% short at 24 micro-batches; the search no longer makes that plan), so a
+// search only referees with it and reports simulate_periodic's figures. Batch shares (uneven
+// micro-batch counts per group), GPipe (every micro-batch in flight), inference, graphs without a
+// batch dim and steps of at most 4p micro-batches are simulated whole. `steps`, where given and the
+// step was shortened, gets the two shorter steps (simulate_periodic reuses them for the same plan).
 SearchSimulation simulate_shortened(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
                                     const NumericGraph& ng, ShorterSteps* steps = nullptr);
 
