@@ -461,4 +461,31 @@ int weight_operand(const Graph& graph, const TransformerStructure& s, NodeId nod
   return -1;
 }
 
+std::vector<int> node_stages(const Graph& graph, const std::vector<NodeId>& order, const TransformerStructure& s,
+                             const std::vector<int>& layers_per_stage) {
+  const int stages = static_cast<int>(layers_per_stage.size());
+  std::vector<int> stage_of_layer;
+  for (int st = 0; st < stages; ++st) stage_of_layer.insert(stage_of_layer.end(), layers_per_stage[st], st);
+  stage_of_layer.insert(stage_of_layer.end(), s.prediction_layers(), stages - 1);
+  std::vector<int> stage(graph.nodes().size(), -1);
+  // An anchor starts at its layer's stage (the first layer's where it anchors several).
+  for (std::size_t l = 0; l < s.layer_anchors.size(); ++l)
+    if (int& st = stage[s.layer_anchors[l]]; st < 0) st = stage_of_layer.at(l);
+  for (NodeId id : order) {
+    int st = stage[id];
+    for (TensorId t : graph.node(id).inputs)
+      if (t != kNone && graph.tensor(t).producer != kNone) st = std::max(st, stage[graph.tensor(t).producer]);
+    stage[id] = st;
+  }
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    if (stage[*it] >= 0) continue;
+    int st = stages - 1;
+    bool any = false;
+    for (TensorId t : graph.node(*it).outputs)
+      for (NodeId c : graph.tensor(t).consumers) st = std::min(st, stage[c]), any = true;
+    stage[*it] = any ? std::max(st, 0) : 0;
+  }
+  return stage;
+}
+
 }  // namespace symtensor::compiler

@@ -71,6 +71,14 @@ struct TransformerStructure {
 
 TransformerStructure find_transformer_structure(const Graph& graph, const std::vector<IterationSpace>& spaces);
 
+// Each node's pipeline stage when stage st runs layers_per_stage[st] of the decoder layers, in
+// order, and the multi-token prediction layers run on the last stage (as Megatron-Core places
+// them): the latest stage among its producers, raised to its layer's stage at the layer's
+// anchor; a node fed only by graph inputs and constants takes its earliest consumer's stage.
+// `order`: the graph's topological order.
+std::vector<int> node_stages(const Graph& graph, const std::vector<NodeId>& order, const TransformerStructure& s,
+                             const std::vector<int>& layers_per_stage);
+
 // Loop roles in a GEMM's iteration space (-1 when absent).
 // The output's last dim, mapped by the weight operand: Megatron's column cut.
 int gemm_output_loop(const IterationSpace& space, int weight_input);

@@ -137,6 +137,7 @@ struct PlanAnalyzer::State {
   // Per parameter, what add_parameters derives from ops_plan's cuts alone (its shard, its
   // data-parallel group, the prices of the collectives ZeRO may ask for): the memory
   // staircase only changes which of them it asks for.
+  // Analyzer::group_parameters refills every field in place (a field added here is set there).
   struct ParamGroup {
     TensorId tensor = kNone;
     int stage = 0;

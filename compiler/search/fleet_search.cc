@@ -88,26 +88,7 @@ Plan restage(const Graph& graph, const std::vector<NodeId>& order, const Transfo
       std::any_of(layers.begin(), layers.end(), [](int n) { return n < 1; }))
     throw std::runtime_error(
         fmt::format("restage: the layer counts do not give each stage some of the {} layers", s.decoder_layers()));
-  std::vector<int> stage_of_layer;
-  for (int st = 0; st < stages; ++st) stage_of_layer.insert(stage_of_layer.end(), layers[st], st);
-  stage_of_layer.insert(stage_of_layer.end(), s.prediction_layers(), stages - 1);  // MTP on the last, as Megatron places it
-  std::vector<int> stage(graph.nodes().size(), -1);
-  for (std::size_t l = 0; l < s.layer_anchors.size(); ++l) stage[s.layer_anchors[l]] = stage_of_layer.at(l);  // raised below
-  for (NodeId id : order) {
-    int st = stage[id];
-    for (TensorId t : graph.node(id).inputs)
-      if (t != kNone && graph.tensor(t).producer != kNone) st = std::max(st, stage[graph.tensor(t).producer]);
-    stage[id] = st;
-  }
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    if (stage[*it] >= 0) continue;
-    int st = stages - 1;
-    bool any = false;
-    for (TensorId t : graph.node(*it).outputs)
-      for (NodeId c : graph.tensor(t).consumers) st = std::min(st, stage[c]), any = true;
-    stage[*it] = any ? std::max(st, 0) : 0;
-  }
-  plan.stage_of_node = stage;
+  plan.stage_of_node = node_stages(graph, order, s, layers);
   return plan;
 }
 

@@ -148,7 +148,7 @@ std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware
           if (!layout && !refused) {
             try {
               layout = layouts.make(fleet, k, options);
-              layout->cuts_stamp = new_cuts_stamp();  // the analyses replay its twins at each size
+              layout->cuts_stamp = new_cuts_stamp();  // its cuts checked, and its twins found, once per grid
             } catch (const std::exception&) {
               refused = true;  // the grid does not divide the model (the batch divides: checked above)
             }
@@ -171,6 +171,7 @@ std::vector<SharesCandidate> batch_share_candidates(Graph& graph, const hardware
             continue;  // more recomputation may fit
           }
           c.knobs = k, c.replicas = replicas, c.estimate = e.step_time_s;
+          c.plan.cuts_stamp = 0;  // returned as a search returns its plans (Plan::cuts_stamp)
           out.push_back(std::move(c));
           break;  // the least recomputation that fits
         }

@@ -71,7 +71,8 @@ SearchSimulation simulate_shortened(Graph& graph, const Plan& plan, const hardwa
                                     const NumericGraph& ng, ShorterSteps* steps) {
   if (!shortenable(plan, ng, 4)) return simulate_for_search(graph, plan, cluster, ng);
   const int p = std::max(plan.pipeline_stages(), 1);
-  ShorterSteps made{simulate_at(graph, plan, 2 * p, cluster, ng), simulate_at(graph, plan, 3 * p, cluster, ng)};
+  ShorterSteps made{simulate_at(graph, plan, 2 * p, cluster, ng), simulate_at(graph, plan, 3 * p, cluster, ng), p,
+                    plan.micro_batches};
   const SearchSimulation e = extended(made.at_2p, 2 * p, made.at_3p, 3 * p, plan.micro_batches);
   if (steps) *steps = std::move(made);
   return e;
@@ -97,6 +98,7 @@ SearchSimulation simulate_periodic(Graph& graph, const Plan& plan, const hardwar
   // Three shortened steps cost 9p micro-batches: cheaper than the whole step above that. The
   // extension adds whole periods of p micro-batches.
   if (!shortenable(plan, ng, 9) || plan.micro_batches % p != 0) return simulate_for_search(graph, plan, cluster, ng);
+  if (known && (known->p != p || known->micro_batches != plan.micro_batches)) known = nullptr;
   std::optional<SearchSimulation> e;
   try {
     e = known ? periodic_extension(known->at_2p, known->at_3p, simulate_at(graph, plan, 4 * p, cluster, ng), p,

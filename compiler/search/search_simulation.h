@@ -24,9 +24,11 @@ struct SearchSimulation {
 SearchSimulation simulate_for_search(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
                                      const NumericGraph& ng);
 
-// The two shorter steps (of 2p and 3p micro-batches) a shortened simulation is made of.
+// The two shorter steps (of 2p and 3p micro-batches) a shortened simulation is made of, and
+// the plan's pipeline stages and micro-batches they were made for.
 struct ShorterSteps {
   SearchSimulation at_2p, at_3p;
+  int p = 0, micro_batches = 0;
 };
 
 // simulate_for_search shortened for refereeing candidates: a training step of many micro-batches
@@ -50,7 +52,7 @@ SearchSimulation simulate_shortened(Graph& graph, const Plan& plan, const hardwa
 // micro-batches or of micro-batches no multiple of p, the plans simulate_shortened leaves
 // whole and shorter steps the simulator refuses, the step is simulated whole. `known`: the
 // steps at 2p and 3p that simulate_shortened made of this same plan (only the 4p one is
-// simulated then).
+// simulated then; steps made for another p or micro-batch count are not used).
 SearchSimulation simulate_periodic(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
                                    const NumericGraph& ng, const ShorterSteps* known = nullptr);
 

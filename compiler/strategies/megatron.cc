@@ -122,7 +122,7 @@ class MegatronBuilder {
       }
     }
     propagate_cuts(g_, mesh_, plan_, fixed_, spaces_, &propagation_);
-    assign_stages();
+    plan_.stage_of_node = node_stages(g_, order_, s_, megatron_stage_layers(k_, s_.decoder_layers()));
   }
 
  private:
@@ -256,39 +256,6 @@ class MegatronBuilder {
           }
       }
     }
-  }
-
-  // Stage of a node: the latest stage among its producers, raised to layer l's stage at
-  // layer l's anchor; nodes fed only by graph inputs and constants take their earliest
-  // consumer's stage.
-  void assign_stages() {
-    const int L = s_.decoder_layers(), pp = k_.pp;
-    // Layer l's stage: contiguous runs of megatron_stage_layers' counts over the decoder
-    // layers; multi-token prediction layers (after them) on the last stage, as Megatron-Core.
-    const std::vector<int> counts = megatron_stage_layers(k_, L);
-    std::vector<int> stage_of_layer;
-    for (int s = 0; s < pp; ++s) stage_of_layer.insert(stage_of_layer.end(), counts[s], s);
-    stage_of_layer.insert(stage_of_layer.end(), s_.prediction_layers(), pp - 1);
-    const std::size_t n = g_.nodes().size();
-    std::vector<int> anchored(n, -1);  // per node: the stage of the layer it anchors
-    for (std::size_t l = 0; l < s_.layer_anchors.size(); ++l) anchored[s_.layer_anchors[l]] = stage_of_layer.at(l);
-    std::vector<int> stage(n, -1);
-    const std::vector<NodeId>& order = order_;
-    for (NodeId id : order) {
-      int s = anchored[id];
-      for (TensorId t : g_.node(id).inputs)
-        if (t != kNone && g_.tensor(t).producer != kNone) s = std::max(s, stage[g_.tensor(t).producer]);
-      stage[id] = s;
-    }
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      if (stage[*it] >= 0) continue;
-      int s = pp - 1;
-      bool any = false;
-      for (TensorId t : g_.node(*it).outputs)
-        for (NodeId c : g_.tensor(t).consumers) s = std::min(s, stage[c]), any = true;
-      stage[*it] = any ? std::max(s, 0) : 0;
-    }
-    plan_.stage_of_node = stage;
   }
 
   Graph& g_;

@@ -202,10 +202,12 @@ TEST(FleetBatchShares, LargerMicroBatchesAreSearched) {
     EXPECT_EQ(made.stage_of_node, c.plan.stage_of_node) << to_string(c.knobs);
     EXPECT_EQ(made.micro_batches, c.plan.micro_batches) << to_string(c.knobs);
     EXPECT_EQ(made.recompute, c.plan.recompute) << to_string(c.knobs);
+    EXPECT_EQ(c.plan.cuts_stamp, 0u) << to_string(c.knobs);
   }
   EXPECT_GT(larger, 0) << "no candidate of more than 2 samples";
   const FleetSearchResult r = fleet_search(graph, fleet, {});
   ASSERT_TRUE(r.batch_shares) << describe_fleet_result(r, fleet);
+  EXPECT_EQ(r.plan.plan.cuts_stamp, 0u) << "a search returns its plan unstamped (Plan::cuts_stamp)";
   // The label names the grid: "...; tp=2 pp=1 dp=12 mb=4 recompute=none)".
   const std::size_t at = r.plan.label.find(" mb=");
   ASSERT_NE(at, std::string::npos) << r.plan.label;

@@ -108,6 +108,11 @@ TEST(SearchSimulation, ALongStepExtendedFromTwoShorterOnesIsTheWholeStep) {
     EXPECT_EQ(reused.step_time_s, reported.step_time_s) << what;
     EXPECT_EQ(reused.fits, reported.fits) << what;
     EXPECT_EQ(reused.stage_compute_s, reported.stage_compute_s) << what;
+    // Steps made for another micro-batch count are not taken for this plan's.
+    ShorterSteps other = steps;
+    other.micro_batches += other.p;
+    other.at_3p.step_time_s *= 2;
+    EXPECT_EQ(simulate_periodic(*c.graph, plan, *c.cluster, ng, &other).step_time_s, reported.step_time_s) << what;
   }
 }
 
