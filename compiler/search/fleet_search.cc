@@ -29,8 +29,8 @@ namespace symtensor::compiler {
 namespace {
 
 // The plan simulated on `cluster` as a step is reported (simulate_periodic: the whole step's
-// figures); a plan the lowering or the simulator refuses does not fit.
-// `known`: the plan's shorter steps simulated already (simulate_periodic).
+// figures, from `known` shorter steps where the refereeing simulated them); a plan the lowering
+// or the simulator refuses does not fit.
 FleetStep simulated(Graph& graph, const NumericGraph& ng, Plan plan, const hardware::Cluster& cluster, std::string label,
                     int& simulations, const ShorterSteps* known = nullptr) {
   FleetStep step;

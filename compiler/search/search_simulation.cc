@@ -52,6 +52,11 @@ SearchSimulation simulate_at(Graph& graph, const Plan& plan, int micro_batches, 
   return simulate_for_search(graph, shorter, cluster, ng);
 }
 
+// The plan's steps at 2p and 3p micro-batches of its own size.
+ShorterSteps shorter_steps(Graph& graph, const Plan& plan, int p, const hardware::Cluster& cluster, const NumericGraph& ng) {
+  return {simulate_at(graph, plan, 2 * p, cluster, ng), simulate_at(graph, plan, 3 * p, cluster, ng), p, plan.micro_batches};
+}
+
 // `b` extended to the plan's m micro-batches along its difference from `a` (a and b: steps of
 // ma < mb micro-batches).
 SearchSimulation extended(const SearchSimulation& a, int ma, SearchSimulation b, int mb, int m) {
@@ -71,8 +76,7 @@ SearchSimulation simulate_shortened(Graph& graph, const Plan& plan, const hardwa
                                     const NumericGraph& ng, ShorterSteps* steps) {
   if (!shortenable(plan, ng, 4)) return simulate_for_search(graph, plan, cluster, ng);
   const int p = std::max(plan.pipeline_stages(), 1);
-  ShorterSteps made{simulate_at(graph, plan, 2 * p, cluster, ng), simulate_at(graph, plan, 3 * p, cluster, ng), p,
-                    plan.micro_batches};
+  ShorterSteps made = shorter_steps(graph, plan, p, cluster, ng);
   const SearchSimulation e = extended(made.at_2p, 2 * p, made.at_3p, 3 * p, plan.micro_batches);
   if (steps) *steps = std::move(made);
   return e;
@@ -101,10 +105,9 @@ SearchSimulation simulate_periodic(Graph& graph, const Plan& plan, const hardwar
   if (known && (known->p != p || known->micro_batches != plan.micro_batches)) known = nullptr;
   std::optional<SearchSimulation> e;
   try {
-    e = known ? periodic_extension(known->at_2p, known->at_3p, simulate_at(graph, plan, 4 * p, cluster, ng), p,
-                                   plan.micro_batches)
-              : periodic_extension(simulate_at(graph, plan, 2 * p, cluster, ng), simulate_at(graph, plan, 3 * p, cluster, ng),
-                                   simulate_at(graph, plan, 4 * p, cluster, ng), p, plan.micro_batches);
+    std::optional<ShorterSteps> made;
+    if (!known) known = &made.emplace(shorter_steps(graph, plan, p, cluster, ng));
+    e = periodic_extension(known->at_2p, known->at_3p, simulate_at(graph, plan, 4 * p, cluster, ng), p, plan.micro_batches);
   } catch (const std::exception&) {
     e.reset();  // a shorter step the simulator refuses: the whole one says why, or runs
   }
