@@ -9,6 +9,8 @@
 
 namespace symtensor::compiler {
 
+class GroupAnalyzers;
+
 struct PlanSimulation {
   PlanAnalysis analysis;
   sim::Program program;  // simulate_plan_lean: its shape alone (no tasks)
@@ -27,5 +29,12 @@ PlanSimulation simulate_plan(Graph& graph, const Plan& plan, const hardware::Clu
 PlanSimulation simulate_plan_lean(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
                                   const LoweringOptions& lowering = {}, const sim::SimOptions& options = {},
                                   const NumericGraph* numeric = nullptr);
+
+// simulate_plan_lean's report, the analyses made by a caller's analyzers of one graph's plans
+// (a search's, kept across its simulations: a plan's shorter steps share its operator work,
+// its candidates their layers' collectives): `uniform` on the cluster, `on_groups` (of the
+// same cluster) on each group's device, read on a mixed fleet. The same report.
+SimulationReport simulate_plan_report(const Plan& plan, PlanAnalyzer& uniform, GroupAnalyzers& on_groups,
+                                      const LoweringOptions& lowering = {}, const sim::SimOptions& options = {});
 
 }  // namespace symtensor::compiler

@@ -68,15 +68,6 @@ StepEstimate fleet_step_estimate(Graph& graph, const hardware::Cluster& fleet, c
   return fleet_step_estimate(fleet, plan, uniform, on_group);
 }
 
-GroupAnalyzers::GroupAnalyzers(Graph& graph, const hardware::Cluster& fleet, const NumericGraph& ng) {
-  for (std::size_t g = 0; g < fleet.groups.size(); ++g) {
-    views_.push_back(std::make_unique<hardware::Cluster>(hardware::fleet_on_group_device(fleet, static_cast<int>(g))));
-    analyzers_.push_back(std::make_unique<PlanAnalyzer>(graph, *views_.back(), ng));
-  }
-}
-
-GroupAnalyzers::~GroupAnalyzers() = default;
-
 GroupedStageTotals stage_totals_on_groups(const hardware::Cluster& fleet, const Plan& plan,
                                           const std::vector<int>& stage_groups, PlanAnalyzer& uniform,
                                           GroupAnalyzers& on_group) {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "compiler/cost/group_analyzers.h"
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/cost/step_estimate.h"
 #include "hardware/cluster.h"
@@ -34,21 +35,6 @@ StepEstimate fleet_step_estimate(Graph& graph, const hardware::Cluster& fleet, c
 StepEstimate combine_share_estimates(const hardware::Cluster& fleet, const Plan& plan, std::vector<StepEstimate> per_group);
 // The same with the graph's NumericGraph at hand (a search's).
 StepEstimate fleet_step_estimate(Graph& graph, const hardware::Cluster& fleet, const Plan& plan, const NumericGraph& ng);
-
-// A search's analyzers of one fleet on each group's device (hardware::fleet_on_group_device):
-// what prices a stage or a batch share lying in that group.
-class GroupAnalyzers {
- public:
-  // `graph`, `fleet` and `ng` (NumericGraph(graph)) must outlive it.
-  GroupAnalyzers(Graph& graph, const hardware::Cluster& fleet, const NumericGraph& ng);
-  ~GroupAnalyzers();
-  PlanAnalyzer& operator[](std::size_t g) { return *analyzers_.at(g); }
-  const hardware::Cluster& view(std::size_t g) const { return *views_.at(g); }
-
- private:
-  std::vector<std::unique_ptr<hardware::Cluster>> views_;
-  std::vector<std::unique_ptr<PlanAnalyzer>> analyzers_;
-};
 
 // A plan's stage totals with each stage lying in one group (stage_groups[st] >= 0) taking its
 // kernels, exposed collectives, parameter collectives and peak memory from the analysis on its

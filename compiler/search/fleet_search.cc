@@ -28,18 +28,18 @@
 namespace symtensor::compiler {
 namespace {
 
-// The plan simulated on `cluster` as a step is reported (simulate_periodic: the whole step's
-// figures, from `known` shorter steps where the refereeing simulated them); a plan the lowering
-// or the simulator refuses does not fit.
-FleetStep simulated(Graph& graph, const NumericGraph& ng, Plan plan, const hardware::Cluster& cluster, std::string label,
-                    int& simulations, const ShorterSteps* known = nullptr) {
+// The plan simulated on the analyzers' cluster as a step is reported (simulate_periodic: the
+// whole step's figures, from `known` shorter steps where the refereeing simulated them); a plan
+// the lowering or the simulator refuses does not fit.
+FleetStep simulated(SimulationAnalyzers& on, Plan plan, std::string label, int& simulations,
+                    const ShorterSteps* known = nullptr) {
   FleetStep step;
-  step.cluster = cluster.name;
+  step.cluster = on.uniform.cluster().name;
   step.label = std::move(label);
   step.found = true;
   ++simulations;
   try {
-    const SearchSimulation s = simulate_periodic(graph, plan, cluster, ng, known);
+    const SearchSimulation s = simulate_periodic(on, plan, known);
     step.step_time_s = s.step_time_s;
     step.fits = s.fits;
   } catch (const std::exception&) {
@@ -151,7 +151,8 @@ MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fle
     try {
       PlanAnalyzer analyzer(graph, group, ng);
       const MegatronSearchResult r = megatron_search(analyzer, options, MegatronSpace::exhaustive);
-      FleetStep step = simulated(graph, ng, r.plan, group,
+      SimulationAnalyzers on_group(graph, group, ng);
+      FleetStep step = simulated(on_group, r.plan,
                                  fmt::format("Megatron-best on {} alone ({})", group.name, knobs_label(r.knobs)), simulations);
       // Ties go to the group given first, as when the groups are searched in their order.
       const bool tie = best.subset.found && step.step_time_s == best.subset.step_time_s && g < best.subset_group;
@@ -167,7 +168,8 @@ MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fle
   try {
     PlanAnalyzer analyzer(graph, fleet, ng);
     const MegatronSearchResult r = megatron_search(analyzer, options, MegatronSpace::exhaustive);
-    best.uniform = simulated(graph, ng, r.plan, fleet,
+    SimulationAnalyzers on_fleet(graph, fleet, ng);
+    best.uniform = simulated(on_fleet, r.plan,
                              fmt::format("Megatron-best uniform over all {} GPUs at the slowest group's pace ({})",
                                          fleet.num_devices(), knobs_label(r.knobs)),
                              simulations);
@@ -211,6 +213,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
     PlanAnalyzer analyzer(graph, on, ng);
     // Each group's device under the fleet's mesh: the analysis prices a stage on it.
     GroupAnalyzers on_group(graph, on, ng);
+    SimulationAnalyzers simulations_on(graph, on, ng);  // the refereeing's and the reported steps'
     // The analytic estimate, each stage on its own group's device and memory.
     auto evaluate = [&](const Plan& plan) {
       Evaluation e;
@@ -544,7 +547,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
         // A split that cannot beat the best so far is not simulated (the attempt is spent).
         if (t.best.found && t.best.fits && compute_bound(step.plan, c.stage_groups) >= t.best.step_time_s) return false;
         ++result.simulations;
-        const SearchSimulation s = simulate_shortened(graph, step.plan, on, ng, &steps);
+        const SearchSimulation s = simulate_shortened(simulations_on, step.plan, &steps);
         step.found = true, step.fits = s.fits, step.step_time_s = s.step_time_s;
         compute = s.stage_compute_s;
         shortened = s.extended;
@@ -564,7 +567,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       Trials& t = trials[i];
       if (!t.best.found || !faster(t.best, result.plan)) return false;
       FleetStep whole =
-          t.best_shortened ? simulated(graph, ng, t.best.plan, on, t.best.label, result.simulations, &t.best_steps) : t.best;
+          t.best_shortened ? simulated(simulations_on, t.best.plan, t.best.label, result.simulations, &t.best_steps) : t.best;
       if (!faster(whole, result.plan)) return false;
       result.plan = std::move(whole);
       result.heterogeneous = true;
@@ -668,6 +671,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
       std::vector<SharesCandidate> grids =
           batch_share_candidates(graph, on, options, ng, result.plan.fits ? result.plan.step_time_s : kInfinity);
       if (grids.size() > 3) grids.resize(3);
+      SimulationAnalyzers simulations_on(graph, on, ng);
       for (SharesCandidate& c : grids) {
         FleetStep best;
         std::vector<std::vector<int>> tried;
@@ -688,7 +692,7 @@ FleetSearchResult fleet_search(Graph& graph, const hardware::Cluster& fleet, con
           step.cluster = on.name, step.found = true;
           std::vector<double> seconds(on.groups.size(), 0);  // simulated compute per micro-batch, per group
           try {
-            const SearchSimulation s = simulate_for_search(graph, step.plan, on, ng);
+            const SearchSimulation s = simulate_for_search(simulations_on, step.plan);
             step.step_time_s = s.step_time_s, step.fits = s.fits;
             for (std::size_t r = 0; r < s.stage_group.size(); ++r)
               if (const int g = s.stage_group[r]; g >= 0)

@@ -9,11 +9,11 @@
 namespace symtensor::compiler {
 namespace {
 
-SearchSimulation read(const PlanSimulation& s) {
+SearchSimulation read(const SimulationReport& report) {
   SearchSimulation out;
-  out.step_time_s = s.report.step_time_s;
-  out.fits = s.report.fits;
-  for (const StageReport& r : s.report.stages) {
+  out.step_time_s = report.step_time_s;
+  out.fits = report.fits;
+  for (const StageReport& r : report.stages) {
     out.stage_compute_s.push_back(r.compute_s);
     out.stage_group.push_back(r.group);
   }
@@ -22,12 +22,11 @@ SearchSimulation read(const PlanSimulation& s) {
 
 }  // namespace
 
-SearchSimulation simulate_for_search(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
-                                     const NumericGraph& ng) {
+SearchSimulation simulate_for_search(SimulationAnalyzers& on, const Plan& plan) {
   sim::SimOptions o;
   o.record_trace = false;  // the rank classes' summaries give all the search reads
   o.trusted_program = true;  // valid by construction (tests/compiler/lean_simulation_test.cc)
-  return read(simulate_plan_lean(graph, plan, cluster, {}, o, &ng));
+  return read(simulate_plan_report(plan, on.uniform, on.on_groups, {}, o));
 }
 
 namespace {
@@ -43,18 +42,17 @@ bool shortenable(const Plan& plan, const NumericGraph& ng, int least) {
 }
 
 // The plan's step at `micro_batches` micro-batches of its own size (the global batch shrinks with their count).
-SearchSimulation simulate_at(Graph& graph, const Plan& plan, int micro_batches, const hardware::Cluster& cluster,
-                             const NumericGraph& ng) {
-  const double global_batch = plan.global_batch > 0 ? plan.global_batch : ng.batch_binding();
+SearchSimulation simulate_at(SimulationAnalyzers& on, const Plan& plan, int micro_batches) {
+  const double global_batch = plan.global_batch > 0 ? plan.global_batch : on.uniform.numeric().batch_binding();
   Plan shorter = plan;
   shorter.micro_batches = micro_batches;
   shorter.global_batch = global_batch / plan.micro_batches * micro_batches;
-  return simulate_for_search(graph, shorter, cluster, ng);
+  return simulate_for_search(on, shorter);
 }
 
 // The plan's steps at 2p and 3p micro-batches of its own size.
-ShorterSteps shorter_steps(Graph& graph, const Plan& plan, int p, const hardware::Cluster& cluster, const NumericGraph& ng) {
-  return {simulate_at(graph, plan, 2 * p, cluster, ng), simulate_at(graph, plan, 3 * p, cluster, ng), p, plan.micro_batches};
+ShorterSteps shorter_steps(SimulationAnalyzers& on, const Plan& plan, int p) {
+  return {simulate_at(on, plan, 2 * p), simulate_at(on, plan, 3 * p), p, plan.micro_batches};
 }
 
 // `b` extended to the plan's m micro-batches along its difference from `a` (a and b: steps of
@@ -72,11 +70,10 @@ SearchSimulation extended(const SearchSimulation& a, int ma, SearchSimulation b,
 
 }  // namespace
 
-SearchSimulation simulate_shortened(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
-                                    const NumericGraph& ng, ShorterSteps* steps) {
-  if (!shortenable(plan, ng, 4)) return simulate_for_search(graph, plan, cluster, ng);
+SearchSimulation simulate_shortened(SimulationAnalyzers& on, const Plan& plan, ShorterSteps* steps) {
+  if (!shortenable(plan, on.uniform.numeric(), 4)) return simulate_for_search(on, plan);
   const int p = std::max(plan.pipeline_stages(), 1);
-  ShorterSteps made = shorter_steps(graph, plan, p, cluster, ng);
+  ShorterSteps made = shorter_steps(on, plan, p);
   const SearchSimulation e = extended(made.at_2p, 2 * p, made.at_3p, 3 * p, plan.micro_batches);
   if (steps) *steps = std::move(made);
   return e;
@@ -96,22 +93,21 @@ std::optional<SearchSimulation> periodic_extension(const SearchSimulation& at_2p
   return extended(at_3p, 3 * p, at_4p, 4 * p, m);
 }
 
-SearchSimulation simulate_periodic(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
-                                   const NumericGraph& ng, const ShorterSteps* known) {
+SearchSimulation simulate_periodic(SimulationAnalyzers& on, const Plan& plan, const ShorterSteps* known) {
   const int p = std::max(plan.pipeline_stages(), 1);
   // Three shortened steps cost 9p micro-batches: cheaper than the whole step above that. The
   // extension adds whole periods of p micro-batches.
-  if (!shortenable(plan, ng, 9) || plan.micro_batches % p != 0) return simulate_for_search(graph, plan, cluster, ng);
+  if (!shortenable(plan, on.uniform.numeric(), 9) || plan.micro_batches % p != 0) return simulate_for_search(on, plan);
   if (known && (known->p != p || known->micro_batches != plan.micro_batches)) known = nullptr;
   std::optional<SearchSimulation> e;
   try {
     std::optional<ShorterSteps> made;
-    if (!known) known = &made.emplace(shorter_steps(graph, plan, p, cluster, ng));
-    e = periodic_extension(known->at_2p, known->at_3p, simulate_at(graph, plan, 4 * p, cluster, ng), p, plan.micro_batches);
+    if (!known) known = &made.emplace(shorter_steps(on, plan, p));
+    e = periodic_extension(known->at_2p, known->at_3p, simulate_at(on, plan, 4 * p), p, plan.micro_batches);
   } catch (const std::exception&) {
     e.reset();  // a shorter step the simulator refuses: the whole one says why, or runs
   }
-  return e ? *e : simulate_for_search(graph, plan, cluster, ng);
+  return e ? *e : simulate_for_search(on, plan);
 }
 
 }  // namespace symtensor::compiler

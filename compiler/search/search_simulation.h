@@ -4,7 +4,9 @@
 #include <optional>
 #include <vector>
 
+#include "compiler/cost/group_analyzers.h"
 #include "compiler/cost/numeric_graph.h"
+#include "compiler/cost/plan_analysis.h"
 #include "compiler/ir/graph.h"
 #include "compiler/plan/plan.h"
 #include "hardware/cluster.h"
@@ -19,10 +21,20 @@ struct SearchSimulation {
   bool extended = false;                // extended from shorter steps (below)
 };
 
-// The plan's step simulated whole, without a trace, lowered straight into the engine's form
-// (simulate_plan_lean). Throws what the lowering or the simulator throws.
-SearchSimulation simulate_for_search(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
-                                     const NumericGraph& ng);
+// What a search's simulations of plans on one cluster share: the plans' analyzers on the
+// cluster and on each group's device (simulate_plan_report), kept across the simulations, so
+// that a plan's shorter steps price its operator work once.
+struct SimulationAnalyzers {
+  // `graph`, `cluster` and `ng` (NumericGraph(graph)) must outlive them.
+  SimulationAnalyzers(Graph& graph, const hardware::Cluster& cluster, const NumericGraph& ng)
+      : uniform(graph, cluster, ng), on_groups(graph, cluster, ng) {}
+  PlanAnalyzer uniform;
+  GroupAnalyzers on_groups;
+};
+
+// The plan's step simulated whole on the analyzers' cluster, without a trace, lowered straight
+// into the engine's form (simulate_plan_report). Throws what the lowering or the simulator throws.
+SearchSimulation simulate_for_search(SimulationAnalyzers& on, const Plan& plan);
 
 // The two shorter steps (of 2p and 3p micro-batches) a shortened simulation is made of, and
 // the plan's pipeline stages and micro-batches they were made for.
@@ -43,8 +55,7 @@ struct ShorterSteps {
 // micro-batch counts per group), GPipe (every micro-batch in flight), inference, graphs without a
 // batch dim and steps of at most 4p micro-batches are simulated whole. `steps`, where given and the
 // step was shortened, gets the two shorter steps (simulate_periodic reuses them for the same plan).
-SearchSimulation simulate_shortened(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
-                                    const NumericGraph& ng, ShorterSteps* steps = nullptr);
+SearchSimulation simulate_shortened(SimulationAnalyzers& on, const Plan& plan, ShorterSteps* steps = nullptr);
 
 // The whole step's figures for a step a search reports, at less cost where the schedule shows
 // its period: steps of 2p, 3p and 4p micro-batches are simulated and, where they grow evenly
@@ -53,8 +64,7 @@ SearchSimulation simulate_shortened(Graph& graph, const Plan& plan, const hardwa
 // whole and shorter steps the simulator refuses, the step is simulated whole. `known`: the
 // steps at 2p and 3p that simulate_shortened made of this same plan (only the 4p one is
 // simulated then; steps made for another p or micro-batch count are not used).
-SearchSimulation simulate_periodic(Graph& graph, const Plan& plan, const hardware::Cluster& cluster,
-                                   const NumericGraph& ng, const ShorterSteps* known = nullptr);
+SearchSimulation simulate_periodic(SimulationAnalyzers& on, const Plan& plan, const ShorterSteps* known = nullptr);
 
 // The check: where every figure of the steps at 2p, 3p and 4p micro-batches (the step, each
 // stage's compute) grows by the same amount from 3p to 4p as from 2p to 3p, to

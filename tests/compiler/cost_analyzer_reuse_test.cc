@@ -155,6 +155,32 @@ TEST_F(AnalyzerReuse, StagesAndMemoryKnobsChangedEqualsAFreshAnalysis) {
   expect_each_as_fresh({megatron_, moved, zero3, other_batch, megatron_, other_batch, uncut(2, 9)});
 }
 
+// A search's shorter steps of one plan (simulate_shortened): the same micro-batch size over
+// fewer or more micro-batches reuses the operator work, whose analysis from scratch would copy
+// twins, and equals a fresh analysis (the step's FLOPs and activations in flight included).
+TEST_F(AnalyzerReuse, AnotherCountOfTheSameMicroBatchReusesTheWork) {
+  const NumericGraph ng(graph_);
+  PlanAnalyzer shared(graph_, cluster_, ng);
+  shared.analyze_in_place(megatron_);
+  const std::size_t copies = shared.twin_copies();
+  ASSERT_GT(copies, 0u);  // the witness: an analysis from scratch of these layers copies twins
+  const double size = megatron_.global_batch / megatron_.micro_batches;
+  for (int m : {2, 3, 8, megatron_.micro_batches}) {
+    SCOPED_TRACE(std::to_string(m) + " micro-batches");
+    Plan p = megatron_;
+    p.micro_batches = m;
+    p.global_batch = size * m;
+    const PlanAnalysis fresh = analyze_plan(graph_, cluster_, p);
+    expect_same_analysis(shared.analyze_in_place(p), fresh, graph_);
+    expect_same_totals(shared.totals(p), stage_totals(fresh, p));
+  }
+  EXPECT_EQ(shared.twin_copies(), copies);
+  Plan larger = megatron_;  // twice the micro-batch: its own work
+  larger.global_batch *= 2;
+  expect_same_analysis(shared.analyze_in_place(larger), analyze_plan(graph_, cluster_, larger), graph_);
+  EXPECT_GT(shared.twin_copies(), copies);
+}
+
 // The staircase a search walks on one plan's cuts (recomputation x ZeRO x interleaving x
 // schedule), with cut, micro-batch and mode changes between, priced by totals() and
 // analyze_in_place() in turn on one analyzer: every answer equals the sums of a fresh
@@ -236,8 +262,8 @@ TEST_F(AnalyzerReuse, AWalkOverMicroBatchSizesAgainReusesEachSizesWork) {
   EXPECT_EQ(shared.twin_copies(), copies);
 
   for (std::size_t k = 0; k < PlanAnalyzer::State::kKeptPlans; ++k) {
-    Plan other = megatron_;  // another batch: its own operator work
-    other.global_batch = 16.0 * static_cast<double>(k + 2);
+    Plan other = megatron_;  // micro-batches of 6, 10, 14, ... samples, none of the walk's: their own operator work
+    other.global_batch = megatron_.micro_batches * (4.0 * static_cast<double>(k) + 6);
     shared.totals(other);
   }
   const std::size_t before = shared.twin_copies();

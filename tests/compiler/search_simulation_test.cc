@@ -77,9 +77,10 @@ TEST(SearchSimulation, ALongStepExtendedFromTwoShorterOnesIsTheWholeStep) {
     sim::SimOptions options;
     options.record_trace = false;
     const PlanSimulation whole = simulate_plan_lean(*c.graph, plan, *c.cluster, {}, options, &ng);
-    EXPECT_EQ(simulate_for_search(*c.graph, plan, *c.cluster, ng).step_time_s, whole.report.step_time_s) << what;
+    SimulationAnalyzers on(*c.graph, *c.cluster, ng);  // kept across this case's simulations, as a search keeps them
+    EXPECT_EQ(simulate_for_search(on, plan).step_time_s, whole.report.step_time_s) << what;
     ShorterSteps steps;
-    const SearchSimulation steady = simulate_shortened(*c.graph, plan, *c.cluster, ng, &steps);
+    const SearchSimulation steady = simulate_shortened(on, plan, &steps);
     EXPECT_EQ(steady.extended, c.extended) << what;
     EXPECT_GT(whole.report.step_time_s, 0) << what;
     EXPECT_LT(relative(steady.step_time_s, whole.report.step_time_s), c.tolerance) << what << ": " << steady.step_time_s
@@ -91,7 +92,7 @@ TEST(SearchSimulation, ALongStepExtendedFromTwoShorterOnesIsTheWholeStep) {
       EXPECT_EQ(steady.stage_group[s], whole.report.stages[s].group) << what << " stage " << s;
     }
     // What a search reports: extended where its steps at 2p, 3p and 4p grow evenly, else whole.
-    const SearchSimulation reported = simulate_periodic(*c.graph, plan, *c.cluster, ng);
+    const SearchSimulation reported = simulate_periodic(on, plan);
     EXPECT_EQ(reported.extended, c.periodic) << what;
     EXPECT_LT(relative(reported.step_time_s, whole.report.step_time_s), kPeriodTolerance) << what;
     EXPECT_EQ(reported.fits, whole.report.fits) << what;
@@ -99,11 +100,16 @@ TEST(SearchSimulation, ALongStepExtendedFromTwoShorterOnesIsTheWholeStep) {
     for (std::size_t s = 0; s < whole.report.stages.size(); ++s)
       EXPECT_LT(relative(reported.stage_compute_s[s], whole.report.stages[s].compute_s), kPeriodTolerance)
           << what << " stage " << s;
+    // The analyzers, after the shorter steps' analyses, give the whole step's to the bit.
+    const SearchSimulation again = simulate_for_search(on, plan);
+    EXPECT_EQ(again.step_time_s, whole.report.step_time_s) << what;
+    for (std::size_t s = 0; s < whole.report.stages.size(); ++s)
+      EXPECT_EQ(again.stage_compute_s.at(s), whole.report.stages[s].compute_s) << what << " stage " << s;
     // Given the shorter steps the refereeing simulated, only the 4p step is simulated again:
     // the same figures, to the bit.
     if (!steady.extended) continue;
     EXPECT_LT(steps.at_2p.step_time_s, steps.at_3p.step_time_s) << what;
-    const SearchSimulation reused = simulate_periodic(*c.graph, plan, *c.cluster, ng, &steps);
+    const SearchSimulation reused = simulate_periodic(on, plan, &steps);
     EXPECT_EQ(reused.extended, reported.extended) << what;
     EXPECT_EQ(reused.step_time_s, reported.step_time_s) << what;
     EXPECT_EQ(reused.fits, reported.fits) << what;
@@ -112,7 +118,7 @@ TEST(SearchSimulation, ALongStepExtendedFromTwoShorterOnesIsTheWholeStep) {
     ShorterSteps other = steps;
     other.micro_batches += other.p;
     other.at_3p.step_time_s *= 2;
-    EXPECT_EQ(simulate_periodic(*c.graph, plan, *c.cluster, ng, &other).step_time_s, reported.step_time_s) << what;
+    EXPECT_EQ(simulate_periodic(on, plan, &other).step_time_s, reported.step_time_s) << what;
   }
 }
 
@@ -126,7 +132,8 @@ TEST(SearchSimulation, APlanOverMemoryStaysOverIt) {
   sim::SimOptions options;
   options.record_trace = false;
   const PlanSimulation whole = simulate_plan_lean(llama, plan, l4, {}, options, &ng);
-  const SearchSimulation steady = simulate_shortened(llama, plan, l4, ng);
+  SimulationAnalyzers on(llama, l4, ng);
+  const SearchSimulation steady = simulate_shortened(on, plan);
   EXPECT_TRUE(steady.extended);
   EXPECT_FALSE(whole.report.fits);
   EXPECT_FALSE(steady.fits);
@@ -141,12 +148,13 @@ TEST(SearchSimulation, AnUnevenPipelineIsShortenedToTheWholeStep) {
   plan = restage_layers(graph, std::move(plan), {10, 3, 3});
   ASSERT_EQ(plan.micro_batches, 24);
   const NumericGraph ng(graph);
-  const SearchSimulation whole = simulate_for_search(graph, plan, fleet, ng);
-  const SearchSimulation shortened = simulate_shortened(graph, plan, fleet, ng);
+  SimulationAnalyzers on(graph, fleet, ng);
+  const SearchSimulation whole = simulate_for_search(on, plan);
+  const SearchSimulation shortened = simulate_shortened(on, plan);
   EXPECT_TRUE(shortened.extended);
   EXPECT_EQ(shortened.fits, whole.fits);
   EXPECT_LT(relative(shortened.step_time_s, whole.step_time_s), kPeriodTolerance);
-  const SearchSimulation reported = simulate_periodic(graph, plan, fleet, ng);
+  const SearchSimulation reported = simulate_periodic(on, plan);
   EXPECT_FALSE(reported.extended);
   EXPECT_EQ(reported.step_time_s, whole.step_time_s);
 }
@@ -158,18 +166,19 @@ TEST(SearchSimulation, UnevenPipelinesReachTheirPeriodBy2p) {
   Graph graph = llama_16_layers_4k(96);
   const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
   const NumericGraph ng(graph);
+  SimulationAnalyzers on(graph, fleet, ng);
   for (const std::vector<int>& split : std::vector<std::vector<int>>{{14, 1, 1}, {2, 7, 7}, {12, 1, 3}}) {
     for (const char* knobs : {"tp=2,pp=3,cp=2,dp=2,mb=1", "tp=4,pp=3,dp=2,mb=1,recompute=full"}) {
       Plan plan = make_megatron_plan(graph, fleet, parse_megatron_knobs(knobs), StrategyOptions{});
       plan = restage_layers(graph, std::move(plan), split);
       ASSERT_EQ(plan.micro_batches, 48);
       const std::string what = fmt::format("{} split {}", knobs, fmt::join(split, "/"));
-      const SearchSimulation whole = simulate_for_search(graph, plan, fleet, ng);
-      const SearchSimulation reported = simulate_periodic(graph, plan, fleet, ng);
+      const SearchSimulation whole = simulate_for_search(on, plan);
+      const SearchSimulation reported = simulate_periodic(on, plan);
       EXPECT_TRUE(reported.extended) << what;
       EXPECT_LT(relative(reported.step_time_s, whole.step_time_s), kPeriodTolerance) << what;
       EXPECT_EQ(reported.fits, whole.fits) << what;
-      EXPECT_LT(relative(simulate_shortened(graph, plan, fleet, ng).step_time_s, whole.step_time_s), kPeriodTolerance) << what;
+      EXPECT_LT(relative(simulate_shortened(on, plan).step_time_s, whole.step_time_s), kPeriodTolerance) << what;
     }
   }
 }
