@@ -1,7 +1,6 @@
 #include "compiler/lowering/chunk_work.h"
 
 #include <algorithm>
-#include <map>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -69,8 +68,10 @@ Placement place_ops(const PlanAnalysis& a, const Plan& plan) {
 // once that op's backward ran; its ZeRO-3 gather precedes that op).
 std::vector<int> param_first_use(const PlanAnalysis& a, const Placement& place, const Graph* graph) {
   std::vector<int> use(a.params.size(), -1);
-  std::map<NodeId, int> op_of_node;
-  for (size_t i = 0; i < a.ops.size(); ++i) op_of_node.emplace(a.ops[i].node, static_cast<int>(i));
+  std::vector<int> op_of_node(graph ? graph->nodes().size() : 0, -1);  // per node: its operator's index, or -1
+  for (size_t i = 0; i < a.ops.size(); ++i)
+    if (const NodeId n = a.ops[i].node; n >= 0 && n < static_cast<NodeId>(op_of_node.size()) && op_of_node[n] < 0)
+      op_of_node[n] = static_cast<int>(i);
   std::vector<std::vector<int>> stage_ops(place.stages * place.chunks);
   for (size_t i = 0; i < a.ops.size(); ++i) stage_ops[place.stage[i]].push_back(static_cast<int>(i));
   std::vector<std::vector<int>> stage_params(place.stages);
@@ -79,9 +80,8 @@ std::vector<int> param_first_use(const PlanAnalysis& a, const Placement& place, 
     int stage = pw.stage % place.stages;
     if (graph && pw.tensor >= 0 && pw.tensor < static_cast<int>(graph->tensors().size())) {
       for (NodeId consumer : graph->tensor(pw.tensor).consumers) {
-        auto it = op_of_node.find(consumer);
-        if (it != op_of_node.end() && place.stage[it->second] == stage && (use[k] < 0 || it->second < use[k]))
-          use[k] = it->second;
+        const int op = op_of_node.at(consumer);
+        if (op >= 0 && place.stage[op] == stage && (use[k] < 0 || op < use[k])) use[k] = op;
       }
     }
     if (use[k] < 0) stage_params[stage].push_back(static_cast<int>(k));
@@ -169,11 +169,12 @@ StageLayout build_stage_layout(const PlanAnalysis& a, const Plan& plan, const Lo
   std::vector<std::vector<int>> params_at(a.ops.size());  // params whose first use is op i
   for (size_t k = 0; k < a.params.size(); ++k)
     if (first_use[k] >= 0) params_at[first_use[k]].push_back(static_cast<int>(k));
-  auto label = [&](int i) {
-    const Graph* g = options.graph;
-    const NodeId node = a.ops[i].node;
-    return g && node >= 0 && node < static_cast<int>(g->nodes().size()) ? layer_of(g->node(node).name) : std::string();
-  };
+  // Each operator's layer ("h.3"), or empty: read once (a segment asks for it several times).
+  std::vector<std::string> labels(a.ops.size());
+  if (const Graph* g = options.graph)
+    for (std::size_t i = 0; i < a.ops.size(); ++i)
+      if (const NodeId node = a.ops[i].node; node >= 0 && node < static_cast<int>(g->nodes().size()))
+        labels[i] = layer_of(g->node(node).name);
 
   std::vector<std::vector<std::vector<int>>> ops_of(place.stages, std::vector<std::vector<int>>(place.chunks));
   for (size_t i = 0; i < a.ops.size(); ++i) ops_of[place.stage[i]][place.chunk[i]].push_back(static_cast<int>(i));
@@ -189,21 +190,21 @@ StageLayout build_stage_layout(const PlanAnalysis& a, const Plan& plan, const Lo
       std::vector<int> unit_of(ops.size());
       std::vector<std::vector<CommOp>> unit_gathers;
       for (std::size_t j = 0; j < ops.size(); ++j) {
-        const std::string l = label(ops[j]);
-        if (j == 0 || l.empty() || l != label(ops[j - 1])) unit_gathers.emplace_back();
+        const std::string& l = labels[ops[j]];
+        if (j == 0 || l.empty() || l != labels[ops[j - 1]]) unit_gathers.emplace_back();
         unit_of[j] = static_cast<int>(unit_gathers.size()) - 1;
         for (int k : params_at[ops[j]]) merge_comm(unit_gathers.back(), a.params[k].gather);
       }
       for (std::size_t j = 0; j < ops.size(); ++j) {
         const int i = ops[j];
         const OpWork& op = a.ops[i];
-        if (j == 0 || unit_of[j] != unit_of[j - 1]) fwd.add_comm(Segment::Kind::gather, unit_gathers[unit_of[j]], label(i));
-        fwd.add_op(op.fwd_flops, op.fwd_bytes, op.fwd_seconds + op.offload_fwd_seconds, op.fwd_comm, label(i));
+        if (j == 0 || unit_of[j] != unit_of[j - 1]) fwd.add_comm(Segment::Kind::gather, unit_gathers[unit_of[j]], labels[i]);
+        fwd.add_op(op.fwd_flops, op.fwd_bytes, op.fwd_seconds + op.offload_fwd_seconds, op.fwd_comm, labels[i]);
         w.forward_flops += op.fwd_flops;
         w.backward_flops += op.bwd_flops;
         w.saved_bytes += op.saved_bytes;
         if (op.recomputed) {
-          rec.add_op(op.fwd_flops, op.fwd_bytes, op.fwd_seconds, op.fwd_comm, label(i));
+          rec.add_op(op.fwd_flops, op.fwd_bytes, op.fwd_seconds, op.fwd_comm, labels[i]);
           w.recompute_flops += op.fwd_flops;
         }
         for (int k : params_at[i]) merge_comm(w.param_syncs, a.params[k].regather);
@@ -224,8 +225,8 @@ StageLayout build_stage_layout(const PlanAnalysis& a, const Plan& plan, const Lo
         const int i = ops[r];
         const OpWork& op = a.ops[i];
         if (r + 1 == ops.size() || unit_of[r] != unit_of[r + 1])
-          bwd.add_comm(Segment::Kind::gather, unit_gathers[unit_of[r]], label(i));
-        bwd.add_op(op.bwd_flops, op.bwd_bytes, op.bwd_seconds + op.offload_bwd_seconds, op.bwd_comm, label(i));
+          bwd.add_comm(Segment::Kind::gather, unit_gathers[unit_of[r]], labels[i]);
+        bwd.add_op(op.bwd_flops, op.bwd_bytes, op.bwd_seconds + op.offload_bwd_seconds, op.bwd_comm, labels[i]);
         for (int k : params_at[i]) {
           merge_comm(bucket.syncs, a.params[k].grad_sync);
           for (const auto& sync : a.params[k].grad_sync) {
