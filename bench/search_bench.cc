@@ -118,7 +118,8 @@ BENCHMARK(BM_FleetSearchLlama2_70B_96Gpus_NoBatchShares)->Unit(benchmark::kSecon
 // fleet search did until d2ff4ea: 2026-12-06, warm 796-834 ms /0, 696-710 ms /1 (load 2-3);
 // on a quiet machine (load 0.8) 716-772 ms /0, 630-643 ms /1, the first repetition 2.12 s
 // (2.48 s before 663475c's fuller reserve). /2 lowers the plan straight into the engine's
-// form, as the fleet search now does (simulate_plan_lean: no text program, ids or index):
+// form, as the fleet search does (simulate_plan_lean; the search's simulate_plan_report the same
+// with its kept analyzers: no text program, ids or index):
 // 2026-12-06, load 2-3, 283-305 ms warm against 605-638 ms for /1 in the same process.
 void BM_SimulateMegatronPlanLlama2_70B_32H100(benchmark::State& state) {
   const hardware::Cluster fleet = hardware::with_software(hardware::load_cluster("dgx-h100x4+dgx-a100x8"), hardware::Software{});

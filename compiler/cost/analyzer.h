@@ -72,14 +72,14 @@ class Analyzer {
   // scaling's amax pass and MXFP8/NVFP4's two directions), write both copies.
   double quantization_bytes() const { return 2 * 2 + low_precision_copy_bytes(); }
 
-  // Everything op_work reads of a plan but the nodes' cuts and stages. Of the batch it reads the
-  // micro-batch's size alone (batch_): a plan of the same size over another count of
-  // micro-batches (a search's shorter steps of one plan) has the same work.
+  // Of the batch op_work reads the micro-batch's size alone (batch_): a plan of the same size
+  // over another count of micro-batches (a search's shorter steps of one plan) has the same work.
   static bool same_micro_batch(const Plan& a, const Plan& b) {
     if ((a.global_batch > 0) != (b.global_batch > 0) || a.micro_batches < 1 || b.micro_batches < 1) return false;
     return a.global_batch > 0 ? a.global_batch / a.micro_batches == b.global_batch / b.micro_batches
                               : a.micro_batches == b.micro_batches;
   }
+  // Everything op_work reads of a plan but the nodes' cuts and stages.
   static bool same_operator_context(const Plan& a, const Plan& b) {
     return a.mode == b.mode && a.precision == b.precision && same_micro_batch(a, b) && a.pipeline_axis == b.pipeline_axis &&
            a.mesh_factors == b.mesh_factors &&

@@ -33,7 +33,8 @@ PlanSimulation simulate_plan_lean(Graph& graph, const Plan& plan, const hardware
 // simulate_plan_lean's report, the analyses made by a caller's analyzers of one graph's plans
 // (a search's, kept across its simulations: a plan's shorter steps share its operator work,
 // its candidates their layers' collectives): `uniform` on the cluster, `on_groups` (of the
-// same cluster) on each group's device, read on a mixed fleet. The same report.
+// same cluster: built on uniform.cluster()) on each group's device, read on a mixed fleet. The
+// same report; the analyzers' earlier analyze_in_place results are no longer valid after it.
 SimulationReport simulate_plan_report(const Plan& plan, PlanAnalyzer& uniform, GroupAnalyzers& on_groups,
                                       const LoweringOptions& lowering = {}, const sim::SimOptions& options = {});
 

@@ -3,7 +3,6 @@
 // one group priced on that group's device, as the fleet search balances its stages and as
 // simulate_plan times them, so that the two evaluators price a plan that places work by speed
 // alike.
-#include <memory>
 #include <vector>
 
 #include "compiler/cost/group_analyzers.h"

@@ -151,8 +151,8 @@ MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fle
     try {
       PlanAnalyzer analyzer(graph, group, ng);
       const MegatronSearchResult r = megatron_search(analyzer, options, MegatronSpace::exhaustive);
-      SimulationAnalyzers on_group(graph, group, ng);
-      FleetStep step = simulated(on_group, r.plan,
+      SimulationAnalyzers simulations_on(graph, group, ng);
+      FleetStep step = simulated(simulations_on, r.plan,
                                  fmt::format("Megatron-best on {} alone ({})", group.name, knobs_label(r.knobs)), simulations);
       // Ties go to the group given first, as when the groups are searched in their order.
       const bool tie = best.subset.found && step.step_time_s == best.subset.step_time_s && g < best.subset_group;
@@ -168,8 +168,8 @@ MegatronFleetBest megatron_fleet_best(Graph& graph, const hardware::Cluster& fle
   try {
     PlanAnalyzer analyzer(graph, fleet, ng);
     const MegatronSearchResult r = megatron_search(analyzer, options, MegatronSpace::exhaustive);
-    SimulationAnalyzers on_fleet(graph, fleet, ng);
-    best.uniform = simulated(on_fleet, r.plan,
+    SimulationAnalyzers simulations_on(graph, fleet, ng);
+    best.uniform = simulated(simulations_on, r.plan,
                              fmt::format("Megatron-best uniform over all {} GPUs at the slowest group's pace ({})",
                                          fleet.num_devices(), knobs_label(r.knobs)),
                              simulations);

@@ -5,9 +5,11 @@
 // pipelines whose stages run at different paces (an H100 stage before two A100 ones): the same
 // step and stage compute to rounding and the same fit. Nothing guarantees that in general: the
 // rule simulate_periodic extends by is checked apart (OnlyEvenGrowthIsExtended).
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -100,8 +102,26 @@ TEST(SearchSimulation, ALongStepExtendedFromTwoShorterOnesIsTheWholeStep) {
     for (std::size_t s = 0; s < whole.report.stages.size(); ++s)
       EXPECT_LT(relative(reported.stage_compute_s[s], whole.report.stages[s].compute_s), kPeriodTolerance)
           << what << " stage " << s;
-    // The analyzers, after the shorter steps' analyses, give the whole step's to the bit.
-    const SearchSimulation again = simulate_for_search(on, plan);
+    // In a search's order, on analyzers of their own (the shorter steps first, the 3p one and the
+    // whole step reusing the 2p one's operator work): each step to the bit of its simulation
+    // from scratch.
+    SimulationAnalyzers in_order(*c.graph, *c.cluster, ng);
+    ShorterSteps first;
+    simulate_shortened(in_order, plan, &first);
+    if (steady.extended) {
+      const int p = std::max(plan.pipeline_stages(), 1);
+      for (const auto& [m, step] : {std::pair{2 * p, first.at_2p}, std::pair{3 * p, first.at_3p}}) {
+        Plan shorter = plan;
+        shorter.micro_batches = m;
+        shorter.global_batch = (plan.global_batch > 0 ? plan.global_batch : ng.batch_binding()) / plan.micro_batches * m;
+        const SimulationReport alone = simulate_plan_lean(*c.graph, shorter, *c.cluster, {}, options, &ng).report;
+        EXPECT_EQ(step.step_time_s, alone.step_time_s) << what << " at " << m;
+        ASSERT_EQ(step.stage_compute_s.size(), alone.stages.size()) << what << " at " << m;
+        for (std::size_t s = 0; s < alone.stages.size(); ++s)
+          EXPECT_EQ(step.stage_compute_s[s], alone.stages[s].compute_s) << what << " at " << m << " stage " << s;
+      }
+    }
+    const SearchSimulation again = simulate_for_search(in_order, plan);
     EXPECT_EQ(again.step_time_s, whole.report.step_time_s) << what;
     for (std::size_t s = 0; s < whole.report.stages.size(); ++s)
       EXPECT_EQ(again.stage_compute_s.at(s), whole.report.stages[s].compute_s) << what << " stage " << s;
