@@ -131,7 +131,8 @@ struct PlanAnalyzer::State {
   std::vector<long> shape;
   // The operator work of the last plan analysed and that plan: a plan differing only in
   // what op_work does not read (ZeRO, recomputation, schedule, interleaving: a search's
-  // memory staircase; the count of micro-batches of the same size: its shorter steps) reuses it, and `produced` (which points into ops_plan's cuts).
+  // memory staircase; the count of micro-batches of one size: its shorter steps) reuses it,
+  // and `produced` (which points into ops_plan's cuts).
   std::optional<Plan> ops_plan;
   PlanAnalysis analysis;  // of the last plan; its ops are ops_plan's operator work
   // Per parameter, what add_parameters derives from ops_plan's cuts alone (its shard, its

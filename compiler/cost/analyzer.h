@@ -81,8 +81,8 @@ class Analyzer {
   }
   // Everything op_work reads of a plan but the nodes' cuts and stages.
   static bool same_operator_context(const Plan& a, const Plan& b) {
-    return a.mode == b.mode && a.precision == b.precision && same_micro_batch(a, b) && a.pipeline_axis == b.pipeline_axis &&
-           a.mesh_factors == b.mesh_factors &&
+    return a.mode == b.mode && a.precision == b.precision && same_micro_batch(a, b) &&
+           a.pipeline_axis == b.pipeline_axis && a.mesh_factors == b.mesh_factors &&
            a.context_parallel_comm == b.context_parallel_comm && a.moe_dispatcher == b.moe_dispatcher &&
            a.moe_comm_overlap == b.moe_comm_overlap && a.moe_load_imbalance == b.moe_load_imbalance &&
            a.node_cuts.size() == b.node_cuts.size() && a.stage_of_node.size() == b.stage_of_node.size();
