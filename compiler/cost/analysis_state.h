@@ -45,10 +45,13 @@ struct PlanAnalyzer::State {
     explicit OperatorSums(int stages)
         : fwd_compute(stages), fwd_comm(stages), bwd_compute(stages), bwd_comm(stages), fwd_beside(stages),
           bwd_beside(stages), activations(stages), buffers(stages) {}
-    void add(const OpWork& w, bool recomputed, bool train) { add(w, OpExposure::of(w), recomputed, train); }
-    // With the operator's exposure made before (Sums::exposures).
-    void add(const OpWork& w, const OpExposure& x, bool recomputed, bool train) {
+    void add(const OpWork& w, bool recomputed, bool train) {
       analyzer_internal::add_working_buffers(buffers[w.stage], w);
+      add_timed(w, OpExposure::of(w), recomputed, train);
+    }
+    // Its time, collectives and FLOPs, with its exposure made before (Sums::exposures); not
+    // its working buffers (Sums::buffers).
+    void add_timed(const OpWork& w, const OpExposure& x, bool recomputed, bool train) {
       fwd_compute[w.stage] += w.fwd_seconds;
       fwd_comm[w.stage] += x.fwd_exposed;
       fwd_beside[w.stage] += x.fwd_beside;
@@ -178,6 +181,13 @@ struct PlanAnalyzer::State {
     std::vector<std::pair<NodeId, double>> saved_elements;
     // Per operator of the work (analysis.ops' order), its OpExposure; empty until made.
     std::vector<OpExposure> exposures;
+    // What every recomputation policy's OperatorSums share, made with `exposures`: the
+    // stages' working buffers (the largest operator's, the same whatever is recomputed), and
+    // the operators that add anything else (about half of a model's are views and constants:
+    // no kernel, no collective, no FLOPs), whose sums are then added in order. Adding only
+    // those is exact: the others would add 0.
+    std::vector<StageMemory> buffers;
+    std::vector<std::size_t> timed;
   };
   Sums sums;
   StageTotals totals;  // the last totals() answer
@@ -203,6 +213,12 @@ struct PlanAnalyzer::State {
     std::vector<std::uint64_t> gradient_partials;
   };
   std::vector<std::vector<Twin>> twins;  // per class: those priced in this analysis
+  // Per topological position of analysis.ops: -1, or the position of the twin whose
+  // collectives this operator's are (on its own operands) but are not copied yet. A copy
+  // takes the twin's numbers at once and its collectives only when an analysis is read
+  // (Analyzer::copy_pending_collectives): a search's totals read only the exposure of
+  // each operator's collectives (Sums::exposures), which is its twin's.
+  std::vector<int> collectives_of_twin;
   // Which twin each operator copied (its index in twins[class], -1: priced by op_work) in the
   // last analysis from scratch of stamped cuts (Plan::cuts_stamp). copy_twin's comparisons read
   // only the cuts and the layouts they make, so an analysis from scratch of the same stamped
@@ -236,6 +252,7 @@ struct PlanAnalyzer::State {
     std::vector<double> produced_elements;
     std::vector<ParamGroup> param_groups;
     std::vector<std::pair<int, int>> comm_ends;
+    std::vector<int> collectives_of_twin;
     Sums sums;
   };
   static constexpr std::size_t kKeptPlans = 8;
@@ -261,6 +278,7 @@ struct PlanAnalyzer::State {
     produced_elements.swap(other.produced_elements);
     param_groups.swap(other.param_groups);
     comm_ends.swap(other.comm_ends);
+    collectives_of_twin.swap(other.collectives_of_twin);
     std::swap(sums, other.sums);
   }
 };

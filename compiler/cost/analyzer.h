@@ -218,6 +218,9 @@ class Analyzer {
   // analysis State::twin_replay recorded, `replayed`). False when a collective of the twin's
   // moves a tensor this operator lacks.
   bool take_twin_work(NodeId id, std::size_t position, const PlanAnalyzer::State::Twin& twin, bool replayed);
+  // The collectives take_twin_work left with their twin (State::collectives_of_twin), copied
+  // onto each operator's own operands: before the operator work is read as a whole.
+  void copy_pending_collectives();
   // Whether State::twin_replay recorded this plan's cuts in the same context, and, when it did
   // not, the record started for it.
   bool replay_twins(bool train);

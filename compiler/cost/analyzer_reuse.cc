@@ -7,6 +7,7 @@ namespace symtensor::compiler::analyzer_internal {
 
 const PlanAnalysis& Analyzer::run() {
   const bool train = prepare_operator_work();
+  copy_pending_collectives();
   const int stages = plan_.pipeline_stages();
   PlanAnalysis& a = state_.analysis;
   a.stage_memory.assign(stages, StageMemory{});
@@ -47,9 +48,24 @@ const StageTotals& Analyzer::totals() {
     const std::vector<OpWork>& work = state_.analysis.ops;
     if (sums.exposures.size() != work.size()) {
       sums.exposures.clear();
-      for (const OpWork& w : work) sums.exposures.push_back(PlanAnalyzer::State::OpExposure::of(w));
+      sums.timed.clear();
+      sums.buffers.assign(stages, StageMemory{});
+      const std::vector<int>& twin_of = state_.collectives_of_twin;
+      for (std::size_t k = 0; k < work.size(); ++k) {
+        const OpWork& w = work[k];
+        // A copy's collectives are its twin's, on its own operands: they expose the same.
+        const int twin = k < twin_of.size() ? twin_of[k] : -1;
+        const PlanAnalyzer::State::OpExposure x =
+            twin >= 0 ? sums.exposures[static_cast<std::size_t>(twin)] : PlanAnalyzer::State::OpExposure::of(w);
+        sums.exposures.push_back(x);
+        add_working_buffers(sums.buffers[w.stage], w);
+        if (w.fwd_seconds != 0 || w.bwd_seconds != 0 || w.fwd_flops != 0 || w.bwd_flops != 0 || x.fwd_exposed != 0 ||
+            x.fwd_beside != 0 || x.bwd_exposed != 0 || x.bwd_beside != 0)
+          sums.timed.push_back(k);
+      }
     }
-    for (std::size_t k = 0; k < work.size(); ++k) ops->add(work[k], sums.exposures[k], train && recomputed(work[k].node), train);
+    ops->buffers = sums.buffers;
+    for (std::size_t k : sums.timed) ops->add_timed(work[k], sums.exposures[k], train && recomputed(work[k].node), train);
     if (train) {
       Offloaded offloaded;
       saved_activations(ops->activations, nullptr, &offloaded);
@@ -150,6 +166,7 @@ bool Analyzer::prepare_operator_work() {
   // One slot per operator, written in topological order; a slot keeps the storage of the
   // work it held before (the plan analysed least recently), which a twin's copy reuses.
   a.ops.resize(order.size());
+  state_.collectives_of_twin.assign(order.size(), -1);
   index_inputs();
   if (state_.reuse_twins) find_twins();
   if (!replay_twins(train))
@@ -162,6 +179,7 @@ bool Analyzer::prepare_operator_work() {
     state_.ops_plan.reset();
     state_.twin_replay.stamp = 0;
     a.ops.clear();
+    state_.collectives_of_twin.clear();
     throw;
   }
   return train;
@@ -232,6 +250,8 @@ bool Analyzer::update_operator_work(bool train) {
         }
   }
   if (2 * redone > n) return false;
+  // The operators priced again read their kept collectives, and a copy's twin may be one.
+  copy_pending_collectives();
   check_sizes_and_stages();
   for (NodeId id : changed) check_node(id);
   // The kept plan takes the new cuts in place: the produced layouts point at its NodeCut

@@ -62,14 +62,14 @@ bool selective_recompute_is_none(const NumericGraph& ng, const hardware::Stack& 
 // Plan::recompute_layers counts these.
 std::vector<int> stage_layer_ordinals(const NumericGraph& ng, const Plan& plan, std::vector<int>* counts = nullptr);
 
-struct OpWork {
+// An operator's work but its collectives (OpWork): what the analyzer copies from a twin at
+// once, the collectives only when an analysis is read.
+struct OpNumbers {
   NodeId node = kNone;
   int stage = 0;
   double ways = 1;  // devices its work is divided over (its cut's ways)
   double fwd_flops = 0, fwd_bytes = 0, fwd_seconds = 0;  // local, per micro-batch
   double bwd_flops = 0, bwd_bytes = 0, bwd_seconds = 0;  // 0 in inference
-  std::vector<CommOp> fwd_comm;  // before/after the op on the critical path
-  std::vector<CommOp> bwd_comm;
   double saved_bytes = 0;        // activations kept for backward, per micro-batch
   // Plan::offload_layers: host copies of its layer's saved tensors that the next layer's
   // forward (backward) does not hide, per micro-batch.
@@ -78,6 +78,11 @@ struct OpWork {
   // forward, and as their gradients while it runs backward.
   double buffer_bytes = 0;
   bool recomputed = false;       // forward run again in the backward pass
+};
+
+struct OpWork : OpNumbers {
+  std::vector<CommOp> fwd_comm;  // before/after the op on the critical path
+  std::vector<CommOp> bwd_comm;
 };
 
 struct ParamWork {

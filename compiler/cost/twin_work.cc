@@ -193,26 +193,33 @@ bool Analyzer::copy_twin(NodeId id, std::size_t position, bool train) {
   return false;
 }
 
+namespace {
+
+// The tensor of `node` at the slot where `twin` (its twin) has tensor t, else kNone.
+TensorId counterpart(const Node& node, const Node& twin, TensorId t) {
+  for (std::size_t i = 0; i < twin.inputs.size(); ++i)
+    if (twin.inputs[i] == t) return node.inputs[i];
+  for (std::size_t o = 0; o < twin.outputs.size(); ++o)
+    if (twin.outputs[o] == t) return node.outputs[o];
+  return kNone;
+}
+
+}  // namespace
+
 bool Analyzer::take_twin_work(NodeId id, std::size_t position, const PlanAnalyzer::State::Twin& twin, bool replayed) {
   const Node& node = graph_.node(id);
   const Node& other = graph_.node(ng_.topological_order()[twin.position]);
-  const OpWork& theirs = state_.analysis.ops[twin.position];
+  std::vector<OpWork>& ops = state_.analysis.ops;
+  const OpWork& theirs = ops[twin.position];
   // Its collectives move this operator's operands: the twin's operand at the same slot.
-  auto counterpart = [&](TensorId t) {
-    for (std::size_t i = 0; i < other.inputs.size(); ++i)
-      if (other.inputs[i] == t) return node.inputs[i];
-    for (std::size_t o = 0; o < other.outputs.size(); ++o)
-      if (other.outputs[o] == t) return node.outputs[o];
-    return kNone;
-  };
   for (const auto* comms : {&theirs.fwd_comm, &theirs.bwd_comm})
     for (const CommOp& op : *comms)
-      if (counterpart(op.tensor) == kNone) return false;
-  // Copied into this operator's slot (prepare_operator_work), whose vectors keep their storage.
-  OpWork& w = state_.analysis.ops[position];
-  w = theirs;
-  for (auto* comms : {&w.fwd_comm, &w.bwd_comm})
-    for (CommOp& op : *comms) op.tensor = counterpart(op.tensor);
+      if (counterpart(node, other, op.tensor) == kNone) return false;
+  // Everything but the collectives, copied into this operator's slot (prepare_operator_work),
+  // whose collectives keep their storage until copy_pending_collectives fills it.
+  OpWork& w = ops[position];
+  static_cast<OpNumbers&>(w) = theirs;
+  state_.collectives_of_twin[position] = static_cast<int>(twin.position);
   w.node = id;
   w.stage = plan_.stage_of_node[id];
   // input_work's deliveries, in its order (1: the layout was not delivered before this
@@ -248,6 +255,24 @@ bool Analyzer::take_twin_work(NodeId id, std::size_t position, const PlanAnalyze
   }
   ++state_.twin_copies;
   return true;
+}
+
+void Analyzer::copy_pending_collectives() {
+  std::vector<int>& twin_of = state_.collectives_of_twin;
+  std::vector<OpWork>& ops = state_.analysis.ops;
+  const auto& order = ng_.topological_order();
+  for (std::size_t k = 0; k < twin_of.size() && k < ops.size(); ++k) {
+    if (twin_of[k] < 0) continue;
+    const OpWork& theirs = ops[static_cast<std::size_t>(twin_of[k])];
+    const Node& node = graph_.node(order[k]);
+    const Node& other = graph_.node(order[static_cast<std::size_t>(twin_of[k])]);
+    OpWork& w = ops[k];
+    w.fwd_comm = theirs.fwd_comm;
+    w.bwd_comm = theirs.bwd_comm;
+    for (auto* comms : {&w.fwd_comm, &w.bwd_comm})
+      for (CommOp& op : *comms) op.tensor = counterpart(node, other, op.tensor);
+  }
+  twin_of.clear();
 }
 
 }  // namespace symtensor::compiler::analyzer_internal
