@@ -37,6 +37,9 @@ struct NumericNode {
   // A grouped GEMM of a mixture's experts: a weight stacked over experts ([E, h, I]) whose expert
   // loop runs through every operand (hardware::StackKernels::grouped_gemm prices it).
   bool expert_gemm = false;
+  // routed_capacity_of_node (compiler/cost/moe_load.h), made once: -1 (kNotRouted) unless it
+  // computes on the experts' tokens.
+  float routed_capacity = -1;
   const IterationSpace& space;  // symbolic original (maps, names), for shardings and formulas: NumericGraph::spaces()
 };
 

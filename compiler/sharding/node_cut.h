@@ -9,6 +9,19 @@ namespace symtensor::compiler {
 // How one operator's iteration space is cut: for each loop dim (in the order of the
 // node's IterationSpace::loops), the mesh axes splitting it, major to minor.
 struct NodeCut {
+  NodeCut() = default;
+  NodeCut(const NodeCut&) = default;
+  NodeCut(NodeCut&&) = default;
+  NodeCut& operator=(NodeCut&&) = default;
+  // A plan's cuts are copied whole (the analyzer keeps the plans it priced): a map copied
+  // onto another, both empty (every node but a padded vocabulary's), costs more than the
+  // node's loop axes.
+  NodeCut& operator=(const NodeCut& other) {
+    loop_axes = other.loop_axes;
+    if (!padded_extents.empty() || !other.padded_extents.empty()) padded_extents = other.padded_extents;
+    return *this;
+  }
+
   std::vector<std::vector<int>> loop_axes;
   // Loops run over more than their extent, loop -> padded extent: Megatron-LM's padded
   // vocabulary (a multiple of --make-vocab-size-divisible-by x tp). The extra rows are real

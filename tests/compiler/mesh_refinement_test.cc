@@ -32,7 +32,8 @@ TEST(MeshRefinement, AUnitFactorIsNoAxisOnTheFinerMesh) {
   Plan plan;
   plan.mesh_factors = {{2}, {1, 8}};
   plan.pipeline_axis = 0;
-  plan.node_cuts = {NodeCut{{{2}, {1}}, {}}};
+  plan.node_cuts.resize(1);
+  plan.node_cuts[0].loop_axes = {{2}, {1}};
   const Plan refined = refine_plan_mesh(plan, {{2}, {8}});
   EXPECT_EQ(refined.pipeline_axis, 0);
   EXPECT_EQ(refined.node_cuts[0].loop_axes, (std::vector<std::vector<int>>{{1}, {}}));
