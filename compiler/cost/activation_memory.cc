@@ -31,7 +31,13 @@ void Analyzer::mark_recomputed_layers() {
   if (static_cast<int>(plan_.recompute_layers.size()) != stages)
     throw std::runtime_error("plan: recompute_layers has " + std::to_string(plan_.recompute_layers.size()) +
                              " counts for " + std::to_string(stages) + " pipeline stages");
-  const std::vector<int> ordinals = stage_layer_ordinals(ng_, plan_);
+  PlanAnalyzer::State::LayerOrdinals& made = state_.layer_ordinals;
+  if (made.stages != stages || made.stage_of_node != plan_.stage_of_node) {
+    made.ordinals = stage_layer_ordinals(ng_, plan_);
+    made.stages = stages;
+    made.stage_of_node = plan_.stage_of_node;
+  }
+  const std::vector<int>& ordinals = made.ordinals;
   in_recomputed_layer_.assign(graph_.nodes().size(), 0);
   for (NodeId id = 0; id < static_cast<NodeId>(ordinals.size()); ++id)
     in_recomputed_layer_[id] = ordinals[id] >= 0 && ordinals[id] < plan_.recompute_layers[plan_.stage_of_node[id]];

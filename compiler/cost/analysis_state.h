@@ -240,6 +240,13 @@ struct PlanAnalyzer::State {
     std::size_t replays = 0;  // analyses that replayed, over every analysis
   };
   TwinReplay twin_replay;
+  // stage_layer_ordinals of the last plan that recomputed some layers (Plan::recompute_layers),
+  // with the stage count and stages it was made for: a search prices many counts of one layout.
+  struct LayerOrdinals {
+    int stages = 0;
+    std::vector<int> stage_of_node, ordinals;
+  };
+  LayerOrdinals layer_ordinals;
   std::size_t twin_copies = 0;           // operators' work copied so far, over every analysis
   // The same for the plans analysed before ops_plan, the most recent first (at most
   // kKeptPlans): a search that walks the micro-batch sizes again at each interleaving depth
