@@ -44,19 +44,22 @@ const StageTotals& Analyzer::totals() {
   auto& ops = by_layers ? sums.layer_operators : sums.operators.at(recompute);
   if (by_layers) sums.layer_recompute = plan_.recompute_layers;
   if (!ops) {
-    ops.emplace(stages);
+    // Made whole before it is kept: a throw (saved_activations' offloading) leaves none.
+    PlanAnalyzer::State::OperatorSums made(stages);
     const std::vector<OpWork>& work = state_.analysis.ops;
-    if (sums.exposures.size() != work.size()) {
+    if (sums.exposures.size() != work.size() || sums.buffers.size() != static_cast<std::size_t>(stages)) {
       sums.exposures.clear();
       sums.timed.clear();
       sums.buffers.assign(stages, StageMemory{});
       const std::vector<int>& twin_of = state_.collectives_of_twin;
       for (std::size_t k = 0; k < work.size(); ++k) {
         const OpWork& w = work[k];
-        // A copy's collectives are its twin's, on its own operands: they expose the same.
+        // A copy's collectives are its twin's (priced before it), on its own operands: they
+        // expose the same.
         const int twin = k < twin_of.size() ? twin_of[k] : -1;
-        const PlanAnalyzer::State::OpExposure x =
-            twin >= 0 ? sums.exposures[static_cast<std::size_t>(twin)] : PlanAnalyzer::State::OpExposure::of(w);
+        const PlanAnalyzer::State::OpExposure x = twin >= 0 && static_cast<std::size_t>(twin) < k
+                                                      ? sums.exposures[static_cast<std::size_t>(twin)]
+                                                      : PlanAnalyzer::State::OpExposure::of(w);
         sums.exposures.push_back(x);
         add_working_buffers(sums.buffers[w.stage], w);
         if (w.fwd_seconds != 0 || w.bwd_seconds != 0 || w.fwd_flops != 0 || w.bwd_flops != 0 || x.fwd_exposed != 0 ||
@@ -64,16 +67,17 @@ const StageTotals& Analyzer::totals() {
           sums.timed.push_back(k);
       }
     }
-    ops->buffers = sums.buffers;
-    for (std::size_t k : sums.timed) ops->add_timed(work[k], sums.exposures[k], train && recomputed(work[k].node), train);
+    made.buffers = sums.buffers;
+    for (std::size_t k : sums.timed) made.add_timed(work[k], sums.exposures[k], train && recomputed(work[k].node), train);
     if (train) {
       Offloaded offloaded;
-      saved_activations(ops->activations, nullptr, &offloaded);
+      saved_activations(made.activations, nullptr, &offloaded);
       for (std::size_t l = 0; l < offloaded.bytes.size(); ++l)
         if (const NodeId holder = offloaded.holder[l]; holder != kNone)
-          ops->fwd_compute[plan_.stage_of_node[holder]] += offloaded.fwd_seconds[l],
-              ops->bwd_compute[plan_.stage_of_node[holder]] += offloaded.bwd_seconds[l];
+          made.fwd_compute[plan_.stage_of_node[holder]] += offloaded.fwd_seconds[l],
+              made.bwd_compute[plan_.stage_of_node[holder]] += offloaded.bwd_seconds[l];
     }
+    ops.emplace(std::move(made));
   }
   const std::vector<int> zero_by_stage = plan_.effective_zero_stages();
   const bool by_stage = train && !plan_.stage_zero_stages.empty();

@@ -62,8 +62,8 @@ bool selective_recompute_is_none(const NumericGraph& ng, const hardware::Stack& 
 // Plan::recompute_layers counts these.
 std::vector<int> stage_layer_ordinals(const NumericGraph& ng, const Plan& plan, std::vector<int>* counts = nullptr);
 
-// An operator's work but its collectives (OpWork): what the analyzer copies from a twin at
-// once, the collectives only when an analysis is read.
+// An operator's work except its collectives (OpWork): what the analyzer copies from a twin
+// at once, the collectives only when an analysis is read.
 struct OpNumbers {
   NodeId node = kNone;
   int stage = 0;

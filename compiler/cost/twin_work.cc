@@ -215,8 +215,8 @@ bool Analyzer::take_twin_work(NodeId id, std::size_t position, const PlanAnalyze
   for (const auto* comms : {&theirs.fwd_comm, &theirs.bwd_comm})
     for (const CommOp& op : *comms)
       if (counterpart(node, other, op.tensor) == kNone) return false;
-  // Everything but the collectives, copied into this operator's slot (prepare_operator_work),
-  // whose collectives keep their storage until copy_pending_collectives fills it.
+  // Everything but the collectives, copied into this operator's slot (prepare_operator_work).
+  // The slot's collectives are an older plan's until copy_pending_collectives replaces them.
   OpWork& w = ops[position];
   static_cast<OpNumbers&>(w) = theirs;
   state_.collectives_of_twin[position] = static_cast<int>(twin.position);

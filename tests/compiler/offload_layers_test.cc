@@ -104,6 +104,28 @@ TEST(OffloadLayers, RefusedWhereMegatronRefusesIt) {
   EXPECT_THAT(refusal("tp=1,pp=1,mb=4,offload=1"), ::testing::HasSubstr("states no host link"));
 }
 
+// The searches' path refuses a count past the model's layers each time it is asked: the
+// sums it failed to make are not kept half made (a second ask once read them as priced).
+TEST(OffloadLayers, TheAnalyzersTotalsRefuseEveryTime) {
+  OffloadLlama m;
+  Plan p = m.plan("tp=1,pp=1,mb=4,offload=2");
+  p.offload_layers = 4;
+  const NumericGraph ng(m.graph);
+  PlanAnalyzer analyzer(m.graph, m.cluster, ng);
+  for (int ask = 0; ask < 2; ++ask)
+    EXPECT_THROW(
+        {
+          try {
+            analyzer.totals(p);
+          } catch (const std::runtime_error& e) {
+            EXPECT_THAT(e.what(), ::testing::HasSubstr("must be less than the model's 4 layers"));
+            throw;
+          }
+        },
+        std::runtime_error)
+        << "ask " << ask;
+}
+
 TEST(OffloadLayers, PlanYamlAndExports) {
   OffloadLlama m;
   const Plan plan = m.plan("tp=2,pp=1,mb=4,offload=2");
