@@ -133,7 +133,7 @@ void Analyzer::add_saved(const std::vector<SavedTensor>& saved, const std::funct
     if (ng_.facts(s.tensor).routing_table) continue;  // index-sized
     const double elements = saved_elements(s, holder);
     // The busiest expert rank keeps routed_load times the routed tokens the experts save.
-    const double load = routed_capacity_of_node(ng_, holder) == kNotRouted ? 1 : routed_load(ng_.facts(s.tensor).routed_capacity);
+    const double load = ng_.node(holder).routed_capacity == kNotRouted ? 1 : routed_load(ng_.facts(s.tensor).routed_capacity);
     const double bytes =
         load * elements * (s.mask ? 1.0 : low_precision_gemm(holder) ? low_precision_copy_bytes() / 2 : activation_bytes_);
     const int layer = ng_.node_layers()[holder];

@@ -69,11 +69,9 @@ std::vector<float> routed_capacities(const NumericGraph& ng) {
   return routed;
 }
 
-float routed_inputs_capacity(const NumericGraph& ng, NodeId id) {
+float routed_capacity_of_node(const NumericGraph& ng, NodeId id) {
   return node_capacity(ng, id, [&](TensorId t) { return ng.facts(t).routed_capacity; });
 }
-
-float routed_capacity_of_node(const NumericGraph& ng, NodeId id) { return ng.node(id).routed_capacity; }
 
 MoeLoad moe_load(const NumericGraph& ng, double imbalance) {
   MoeLoad load;

@@ -47,11 +47,9 @@ double dropped_share(double imbalance, double capacity_factor);
 std::vector<float> routed_capacities(const NumericGraph& ng);
 
 // An operator computing on routed tokens (not MoeDispatch / MoeCombine, which run on the
-// token side): its routed inputs' routing; kNotRouted for other operators.
+// token side): its routed inputs' routing; kNotRouted for other operators. Made once per
+// node by NumericGraph (NumericNode::routed_capacity), which the cost model reads.
 float routed_capacity_of_node(const NumericGraph& ng, int node);
-// The same, from the tensors' routing (TensorFacts::routed_capacity): what NumericGraph keeps
-// per node (NumericNode::routed_capacity) for routed_capacity_of_node to read.
-float routed_inputs_capacity(const NumericGraph& ng, int node);
 
 // The routing load a prediction assumed, for the reports.
 struct MoeLoad {

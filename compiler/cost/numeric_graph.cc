@@ -132,7 +132,7 @@ NumericGraph::NumericGraph(Graph& graph) : graph_(graph) {
   }
   const std::vector<float> routed = routed_capacities(*this);
   for (TensorId t = 0; t < static_cast<TensorId>(facts_.size()); ++t) facts_[t].routed_capacity = routed[t];
-  for (NodeId id = 0; id < static_cast<NodeId>(nodes_.size()); ++id) nodes_[id].routed_capacity = routed_inputs_capacity(*this, id);
+  for (NodeId id = 0; id < static_cast<NodeId>(nodes_.size()); ++id) nodes_[id].routed_capacity = routed_capacity_of_node(*this, id);
   saved_ = compiler::saved_tensors(*this);
   checkpoints_ = compiler::layer_checkpoints(*this);
   op_checkpoints_ = compiler::op_checkpoints(*this, op_checkpoint_nodes_);

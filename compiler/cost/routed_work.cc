@@ -29,7 +29,7 @@ bool Analyzer::expert_parallel() const {
 }
 
 void Analyzer::scale_routed_work(OpWork& w, const Node& node, const NumericNode& nn, const NodeCut& cut) const {
-  const double load = routed_load(routed_capacity_of_node(ng_, w.node));
+  const double load = routed_load(ng_.node(w.node).routed_capacity);
   if (load == 1) return;
   double weights = 0;  // read once whatever the tokens
   for (std::size_t i = 0; i < node.inputs.size() && i < nn.space.input_dims.size(); ++i) {
