@@ -49,6 +49,11 @@ struct PlanAnalyzer::State {
       analyzer_internal::add_working_buffers(buffers[w.stage], w);
       add_timed(w, OpExposure::of(w), recomputed, train);
     }
+    // Whether add_timed adds anything for it (views and constants add 0 to every sum).
+    static bool adds_time(const OpWork& w, const OpExposure& x) {
+      return w.fwd_seconds != 0 || w.bwd_seconds != 0 || w.fwd_flops != 0 || w.bwd_flops != 0 || x.fwd_exposed != 0 ||
+             x.fwd_beside != 0 || x.bwd_exposed != 0 || x.bwd_beside != 0;
+    }
     // Its time, collectives and FLOPs, with its exposure made before (Sums::exposures); not
     // its working buffers (Sums::buffers).
     void add_timed(const OpWork& w, const OpExposure& x, bool recomputed, bool train) {

@@ -62,9 +62,7 @@ const StageTotals& Analyzer::totals() {
                                                       : PlanAnalyzer::State::OpExposure::of(w);
         sums.exposures.push_back(x);
         add_working_buffers(sums.buffers[w.stage], w);
-        if (w.fwd_seconds != 0 || w.bwd_seconds != 0 || w.fwd_flops != 0 || w.bwd_flops != 0 || x.fwd_exposed != 0 ||
-            x.fwd_beside != 0 || x.bwd_exposed != 0 || x.bwd_beside != 0)
-          sums.timed.push_back(k);
+        if (PlanAnalyzer::State::OperatorSums::adds_time(w, x)) sums.timed.push_back(k);
       }
     }
     made.buffers = sums.buffers;
