@@ -9,7 +9,7 @@ namespace symtensor::driver {
 std::vector<std::string> split_list(const std::string& text, const char* flag);
 
 // The strategies of `--strategies`: split_list, and every name one make_plan knows
-// (the plan-file strategy aside), and megatron-mimo with `with_mimo` (compare only,
+// (the plan-file strategy aside), and megatron-mimo or symtensor-mimo with `with_mimo` (compare only,
 // compiler/report/mimo.h); throws naming the first unknown one.
 std::vector<std::string> strategy_list(const std::string& text, const char* flag, bool with_mimo = false);
 

@@ -74,7 +74,7 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--bind", cli->options.bind, "dim values, e.g. batch=8,seq=2048");
   add_attention_option(cmd, cli->attention);
   add_dim_options(cmd, cli->options.batch_dim, cli->options.sequence_dim);
-  cmd->add_option("--strategies", cli->strategies, "comma-separated: symtensor,megatron,dp,zero3 (megatron-mimo: a vision-language model as Megatron MIMO runs it, the vision tower on GPUs of its own)");
+  cmd->add_option("--strategies", cli->strategies, "comma-separated: symtensor,megatron,dp,zero3 (megatron-mimo: a vision-language model as Megatron MIMO runs it, the vision tower on GPUs of its own; symtensor-mimo: the same split, each side also planned by the SymTensor search)");
   cmd->add_option("--megatron", cli->options.megatron,
                   "Megatron knobs as constraints (tp=8,pp=2,...; the rest searched, tp, pp and mb given fix one plan); default: Megatron's best");
   cmd->add_flag("--no-simulate", cli->no_simulate, "analytic estimate only");

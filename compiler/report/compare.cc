@@ -28,7 +28,7 @@ void say(const CompareOptions& o, const std::string& line) {
 void check_compare_strategy(const std::string& name, const std::string& where, bool with_mimo) {
   std::vector<std::string> known = strategy_names();
   known.erase(std::remove(known.begin(), known.end(), "file"), known.end());
-  if (with_mimo) known.push_back(kMimoStrategy);
+  if (with_mimo) known.insert(known.end(), {kMimoStrategy, kSymtensorMimoStrategy});
   if (std::find(known.begin(), known.end(), name) != known.end()) return;
   std::string list;
   for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
@@ -80,9 +80,9 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     say(options, "compare: " + name + ": planning");
     StrategyOptions so = options.strategy;
     so.megatron = options.megatron;
-    if (name == kMimoStrategy) {  // two groups of GPUs, two plans (compiler/report/mimo.h)
+    if (is_mimo_strategy(name)) {  // two groups of GPUs, two plans (compiler/report/mimo.h)
       try {
-        s = mimo_strategy_result(graph, cluster, so, simulate, r.tokens_per_sample);
+        s = mimo_strategy_result(graph, cluster, so, simulate, r.tokens_per_sample, name);
         say(options, "compare: " + s.label + ": " + format_seconds(s.step_time_s()) + " per step (" + s.evaluator() + ")");
       } catch (const std::exception& ex) {
         s.error = ex.what();

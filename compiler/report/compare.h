@@ -31,7 +31,7 @@ struct CompareOptions {
 CompareResults run_compare(const CompareOptions& options, const hardware::Cluster& cluster);
 
 // A strategy compare can run: one make_plan knows (the plan-file strategy aside) or, with
-// `with_mimo`, megatron-mimo (compiler/report/mimo.h). Throws "WHERE: unknown strategy 'X'
+// `with_mimo`, megatron-mimo or symtensor-mimo (compiler/report/mimo.h). Throws "WHERE: unknown strategy 'X'
 // (known: ...)" for any other name.
 void check_compare_strategy(const std::string& name, const std::string& where, bool with_mimo);
 

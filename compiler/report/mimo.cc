@@ -106,12 +106,12 @@ std::optional<ModalitySplit> split_modalities(const Graph& graph) {
       if (!read) continue;
       const std::optional<double> elements = graph.symbols.evaluate(graph.tensor(t).num_elements());
       if (!elements)
-        throw std::runtime_error("megatron-mimo: tensor '" + graph.tensor(t).name + "' handed to the language model has unbound dims");
+        throw std::runtime_error("the MIMO split: tensor '" + graph.tensor(t).name + "' handed to the language model has unbound dims");
       split.boundary_elements += *elements;
     }
   }
   if (split.encoder.outputs.empty() || split.language.inputs.empty())
-    throw std::runtime_error("megatron-mimo: the vision tower hands nothing to the language model");
+    throw std::runtime_error("the MIMO split: the vision tower hands nothing to the language model");
   return split;
 }
 
@@ -122,12 +122,31 @@ double mimo_step_seconds(const MimoTimes& t) {
 }
 
 std::vector<MimoSplitChoice> mimo_splits(const hardware::Cluster& cluster) {
-  if (cluster.mixed()) throw std::runtime_error("megatron-mimo: not on a mixed fleet");
+  std::vector<MimoSplitChoice> out;
+  if (cluster.mixed()) {
+    const int groups = static_cast<int>(cluster.groups.size());
+    auto group_words = [&](int g) {
+      return fmt::format("the {} {} GPUs", cluster.groups[g].devices, cluster.groups[g].profile);
+    };
+    for (int e = 0; e < groups; ++e)
+      for (int l = 0; l < groups; ++l) {
+        if (e == l) continue;
+        MimoSplitChoice c;
+        c.where = group_words(e);
+        c.language_where = group_words(l);
+        c.encoder_cluster = hardware::group_cluster(cluster, e);
+        c.language_cluster = hardware::group_cluster(cluster, l);
+        // Every GPU of the smaller group talks to one of the other's over its link.
+        c.link_bytes_per_s = static_cast<double>(std::min(cluster.groups[e].devices, cluster.groups[l].devices)) *
+                             cluster.link_between(e, l)->bandwidth;
+        out.push_back(std::move(c));
+      }
+    return out;
+  }
   if (cluster.levels.size() > 2)  // scale_cluster's nodes are the outermost level's members
-    throw std::runtime_error("megatron-mimo: a cluster of more than two topology levels is not split yet");
+    throw std::runtime_error("the MIMO split: a cluster of more than two topology levels is not split yet");
   const int per_node = cluster.devices_per_node();
   const int nodes = cluster.num_devices() / per_node;
-  std::vector<MimoSplitChoice> out;
   const hardware::TopologyLevel& inner = cluster.levels.front();
   for (int g = 1; g < per_node; ++g) {
     MimoSplitChoice c;
@@ -154,76 +173,96 @@ std::vector<MimoSplitChoice> mimo_splits(const hardware::Cluster& cluster) {
   return out;
 }
 
-MimoResult mimo_search(const Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options) {
+bool is_mimo_strategy(const std::string& name) { return name == kMimoStrategy || name == kSymtensorMimoStrategy; }
+
+MimoResult mimo_search(const Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options,
+                       const std::string& strategy) {
+  if (!is_mimo_strategy(strategy)) throw std::logic_error("mimo_search: '" + strategy + "' is no MIMO strategy");
   std::optional<ModalitySplit> split = split_modalities(graph);
-  if (!split) throw std::runtime_error("megatron-mimo: no vision tower (no node under a vision_tower or multi_modal_projector scope)");
+  if (!split)
+    throw std::runtime_error(strategy + ": no vision tower (no node under a vision_tower or multi_modal_projector scope)");
+  const bool symtensor = strategy == kSymtensorMimoStrategy;
   StrategyOptions so = options;
   so.megatron.clear();  // each side's best is searched
+  // Each side's candidates: Megatron-best, and on the language side its best at one sample a
+  // micro-batch (more micro-batches hide more of the encoder, mimo_step_seconds, which its own
+  // step time alone does not see); symtensor-mimo adds the SymTensor search's plan of each side.
+  struct Candidate {
+    const char* strategy;
+    const char* knobs;
+  };
+  std::vector<Candidate> encoder_candidates{{"megatron", ""}};
+  std::vector<Candidate> language_candidates{{"megatron", ""}, {"megatron", "mb=1"}};
+  if (symtensor) {
+    encoder_candidates.push_back({"symtensor", ""});
+    language_candidates.push_back({"symtensor", ""});
+  }
   std::optional<MimoResult> best;
   int evaluations = 0;
   std::string last_error = "no split of the GPUs";
-  for (MimoSplitChoice& choice : mimo_splits(cluster)) {
-    EvaluatedPlan encoder;
+  // The side's plan, nullopt (and last_error) when it cannot be made or does not fit.
+  auto plan_side = [&](const Candidate& c, Graph& side, const hardware::Cluster& on, const std::string& where,
+                       const char* what) -> std::optional<EvaluatedPlan> {
+    StrategyOptions o = so;
+    o.megatron = c.knobs;
     try {
-      encoder = evaluate_strategy("megatron", split->encoder, choice.encoder_cluster, so);
+      EvaluatedPlan p = evaluate_strategy(c.strategy, side, on, o);
+      evaluations += p.evaluations;
+      if (p.estimate.fits) return p;
+      last_error = where + ": the " + what + " side does not fit";
     } catch (const std::exception& e) {
-      last_error = choice.where + ": vision: " + e.what();
-      continue;
+      last_error = where + ": " + what + ": " + e.what();
     }
-    evaluations += encoder.evaluations;
-    if (!encoder.estimate.fits) {
-      last_error = choice.where + ": the vision side does not fit";
-      continue;
-    }
-    // The language side's own best, and its best at one sample a micro-batch: more
-    // micro-batches hide more of the encoder (mimo_step_seconds), which its own step
-    // time alone does not see.
-    for (const char* knobs : {"", "mb=1"}) {
-      StrategyOptions lo = so;
-      lo.megatron = knobs;
+    return std::nullopt;
+  };
+  for (MimoSplitChoice& choice : mimo_splits(cluster)) {
+    // mimo_step_seconds grows with the encoder's step: its fastest plan is the one.
+    std::optional<EvaluatedPlan> encoder;
+    for (const Candidate& c : encoder_candidates)
+      if (auto p = plan_side(c, split->encoder, choice.encoder_cluster, choice.where, "vision"))
+        if (!encoder || p->estimate.step_time_s < encoder->estimate.step_time_s) encoder = std::move(p);
+    if (!encoder) continue;
+    for (const Candidate& c : language_candidates) {
+      std::optional<EvaluatedPlan> language = plan_side(c, split->language, choice.language_cluster, choice.where, "language");
+      if (!language) continue;
       MimoResult r;
-      try {
-        r.language = evaluate_strategy("megatron", split->language, choice.language_cluster, lo);
-      } catch (const std::exception& e) {
-        last_error = choice.where + ": language: " + e.what();
-        continue;
-      }
-      evaluations += r.language.evaluations;
-      if (!r.language.estimate.fits) {
-        last_error = choice.where + ": the language side does not fit";
-        continue;
-      }
-      r.encoder = encoder;
-      r.times = {encoder.estimate.step_time_s, r.language.estimate.step_time_s, r.language.plan.micro_batches,
+      r.language = std::move(*language);
+      r.encoder = *encoder;
+      r.times = {encoder->estimate.step_time_s, r.language.estimate.step_time_s, r.language.plan.micro_batches,
                  split->boundary_elements * activation_bytes(options.precision) / choice.link_bytes_per_s};
       r.step_s = mimo_step_seconds(r.times);
       r.split = choice;
       if (!best || r.step_s < best->step_s) best = std::move(r);
     }
   }
-  if (!best) throw std::runtime_error("megatron-mimo: no split fits (last: " + last_error + ")");
+  if (!best) throw std::runtime_error(strategy + ": no split fits (last: " + last_error + ")");
   best->evaluations = evaluations;
-  best->label = fmt::format("megatron-mimo vision on {} ({}), language on the rest ({}){}", best->split.where,
-                            best->encoder.label, best->language.label,
+  best->label = fmt::format("{} vision on {} ({}), language on {} ({}){}", strategy, best->split.where,
+                            best->encoder.label, best->split.language_where, best->language.label,
                             options.megatron.empty() ? "" : "; --megatron " + options.megatron + " not applied: each side searched");
   return *best;
 }
 
 StrategyResult mimo_strategy_result(const Graph& graph, const hardware::Cluster& cluster,
-                                    const StrategyOptions& options, bool simulate, double tokens_per_sample) {
+                                    const StrategyOptions& options, bool simulate, double tokens_per_sample,
+                                    const std::string& strategy) {
   const auto t0 = std::chrono::steady_clock::now();
-  MimoResult m = mimo_search(graph, cluster, options);
+  MimoResult m = mimo_search(graph, cluster, options, strategy);
   StrategyResult s;
-  s.strategy = kMimoStrategy;
+  s.strategy = strategy;
   s.label = m.label;
   s.ok = true;
   s.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double devices = cluster.num_devices();
-  const double n_e = m.split.encoder_cluster.num_devices(), n_l = m.split.language_cluster.num_devices();
+  const auto precision = m.language.plan.precision;
+  const double peak = hardware::total_peak(cluster, precision);
+  const double peak_e = hardware::total_peak(m.split.encoder_cluster, precision);
+  const double peak_l = hardware::total_peak(m.split.language_cluster, precision);
   const double batch = m.language.plan.global_batch;
-  // MFU over every GPU: each side's model FLOPs (mfu x its devices x its step) over the whole step.
+  // MFU over every GPU (an idle group's too): each side's model FLOPs (mfu x its peak x its
+  // step) over the whole step at the cluster's peak.
   auto combined_mfu = [&](double mfu_e, double t_e, double mfu_l, double t_l, double step) {
-    return (mfu_e * n_e * t_e + mfu_l * n_l * t_l) / (devices * step);
+    return (mfu_e * peak_e * t_e + mfu_l * peak_l * t_l) / (peak * step);
   };
   const StepEstimate& ee = m.encoder.estimate;
   const StepEstimate& le = m.language.estimate;
@@ -240,10 +279,12 @@ StrategyResult mimo_strategy_result(const Graph& graph, const hardware::Cluster&
                                       le.stage_peak_memory.end());
   s.estimate.peak_memory = std::max(ee.peak_memory, le.peak_memory);
   s.estimate.fits = ee.fits && le.fits;
-  s.memory_capacity_bytes = le.memory_capacity;  // both sides' devices are of one kind
+  // The language side's (on a mixed fleet the encoder's GPUs differ: `fits` holds each
+  // side against its own).
+  s.memory_capacity_bytes = le.memory_capacity;
   s.estimate.mfu_6n.reset();
   s.plan = m.language.plan;
-  s.plan->strategy = kMimoStrategy;
+  s.plan->strategy = strategy;
   if (!simulate) return s;
   try {
     ModalitySplit split = *split_modalities(graph);

@@ -18,6 +18,11 @@
 namespace symtensor::compiler {
 
 inline constexpr const char* kMimoStrategy = "megatron-mimo";
+// SymTensor's per-module placement: the same splits of the GPUs, each side planned by the
+// SymTensor search on its own GPUs (its own cuts, recomputation and sharding) as well as by
+// Megatron-best, the faster kept side by side; so never slower than megatron-mimo.
+inline constexpr const char* kSymtensorMimoStrategy = "symtensor-mimo";
+bool is_mimo_strategy(const std::string& name);
 
 // The graph cut where the modalities meet: `encoder` holds every node under a vision_tower or
 // multi_modal_projector scope and their ancestors, `language` every other node (Constant nodes
@@ -46,31 +51,38 @@ double mimo_step_seconds(const MimoTimes& t);
 
 // One split of the cluster's GPUs between the two sides.
 struct MimoSplitChoice {
-  std::string where;  // "1 GPU of each of 4 nodes" / "1 node"
+  std::string where;                       // the encoder's GPUs: "1 GPU of each of 4 nodes" / "1 node of 8"
+  std::string language_where = "the rest";  // the language model's
   hardware::Cluster encoder_cluster, language_cluster;
   double link_bytes_per_s = 0;  // aggregate bandwidth between the groups, per direction
 };
 // The splits tried: in each node g GPUs for the encoder and the rest for the language model
 // (the hand-off over NVLink), and, on two nodes or more, k whole nodes for the encoder (over
-// the NICs). Throws on a mixed fleet and on a cluster of more than two topology levels.
+// the NICs). On a mixed fleet, each group for the encoder and each other group for the
+// language model (the hand-off over the link between the two groups; a third group idles):
+// the tower on GPUs the language model runs slowly on. Throws on a cluster of more than two
+// topology levels.
 std::vector<MimoSplitChoice> mimo_splits(const hardware::Cluster& cluster);
 
 struct MimoResult {
   MimoSplitChoice split;
-  EvaluatedPlan encoder, language;  // each side's Megatron-best on its own GPUs
+  EvaluatedPlan encoder, language;  // each side's plan on its own GPUs
   MimoTimes times;
   double step_s = 0;
   int evaluations = 0;
   std::string label;
 };
-// Megatron-best of each side on each split; the fastest split whose two sides fit. Throws (one
-// line) when the graph is no vision-language model or no split fits.
-MimoResult mimo_search(const Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options);
+// `strategy` (kMimoStrategy or kSymtensorMimoStrategy)'s plans of each side on each split; the
+// fastest split whose two sides fit. Throws (one line) when the graph is no vision-language
+// model or no split fits.
+MimoResult mimo_search(const Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options,
+                       const std::string& strategy = kMimoStrategy);
 
 // compare's row: the estimate from mimo_search, and with `simulate` each side of the chosen
 // split simulated on its own GPUs and put together by mimo_step_seconds. The row's plan is the
 // language side's (its knobs, for the report); the label names both sides and the split.
 StrategyResult mimo_strategy_result(const Graph& graph, const hardware::Cluster& cluster,
-                                    const StrategyOptions& options, bool simulate, double tokens_per_sample);
+                                    const StrategyOptions& options, bool simulate, double tokens_per_sample,
+                                    const std::string& strategy = kMimoStrategy);
 
 }  // namespace symtensor::compiler

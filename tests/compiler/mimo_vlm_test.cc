@@ -109,6 +109,48 @@ TEST(MimoVlm, MeshSplitsUseTheLinksBetweenTheSides) {
   EXPECT_DOUBLE_EQ(splits[6].link_bytes_per_s, 2 * 7 * 1 * link);
 }
 
+// On a mixed fleet each group may hold the tower and each other the decoder, the embeddings
+// handed over the link between the two groups (the slower NIC's by default).
+TEST(MimoVlm, FleetSplitsPutEachSideOnAGroupOfItsOwn) {
+  const hardware::Cluster c = hardware::load_cluster("dgx-h100x1+pcie-l4x2");
+  const std::vector<MimoSplitChoice> splits = mimo_splits(c);
+  ASSERT_EQ(splits.size(), 2u);
+  EXPECT_EQ(splits[0].where, "the 8 dgx-h100 GPUs");
+  EXPECT_EQ(splits[0].language_where, "the 16 pcie-l4 GPUs");
+  EXPECT_EQ(splits[1].where, "the 16 pcie-l4 GPUs");
+  EXPECT_EQ(splits[1].language_where, "the 8 dgx-h100 GPUs");
+  EXPECT_EQ(splits[1].encoder_cluster.device.name, c.groups[1].device.name);
+  EXPECT_EQ(splits[1].language_cluster.device.name, c.groups[0].device.name);
+  EXPECT_FALSE(splits[1].encoder_cluster.mixed());
+  EXPECT_EQ(splits[1].encoder_cluster.num_devices(), 16);
+  EXPECT_EQ(splits[1].language_cluster.num_devices(), 8);
+  // Eight GPUs of each side talk over the link between the groups: each at its per-GPU share.
+  const double link = c.link_between(0, 1)->bandwidth;
+  EXPECT_LE(link, c.groups[1].levels.back().bandwidth);
+  for (const auto& s : splits) EXPECT_DOUBLE_EQ(s.link_bytes_per_s, 8 * link) << s.where;
+}
+
+// The row's MFU over a fleet's peaks: each side's model FLOPs at its own GPUs' peak, over the
+// step at every GPU's.
+TEST(MimoVlm, FleetRowsMfuIsOverEveryGroupsPeak) {
+  const double batch = 16;
+  Graph g = mimo_test_llava(5, batch, 4096);
+  const hardware::Cluster c = hardware::load_cluster("dgx-h100x1+pcie-l4x1");
+  const MimoResult r = mimo_search(g, c, StrategyOptions{});
+  EXPECT_TRUE(r.encoder.estimate.fits && r.language.estimate.fits);
+  EXPECT_NE(r.label.find(" language on the 8 "), std::string::npos) << r.label;
+  const StrategyResult s = mimo_strategy_result(g, c, StrategyOptions{}, false, 4096);
+  ASSERT_TRUE(s.ok);
+  const auto p = r.language.plan.precision;
+  const double peak_e = hardware::total_peak(r.split.encoder_cluster, p), peak_l = hardware::total_peak(r.split.language_cluster, p);
+  EXPECT_DOUBLE_EQ(hardware::total_peak(c, p), peak_e + peak_l);
+  EXPECT_NE(peak_e, peak_l);  // 8 H100s against 8 L4s
+  EXPECT_NEAR(s.estimate.mfu,
+              (r.encoder.estimate.mfu * peak_e * r.times.encoder_s + r.language.estimate.mfu * peak_l * r.times.language_s) /
+                  ((peak_e + peak_l) * r.step_s),
+              1e-12);
+}
+
 TEST(MimoVlm, SearchPricesItsChoiceByTheStepArithmetic) {
   const double batch = 8;
   Graph g = mimo_test_llava(5, batch, 4096);
@@ -133,6 +175,39 @@ TEST(MimoVlm, SearchPricesItsChoiceByTheStepArithmetic) {
   ASSERT_TRUE(s.ok);
   EXPECT_DOUBLE_EQ(s.step_time_s(), r.step_s);
   EXPECT_DOUBLE_EQ(s.samples_per_s(), batch / r.step_s);
+}
+
+// SymTensor's per-module placement: the same splits, each side also planned by the SymTensor
+// search. Its candidates include Megatron-MIMO's, so it is never slower; its label says which
+// search planned each side.
+TEST(MimoVlm, SymtensorMimoAddsTheSearchsPlanOfEachSideAndIsNeverSlower) {
+  const double batch = 8;
+  Graph g = mimo_test_llava(5, batch, 4096);
+  const hardware::Cluster c = hardware::scale_cluster(hardware::load_cluster("dgx-h100"), 1, 4);
+  const MimoResult megatron = mimo_search(g, c, StrategyOptions{});
+  const MimoResult symtensor = mimo_search(g, c, StrategyOptions{}, kSymtensorMimoStrategy);
+  EXPECT_LE(symtensor.step_s, megatron.step_s);
+  // The SymTensor search ran on both sides of every split, beside Megatron-best's searches.
+  EXPECT_GT(symtensor.evaluations, megatron.evaluations);
+  EXPECT_EQ(symtensor.label.rfind("symtensor-mimo vision on ", 0), 0u) << symtensor.label;
+  EXPECT_EQ(megatron.label.rfind("megatron-mimo vision on ", 0), 0u) << megatron.label;
+  for (const EvaluatedPlan* side : {&symtensor.encoder, &symtensor.language}) {
+    const bool by_search = side->label.rfind("symtensor ", 0) == 0, by_megatron = side->label.rfind("megatron ", 0) == 0;
+    EXPECT_TRUE(by_search || by_megatron) << side->label;
+    EXPECT_NE(symtensor.label.find(side->label), std::string::npos) << symtensor.label;
+  }
+  // Priced by the same arithmetic as megatron-mimo's choice.
+  EXPECT_DOUBLE_EQ(symtensor.times.encoder_s, symtensor.encoder.estimate.step_time_s);
+  EXPECT_DOUBLE_EQ(symtensor.times.language_s, symtensor.language.estimate.step_time_s);
+  EXPECT_DOUBLE_EQ(symtensor.step_s, mimo_step_seconds(symtensor.times));
+  const StrategyResult s = mimo_strategy_result(g, c, StrategyOptions{}, false, 4096, kSymtensorMimoStrategy);
+  ASSERT_TRUE(s.ok);
+  EXPECT_EQ(s.strategy, kSymtensorMimoStrategy);
+  EXPECT_DOUBLE_EQ(s.step_time_s(), symtensor.step_s);
+  // compare and the quality suite know it only where MIMO strategies are asked for.
+  EXPECT_NO_THROW(check_compare_strategy(kSymtensorMimoStrategy, "--strategies", true));
+  EXPECT_THROW(check_compare_strategy(kSymtensorMimoStrategy, "--strategies", false), std::runtime_error);
+  EXPECT_THROW(mimo_search(g, c, StrategyOptions{}, "symtensor"), std::logic_error);
 }
 
 TEST(MimoVlm, CompareSimulatesEachSideOnItsOwnGpusAndRefusesAModelWithoutATower) {
