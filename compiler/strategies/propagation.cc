@@ -113,7 +113,11 @@ class Propagator {
         const TensorId t = node.outputs[o];
         for (NodeId c : g_.tensor(t).consumers)
           for (std::size_t j = 0; j < g_.node(c).inputs.size(); ++j)
-            if (g_.node(c).inputs[j] == t) cache_.out_edges.push_back(edge(t, c, static_cast<int>(o), static_cast<int>(j)));
+            if (g_.node(c).inputs[j] == t) {
+              cache_.out_edges.push_back(edge(t, c, static_cast<int>(o), static_cast<int>(j)));
+              const std::string& op = g_.node(c).op_type;
+              cache_.out_edges.back().reads_dims_only = g_.node(c).domain.empty() && (op == "Shape" || op == "Size");
+            }
       }
       cache_.in_start.push_back(static_cast<int>(cache_.in_edges.size()));
       cache_.out_start.push_back(static_cast<int>(cache_.out_edges.size()));
@@ -352,7 +356,8 @@ class Propagator {
     for (const auto& e : inputs_of(n))
       if (e.other != kNone && decided_[e.other]) total += edge_bytes(e, producer_sharding(e), input_layout(n, e.own, e.rank, cut));
     for (const auto& e : outputs_of(n))
-      if (decided_[e.other] && e.other != n) total += edge_bytes(e, output_layout(n, e.own, e.rank, cut), consumer_sharding(e));
+      if (decided_[e.other] && e.other != n && !e.reads_dims_only)
+        total += edge_bytes(e, output_layout(n, e.own, e.rank, cut), consumer_sharding(e));
     return total;
   }
 

@@ -8,7 +8,7 @@
 // outputs' dims map to take the axes splitting those dims in each decided consumer's
 // input sharding; the merge of all of these; its current cut; no cut. The candidate with
 // the fewest redistribution bytes (compiler/sharding/redistribution.h) on the edges to
-// its decided neighbours wins; ties go to the candidate that divides the work most ways,
+// its decided neighbours (a Shape or Size consumer reads no data: no bytes) wins; ties go to the candidate that divides the work most ways,
 // then to the earliest. Passes run forward then backward over the topological order until
 // no cut changes (at most `kMaxPropagationPasses` pairs).
 //
@@ -56,6 +56,9 @@ struct PropagationCache {
     int others = 0;        // the producer's output index or the consumer's input index
     int rank = 0;
     double element_bytes = 1;
+    // An output edge to a Shape or Size: it reads the tensor's dims, never its data, so any
+    // layout serves it (a rank's own dims are its piece's, as in the sharded program).
+    bool reads_dims_only = false;
   };
   std::vector<Edge> in_edges, out_edges;
   std::vector<int> in_start, out_start;  // node n's edges: [start[n], start[n+1])

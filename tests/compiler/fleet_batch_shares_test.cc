@@ -16,6 +16,7 @@
 #include "compiler/search/fleet_estimate.h"
 #include "compiler/search/fleet_search.h"
 #include "compiler/search/fleet_shares.h"
+#include "compiler/sharding/cut_sharding.h"
 #include "compiler/strategies/megatron.h"
 #include "tests/compiler/search_test_util.h"
 #include "tests/compiler/sim_result_compare.h"
@@ -258,6 +259,33 @@ TEST(FleetBatchShares, PerMicroBatchCollectivesAcrossGroupsAreRefused) {
   Plan plan = make_megatron_plan(graph, fleet, k, {});
   plan.group_micro_batches = {12, 6};
   EXPECT_THROW(simulate_plan_lean(graph, plan, fleet), std::runtime_error);
+}
+
+// A vision-language model's batch shares: CLIP expands its class token to the batch that a
+// Shape reads off the patch embeddings. Propagation once priced that read as a gather of the
+// whole tensor and kept the patch convolution whole on every rank; its gradient was then
+// all-gathered every micro-batch, which groups running different counts cannot share, and the
+// lowering refused the plan. A Shape reads dims only: the convolution is cut with the batch.
+TEST(FleetBatchShares, AVisionLanguageModelsPatchConvolutionIsCutWithTheBatch) {
+  models::Overrides o;
+  o.image_tiles = 1;
+  o.layers = 2;
+  Graph graph = symtensor::testing::zoo_graph("llava-1.5-7b", o, 48, 1024);
+  const hardware::Cluster fleet = symtensor::testing::h100_a100_fleet();
+  Plan plan = shares_plan(graph, fleet, {4, 1});  // 8 x 4 + 16 x 1 = 24 replicas x 2
+  ASSERT_EQ(plan.micro_batches, 2);
+  const hardware::DeviceMesh mesh = plan_mesh(plan, fleet);
+  int convolutions = 0;
+  for (NodeId n = 0; n < static_cast<NodeId>(graph.nodes().size()); ++n) {
+    if (graph.node(n).op_type != "Conv") continue;
+    ++convolutions;
+    EXPECT_EQ(cut_ways(plan.node_cuts[n], mesh), 24) << graph.node(n).name;  // one image a replica
+  }
+  EXPECT_EQ(convolutions, 1);
+  const SimulationReport r = simulate_plan_lean(graph, plan, fleet).report;
+  EXPECT_GT(r.step_time_s, 0);
+  EXPECT_GT(shares_class(r, "dgx-h100").compute_s, 0);  // four micro-batches on each H100
+  EXPECT_GT(shares_class(r, "dgx-a100").compute_s, 0);  // one on each A100
 }
 
 }  // namespace

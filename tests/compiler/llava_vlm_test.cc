@@ -100,13 +100,17 @@ TEST(LlavaVlm, PlanLabelReadsTheLanguageModelsDegrees) {
   EXPECT_EQ(d.micro_batches, 2);
 }
 
-// LLaVA-1.5 7B with 5 tiles, batch 112, on 32 H100 under the Megatron stack (the quality
-// suite's row): tp=2 x dp=16 runs one micro-batch of 7 samples but misses its memory by 0.3 GB;
-// recomputing every layer it is slower than Megatron-best's tp=2 x cp=2. The SymTensor search tries the fastest layouts that
-// memory forces to recompute with only the layers they need: here one, and it beats both.
+// LLaVA-1.5 7B with 5 tiles, batch 112, on 32 H100 under the Megatron stack with 6% memory
+// headroom: tp=2 x dp=16 runs one micro-batch of 7 samples but misses its memory by 0.7 GB
+// (75.5 GiB of 74.9; at the default 5% it fits, since the patch convolution is cut with the
+// batch); recomputing every layer it is slower than Megatron-best's tp=2 x cp=2. The SymTensor
+// search tries the fastest layouts that memory forces to recompute with only the layers they
+// need: here one, and it beats both.
 TEST(LlavaVlm, SearchRecomputesOnlyTheLayersALayoutNeeds) {
   Graph g = import_llava(5, 112, 4096);
-  const hardware::Cluster cluster = hardware::with_software(symtensor::testing::cluster_of("dgx-h100", 4, 8), {"megatron"});
+  hardware::Software megatron{"megatron"};
+  megatron.memory_headroom = 0.06;
+  const hardware::Cluster cluster = hardware::with_software(symtensor::testing::cluster_of("dgx-h100", 4, 8), megatron);
   const MegatronSearchResult best = megatron_search(g, cluster, StrategyOptions{});
   const SearchResult s = symtensor_search(g, cluster, StrategyOptions{});
   ASSERT_TRUE(s.estimate.fits) << s.summary;
