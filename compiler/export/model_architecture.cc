@@ -232,7 +232,7 @@ class ArchitectureReader {
       const Node& node = g_.node(p);
       const OpKind k = spaces_[p].kind;
       if (k == OpKind::gemm || k == OpKind::attention || k == OpKind::softmax || k == OpKind::normalization ||
-          node.op_type == "Shape" || node.op_type == "Size")
+          reads_dims_only(node))
         continue;
       const std::size_t follow = data_first.count(node.op_type) ? std::min<std::size_t>(1, node.inputs.size()) : node.inputs.size();
       for (std::size_t i = 0; i < follow; ++i) queue.push_back(node.inputs[i]);

@@ -41,6 +41,12 @@ inline bool reduction_cut_is_partial_sum(OpKind kind) {
   return kind != OpKind::softmax && kind != OpKind::normalization && kind != OpKind::attention;
 }
 
+// Shape and Size (ai.onnx): they read their input's dims, never its data, so no layout of
+// the input is asked for (their iteration space has no operand for it).
+inline bool reads_dims_only(const Node& node) {
+  return node.domain.empty() && (node.op_type == "Shape" || node.op_type == "Size");
+}
+
 struct IterationSpace;
 // The same for one loop of a space: also not when an output indexes the reduction loop, a
 // scan (CumSum) or a selection (TopK), whose cut pieces do not add up to the result.

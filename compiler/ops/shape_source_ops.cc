@@ -20,8 +20,7 @@ using namespace ops;
 IterationSpace source_space(const OpContext& ctx) {
   IterationSpace s;
   s.kind = OpKind::data_movement;
-  const bool reads_metadata = ctx.node.op_type == "Shape" || ctx.node.op_type == "Size";
-  if (!reads_metadata)
+  if (!reads_dims_only(ctx.node))
     for (const Tensor* t : ctx.inputs) s.input_dims.emplace_back(t ? t->shape.size() : 0, -1);
   for (const Tensor* t : ctx.outputs) {
     s.output_dims.emplace_back(t ? t->shape.size() : 0, -1);

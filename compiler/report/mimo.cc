@@ -136,9 +136,13 @@ std::vector<MimoSplitChoice> mimo_splits(const hardware::Cluster& cluster) {
         c.language_where = group_words(l);
         c.encoder_cluster = hardware::group_cluster(cluster, e);
         c.language_cluster = hardware::group_cluster(cluster, l);
+        const hardware::GroupLink* link = cluster.link_between(e, l);
+        if (!link)
+          throw std::runtime_error(fmt::format("the MIMO split: the fleet states no link between {} and {}",
+                                               cluster.groups[e].profile, cluster.groups[l].profile));
         // Every GPU of the smaller group talks to one of the other's over its link.
-        c.link_bytes_per_s = static_cast<double>(std::min(cluster.groups[e].devices, cluster.groups[l].devices)) *
-                             cluster.link_between(e, l)->bandwidth;
+        c.link_bytes_per_s =
+            static_cast<double>(std::min(cluster.groups[e].devices, cluster.groups[l].devices)) * link->bandwidth;
         out.push_back(std::move(c));
       }
     return out;
@@ -279,8 +283,8 @@ StrategyResult mimo_strategy_result(const Graph& graph, const hardware::Cluster&
                                       le.stage_peak_memory.end());
   s.estimate.peak_memory = std::max(ee.peak_memory, le.peak_memory);
   s.estimate.fits = ee.fits && le.fits;
-  // The language side's (on a mixed fleet the encoder's GPUs differ: `fits` holds each
-  // side against its own).
+  // The language side's. On a mixed fleet the encoder's GPUs differ: `fits` holds each side
+  // against its own, and the peak (the larger side's) may be the encoder's, held against its own.
   s.memory_capacity_bytes = le.memory_capacity;
   s.estimate.mfu_6n.reset();
   s.plan = m.language.plan;

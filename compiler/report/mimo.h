@@ -59,9 +59,8 @@ struct MimoSplitChoice {
 // The splits tried: in each node g GPUs for the encoder and the rest for the language model
 // (the hand-off over NVLink), and, on two nodes or more, k whole nodes for the encoder (over
 // the NICs). On a mixed fleet, each group for the encoder and each other group for the
-// language model (the hand-off over the link between the two groups; a third group idles):
-// the tower on GPUs the language model runs slowly on. Throws on a cluster of more than two
-// topology levels.
+// language model (the hand-off over the link between the two groups; a third group idles).
+// Throws on a cluster of more than two topology levels and on a fleet missing a link.
 std::vector<MimoSplitChoice> mimo_splits(const hardware::Cluster& cluster);
 
 struct MimoResult {

@@ -32,7 +32,7 @@ std::vector<bool> activations(const Graph& g, const std::vector<NodeId>& order) 
       any_weight |= g.tensor(t).is_parameter;
     }
     Kind out = any_activation || (any_input && any_weight) ? activation : any_input ? input_like : fixed;
-    if (node.op_type == "Shape" || node.op_type == "Size") out = fixed;
+    if (reads_dims_only(node)) out = fixed;
     for (TensorId t : node.outputs)
       if (t != kNone) kind[t] = g.tensor(t).is_constant || g.tensor(t).is_parameter ? fixed : out;
   }

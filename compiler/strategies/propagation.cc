@@ -115,8 +115,7 @@ class Propagator {
           for (std::size_t j = 0; j < g_.node(c).inputs.size(); ++j)
             if (g_.node(c).inputs[j] == t) {
               cache_.out_edges.push_back(edge(t, c, static_cast<int>(o), static_cast<int>(j)));
-              const std::string& op = g_.node(c).op_type;
-              cache_.out_edges.back().reads_dims_only = g_.node(c).domain.empty() && (op == "Shape" || op == "Size");
+              cache_.out_edges.back().reads_dims_only = reads_dims_only(g_.node(c));
             }
       }
       cache_.in_start.push_back(static_cast<int>(cache_.in_edges.size()));
@@ -244,7 +243,7 @@ class Propagator {
       sig.push_back(-2);
       for (const auto& e : outputs_of(id)) {
         sig.insert(sig.end(), {static_cast<double>(e.own), static_cast<double>(e.rank), e.element_bytes,
-                               static_cast<double>(e.other == id)});
+                               static_cast<double>(e.other == id), static_cast<double>(e.reads_dims_only)});
         shape(e.tensor);
       }
       cache_.node_class[id] = ids.try_emplace(sig, static_cast<int>(ids.size())).first->second;

@@ -7,10 +7,11 @@
 // axes splitting those dims in each decided producer's output sharding; the loops its
 // outputs' dims map to take the axes splitting those dims in each decided consumer's
 // input sharding; the merge of all of these; its current cut; no cut. The candidate with
-// the fewest redistribution bytes (compiler/sharding/redistribution.h) on the edges to
-// its decided neighbours (a Shape or Size consumer reads no data: no bytes) wins; ties go to the candidate that divides the work most ways,
-// then to the earliest. Passes run forward then backward over the topological order until
-// no cut changes (at most `kMaxPropagationPasses` pairs).
+// the fewest redistribution bytes (compiler/sharding/redistribution.h) on the edges to its
+// decided neighbours (none to a Shape or Size, which read dims only) wins; ties go to the
+// candidate that divides the work most ways, then to the earliest. Passes run forward then
+// backward over the topological order until no cut changes (at most `kMaxPropagationPasses`
+// pairs).
 //
 // Never proposed: a loop cut by axes whose product does not divide its extent (when the
 // extent is a number after the graph's bindings), a cut of a softmax or normalization
@@ -56,8 +57,9 @@ struct PropagationCache {
     int others = 0;        // the producer's output index or the consumer's input index
     int rank = 0;
     double element_bytes = 1;
-    // An output edge to a Shape or Size: it reads the tensor's dims, never its data, so any
-    // layout serves it (a rank's own dims are its piece's, as in the sharded program).
+    // An output edge to a Shape or Size (reads_dims_only): it reads the tensor's dims, never
+    // its data, so no layout is asked of the tensor (the sharded program folds the Shape to
+    // the global dims). Part of the node's class (classify_nodes).
     bool reads_dims_only = false;
   };
   std::vector<Edge> in_edges, out_edges;

@@ -119,6 +119,8 @@ TEST(LlavaVlm, SearchRecomputesOnlyTheLayersALayoutNeeds) {
   EXPECT_GT(s.plan.recompute_layers[0], 0);
   EXPECT_LT(s.plan.recompute_layers[0], 32);
   EXPECT_LT(s.estimate.step_time_s, best.estimate.step_time_s) << s.summary << " vs " << to_string(best.knobs);
+  EXPECT_EQ(best.knobs.tp, 2) << to_string(best.knobs);
+  EXPECT_EQ(best.knobs.cp, 2) << to_string(best.knobs);
   Plan fewer = s.plan;
   --fewer.recompute_layers[0];
   EXPECT_FALSE(estimate_step(analyze_plan(g, cluster, fewer), fewer, cluster).fits);

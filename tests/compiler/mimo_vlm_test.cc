@@ -124,10 +124,20 @@ TEST(MimoVlm, FleetSplitsPutEachSideOnAGroupOfItsOwn) {
   EXPECT_FALSE(splits[1].encoder_cluster.mixed());
   EXPECT_EQ(splits[1].encoder_cluster.num_devices(), 16);
   EXPECT_EQ(splits[1].language_cluster.num_devices(), 8);
-  // Eight GPUs of each side talk over the link between the groups: each at its per-GPU share.
+  // Eight GPUs of each side talk over the link between the groups, by default the slower of
+  // the two groups' NICs (per GPU, per direction).
   const double link = c.link_between(0, 1)->bandwidth;
-  EXPECT_LE(link, c.groups[1].levels.back().bandwidth);
+  EXPECT_DOUBLE_EQ(link, std::min(c.groups[0].levels.back().bandwidth, c.groups[1].levels.back().bandwidth));
   for (const auto& s : splits) EXPECT_DOUBLE_EQ(s.link_bytes_per_s, 8 * link) << s.where;
+  // A fleet that states no link between two groups cannot be split: one line naming them.
+  hardware::Cluster unlinked = c;
+  unlinked.group_links.clear();
+  try {
+    mimo_splits(unlinked);
+    ADD_FAILURE() << "a fleet without links was split";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no link between dgx-h100 and pcie-l4"), std::string::npos) << e.what();
+  }
 }
 
 // The row's MFU over a fleet's peaks: each side's model FLOPs at its own GPUs' peak, over the
@@ -137,8 +147,10 @@ TEST(MimoVlm, FleetRowsMfuIsOverEveryGroupsPeak) {
   Graph g = mimo_test_llava(5, batch, 4096);
   const hardware::Cluster c = hardware::load_cluster("dgx-h100x1+pcie-l4x1");
   const MimoResult r = mimo_search(g, c, StrategyOptions{});
-  EXPECT_TRUE(r.encoder.estimate.fits && r.language.estimate.fits);
-  EXPECT_NE(r.label.find(" language on the 8 "), std::string::npos) << r.label;
+  // The decoder on the H100s, the tower on the L4s.
+  EXPECT_EQ(r.split.language_cluster.device.name, c.groups[0].device.name);
+  EXPECT_EQ(r.split.encoder_cluster.device.name, c.groups[1].device.name);
+  EXPECT_NE(r.label.find(" language on the 8 dgx-h100 GPUs "), std::string::npos) << r.label;
   const StrategyResult s = mimo_strategy_result(g, c, StrategyOptions{}, false, 4096);
   ASSERT_TRUE(s.ok);
   const auto p = r.language.plan.precision;
@@ -204,7 +216,7 @@ TEST(MimoVlm, SymtensorMimoAddsTheSearchsPlanOfEachSideAndIsNeverSlower) {
   ASSERT_TRUE(s.ok);
   EXPECT_EQ(s.strategy, kSymtensorMimoStrategy);
   EXPECT_DOUBLE_EQ(s.step_time_s(), symtensor.step_s);
-  // compare and the quality suite know it only where MIMO strategies are asked for.
+  // Known where a MIMO row can be made (compare, the quality suite), not elsewhere (sweep).
   EXPECT_NO_THROW(check_compare_strategy(kSymtensorMimoStrategy, "--strategies", true));
   EXPECT_THROW(check_compare_strategy(kSymtensorMimoStrategy, "--strategies", false), std::runtime_error);
   EXPECT_THROW(mimo_search(g, c, StrategyOptions{}, "symtensor"), std::logic_error);
