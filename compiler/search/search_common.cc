@@ -77,10 +77,12 @@ bool Evaluation::better_than(const Evaluation& other) const {
   return better_estimate(estimate, other.estimate);
 }
 
-UpwardWalk::UpwardWalk(int patience) : patience_(patience), best_(std::numeric_limits<double>::infinity()) {}
+UpwardWalk::UpwardWalk(int patience, double bar)
+    : patience_(patience), best_(std::numeric_limits<double>::infinity()), bar_(bar) {}
 
 bool UpwardWalk::stop(double step_time) {
-  if (best_ < std::numeric_limits<double>::infinity() && !(step_time < best_)) return ++worse_ >= patience_;
+  const double beat = std::min(best_, bar_);
+  if (beat < std::numeric_limits<double>::infinity() && !(step_time < beat)) return ++worse_ >= patience_;
   worse_ = 0;
   best_ = std::min(best_, step_time);
   return false;

@@ -39,18 +39,20 @@ struct Evaluation {
 // A knob walked upwards (micro-batch counts, pipeline depths) while the step time drops.
 // After each value, stop(t) with its best step time (infinity when none of its plans
 // fits) says whether to stop: once something has fit, after `patience` values in a row
-// that are no better than the best so far.
+// that are no better than the best so far. `bar`: a step time already reached by a plan
+// found elsewhere (a seed); values no better than it count as not better either.
 class UpwardWalk {
  public:
-  explicit UpwardWalk(int patience = 1);
+  explicit UpwardWalk(int patience = 1, double bar = std::numeric_limits<double>::infinity());
   bool stop(double step_time);
   bool stopped() const { return worse_ >= patience_; }  // whether stop() has said so
-  double best() const { return best_; }  // infinity until something fits
+  double best() const { return best_; }  // the walk's own best; infinity until something fits
 
  private:
   int patience_;
   int worse_ = 0;
   double best_;
+  double bar_;
 };
 
 Evaluation evaluate_plan(Graph& graph, const hardware::Cluster& cluster, const Plan& plan);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -94,14 +95,23 @@ class Search {
     stage_boundaries_ = static_cast<int>(stage_boundary_candidates(ng_, 1).size());
 
     std::string last_error;
+    // The Megatron-layout seed is searched first, its step a bar for the depth walk below;
+    // it is considered as a candidate after the level step, as the other seeds.
+    search_megatron_seed();
+    const double bar = megatron_seed_ && megatron_seed_->estimate.fits ? megatron_seed_->estimate.step_time_s : kInfinity;
     for (double memory_weight : {0.0, -1.0}) {
       memory_weight_ = memory_weight < 0 ? escalated_memory_weight() : memory_weight;
       // Step time is close to unimodal in the micro-batch count (the bubble shrinks, the
       // per-micro-batch kernels and collectives get less efficient) and in the pipeline
       // depth: the counts go up until one is worse than the best before it, the depths
       // until two in a row are (deeper pipelines need fewer ZeRO and recompute options,
-      // which makes the depth curve bumpier). Both only once something fits.
-      UpwardWalk depths(2);
+      // which makes the depth curve bumpier). Both only once something fits. For the
+      // depths the seed's step counts as the best before: on DeepSeek-V3 the level step's
+      // plans price 30-60x the seed's at the first depths (exposed expert-dispatch
+      // communication the level problem does not see), and the walk went on to 256 stages
+      // for none of them to win. (Bounding the counts too lost 0.3% on LLaMA-2 13B on 16 L4,
+      // whose first count at a depth is the slowest.)
+      UpwardWalk depths(2, bar);
       for (int pp : pipeline_candidates()) {
         UpwardWalk counts;
         for (int m : micro_batch_candidates(B, pp)) {
@@ -439,17 +449,24 @@ class Search {
   // stages) is another point the level step misses: cutting one axis at a time, it prices
   // a weight replicated on that axis by the gradient reduction alone, not by the ZeRO
   // traffic or the memory that replication costs once every axis replicates it. The cheap
-  // part of Megatron's space (MegatronSpace::seed) is priced; when better, it becomes the
-  // start of the refinement. Models without transformer layers have no such seed.
-  void consider_megatron_seed(const std::string& name) {
+  // part of Megatron's space (MegatronSpace::seed) is priced before the level step (its step
+  // bounds the depth walk) and considered after it; when better, it becomes the start of the
+  // refinement. Models without transformer layers have no such seed, nor has the exact
+  // solver's search (the level step alone).
+  void search_megatron_seed() {
     if (search_.solver == LevelSolver::ilp) return;
-    MegatronSearchResult r;
     try {
-      r = megatron_search(analyzer_, options_, MegatronSpace::seed);
+      megatron_seed_ = megatron_search(analyzer_, options_, MegatronSpace::seed);
     } catch (const std::exception&) {
       return;
     }
-    evaluations_ += r.evaluations;
+    evaluations_ += megatron_seed_->evaluations;
+  }
+
+  void consider_megatron_seed(const std::string& name) {
+    if (!megatron_seed_) return;
+    MegatronSearchResult r = std::move(*megatron_seed_);
+    megatron_seed_.reset();
     Evaluation e;
     e.valid = true;
     e.estimate = r.estimate;
@@ -660,6 +677,7 @@ class Search {
   std::vector<NodeCut> best_levels_;
   double best_objective_ = 0;
   std::string best_seed_;  // the Megatron knobs of the seed the best plan came from, if it did
+  std::optional<MegatronSearchResult> megatron_seed_;  // search_megatron_seed's, until considered
   std::string best_target_seed_;  // the target whose bounded search gave the best plan, if one did
   int evaluations_ = 0;
   int refine_moves_ = 0, refine_kept_ = 0;
