@@ -81,10 +81,16 @@ UpwardWalk::UpwardWalk(int patience, double bar)
     : patience_(patience), best_(std::numeric_limits<double>::infinity()), bar_(bar) {}
 
 bool UpwardWalk::stop(double step_time) {
+  constexpr double kNothingFits = std::numeric_limits<double>::infinity();
   const double beat = std::min(best_, bar_);
-  if (beat < std::numeric_limits<double>::infinity() && !(step_time < beat)) return ++worse_ >= patience_;
+  if (!(step_time < beat)) {
+    // No better than the best before: counted once the walk has fit something, or, with a
+    // bar, when this value fits (a value where nothing fits does not count against a bar).
+    if (best_ < kNothingFits || (beat < kNothingFits && step_time < kNothingFits)) return ++worse_ >= patience_;
+    return false;
+  }
   worse_ = 0;
-  best_ = std::min(best_, step_time);
+  best_ = step_time;
   return false;
 }
 

@@ -40,7 +40,9 @@ struct Evaluation {
 // After each value, stop(t) with its best step time (infinity when none of its plans
 // fits) says whether to stop: once something has fit, after `patience` values in a row
 // that are no better than the best so far. `bar`: a step time already reached by a plan
-// found elsewhere (a seed); values no better than it count as not better either.
+// found elsewhere (a seed); a value that fits and is no better than it counts as not
+// better, from the first value on (one where nothing fits counts only once the walk's own
+// values have fit).
 class UpwardWalk {
  public:
   explicit UpwardWalk(int patience = 1, double bar = std::numeric_limits<double>::infinity());

@@ -95,8 +95,9 @@ class Search {
     stage_boundaries_ = static_cast<int>(stage_boundary_candidates(ng_, 1).size());
 
     std::string last_error;
-    // The Megatron-layout seed is searched first, its step a bar for the depth walk below;
-    // it is considered as a candidate after the level step, as the other seeds.
+    // The Megatron-layout seed is searched first, its step (before recomputing fewer layers:
+    // a bar no lower than the seed's best) a bar for the depth walk below; it is considered
+    // as a candidate after the level step, as the other seeds.
     search_megatron_seed();
     const double bar = megatron_seed_ && megatron_seed_->estimate.fits ? megatron_seed_->estimate.step_time_s : kInfinity;
     for (double memory_weight : {0.0, -1.0}) {
@@ -106,7 +107,8 @@ class Search {
       // depth: the counts go up until one is worse than the best before it, the depths
       // until two in a row are (deeper pipelines need fewer ZeRO and recompute options,
       // which makes the depth curve bumpier). Both only once something fits. For the
-      // depths the seed's step counts as the best before: on DeepSeek-V3 the level step's
+      // depths the seed's step counts as the best before (a depth where nothing fits does
+      // not count against it): on DeepSeek-V3 the level step's
       // plans price 30-60x the seed's at the first depths (exposed expert-dispatch
       // communication the level problem does not see), and the walk went on to 256 stages
       // for none of them to win. (Bounding the counts too lost 0.3% on LLaMA-2 13B on 16 L4,

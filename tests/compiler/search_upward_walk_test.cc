@@ -28,9 +28,19 @@ TEST(UpwardWalk, StopsAfterItsPatienceOnceSomethingFits) {
 
 TEST(UpwardWalk, ABarCountsAsTheBestBefore) {
   UpwardWalk walk(2, 5);
-  EXPECT_FALSE(walk.stop(40));  // worse than the bar, though the first value
-  EXPECT_TRUE(walk.stop(kNothingFits));
+  EXPECT_FALSE(walk.stop(40));           // worse than the bar, though the first value
+  EXPECT_FALSE(walk.stop(kNothingFits));  // nothing fits: not counted against the bar
+  EXPECT_TRUE(walk.stop(50));
   EXPECT_EQ(walk.best(), kNothingFits);  // its own best: none beat the bar
+
+  // Depths where nothing fits do not end a walk with a bar: deeper ones may fit.
+  UpwardWalk tight(2, 5);
+  EXPECT_FALSE(tight.stop(kNothingFits));
+  EXPECT_FALSE(tight.stop(kNothingFits));
+  EXPECT_FALSE(tight.stop(kNothingFits));
+  EXPECT_FALSE(tight.stop(4));
+  EXPECT_FALSE(tight.stop(kNothingFits));  // once the walk has fit, it counts
+  EXPECT_TRUE(tight.stop(kNothingFits));
 
   UpwardWalk beaten(2, 5);
   EXPECT_FALSE(beaten.stop(6));
