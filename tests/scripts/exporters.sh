@@ -6,7 +6,7 @@
 # 1e-4, atol 1e-5). A strategy that does not apply must say why in one line, and no plan is
 # refused for an uneven split. Among them (#31): a ViT of 17 tokens, PyTorch's seq-major
 # nn.TransformerEncoder, a stride-2 CNN exported with dynamic H and W (bound 33) and a
-# capacity-routed MoE.
+# capacity-routed MoE; and (#32) a LLaVA-style vision-language model.
 # Usage: bash exporters.sh SYMTENSOR_BINARY SOURCE_ROOT
 set -euo pipefail
 symtensor="$1"
@@ -73,9 +73,22 @@ done <"$work/models/models.txt"
 # under megatron:tp=2 cut their first layer like the others.
 # A must is NAME:STRATEGY, the strategy as verified.txt records it (megatron:tp=2 included).
 for must in vit:dp vit:megatron vit:megatron:tp=2 seq_major_encoder:megatron seq_major_encoder:megatron:tp=2 \
-  bert_padding_mask:megatron:tp=2 seq_major_encoder:dp odd_stride_cnn:symtensor odd_stride_cnn:dp moe_capacity:symtensor; do
+  bert_padding_mask:megatron:tp=2 seq_major_encoder:dp odd_stride_cnn:symtensor odd_stride_cnn:dp moe_capacity:symtensor \
+  tiny_vlm:symtensor tiny_vlm:megatron tiny_vlm:dp; do
   for gpus in 2 4 6; do
     grep -qx "${must%%:*} ${must#*:} $gpus" "$work/verified.txt" || fail "${must%%:*} ${must#*:} x$gpus did not verify"
   done
 done
+# The PyTorch-exported vision-language model (#32): MIMO's split finds its tower by the module
+# scopes PyTorch writes (/vision_tower/, /multi_modal_projector/), and Megatron's layout cuts the
+# patch convolution with the batch (its class token's Expand reads the patches' Shape).
+vlm="$work/models/tiny_vlm.onnx"
+"$symtensor" compare "$vlm" --cluster dgx-a100 --gpus 4 --bind batch=12,seq=8 --strategies symtensor,megatron-mimo \
+  --no-simulate -o "$work/vlm_compare" >"$work/vlm.log" 2>&1 || { cat "$work/vlm.log" >&2; fail "tiny_vlm: compare failed"; }
+grep -q "megatron-mimo vision on " "$work/vlm.log" || { cat "$work/vlm.log" >&2; fail "tiny_vlm: no MIMO split"; }
+"$symtensor" compile "$vlm" --cluster dgx-a100 --gpus 4 --bind batch=12,seq=8 --strategy megatron -o "$work/vlm_plan" \
+  >"$work/vlm.log" 2>&1 || { cat "$work/vlm.log" >&2; fail "tiny_vlm: compile failed"; }
+grep -q "op: Conv, stage: 0, cut: {n: \[gpu\]}" "$work/vlm_plan/plan.yaml" \
+  || fail "tiny_vlm: the patch convolution is not cut with the batch: $(grep 'op: Conv' "$work/vlm_plan/plan.yaml")"
+echo "tiny_vlm: MIMO split found, patch convolution cut with the batch"
 echo "exporters: $verified plans verified, $refused refused with a reason"

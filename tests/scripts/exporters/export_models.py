@@ -104,6 +104,67 @@ class TinyLlama(nn.Module):
         return self.lm_head(self.norm(x))
 
 
+# ---- A vision-language model as LLaVA writes it ---------------------------------------------
+class ClipLayer(nn.Module):
+    def __init__(self, h=32, heads=2, inter=64):
+        super().__init__()
+        self.heads, self.d = heads, h // heads
+        self.layer_norm1 = nn.LayerNorm(h)
+        self.q_proj, self.k_proj, self.v_proj, self.out_proj = (nn.Linear(h, h) for _ in range(4))
+        self.layer_norm2 = nn.LayerNorm(h)
+        self.fc1, self.fc2 = nn.Linear(h, inter), nn.Linear(inter, h)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        hs = self.layer_norm1(x)
+        q, k, v = (p(hs).view(b, s, self.heads, self.d).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
+        attn = torch.softmax(q @ k.transpose(2, 3) / math.sqrt(self.d), dim=-1) @ v
+        x = x + self.out_proj(attn.transpose(1, 2).reshape(b, s, -1))
+        return x + self.fc2(F.gelu(self.fc1(self.layer_norm2(x))))
+
+
+class TinyVisionTower(nn.Module):
+    """CLIP's vision model: patches by a strided convolution, a class token expanded to the
+    batch, learned positions, pre-norm layers; LLaVA reads the patch features."""
+
+    def __init__(self, h=32, patch=8, image=32, layers=2):
+        super().__init__()
+        self.patch_embedding = nn.Conv2d(3, h, patch, stride=patch, bias=False)
+        self.class_embedding = nn.Parameter(torch.randn(h))
+        self.position_embedding = nn.Embedding((image // patch) ** 2 + 1, h)
+        self.pre_layrnorm = nn.LayerNorm(h)
+        self.layers = nn.ModuleList([ClipLayer(h) for _ in range(layers)])
+
+    def forward(self, pixel_values):
+        x = self.patch_embedding(pixel_values).flatten(2).transpose(1, 2)
+        x = torch.cat([self.class_embedding.expand(x.shape[0], 1, -1), x], dim=1) + self.position_embedding.weight
+        x = self.pre_layrnorm(x)
+        for layer in self.layers:
+            x = layer(x)
+        return x[:, 1:]
+
+
+class TinyVlm(nn.Module):
+    """LLaVA: the tower's patch features through a two-layer projector take the first positions
+    of the sequence, the text's embeddings the rest, one decoder over both."""
+
+    def __init__(self, vocab=128, h=64, vision_h=32, layers=2):
+        super().__init__()
+        self.vision_tower = TinyVisionTower(vision_h)
+        self.multi_modal_projector = nn.Sequential(nn.Linear(vision_h, h), nn.GELU(), nn.Linear(h, h))
+        self.embed_tokens = nn.Embedding(vocab, h)
+        self.layers = nn.ModuleList([LlamaBlock(h) for _ in range(layers)])
+        self.norm = RMSNorm(h)
+        self.lm_head = nn.Linear(h, vocab, bias=False)
+
+    def forward(self, pixel_values, input_ids):
+        x = torch.cat([self.multi_modal_projector(self.vision_tower(pixel_values)), self.embed_tokens(input_ids)], dim=1)
+        positions = torch.arange(x.shape[1]).unsqueeze(0).expand(x.shape[0], -1)
+        for layer in self.layers:
+            x = layer(x, positions)
+        return self.lm_head(self.norm(x))
+
+
 # ---- GPT-2 decoding step with a KV cache -------------------------------------------------
 class Gpt2Attention(nn.Module):
     def __init__(self, h, heads):
@@ -418,6 +479,9 @@ def main():
                         "batch=12", "text"))
     lines.append(export(out, "seq_major_encoder", SeqMajorEncoder(), ids.t().contiguous(), ["input_ids"], ["logits"],
                         {"input_ids": {0: "seq", 1: "batch"}}, "seq=8,batch=12", "text", "tp=2"))
+    # 16 image positions then the text's; the tower's scopes are where MIMO's split cuts.
+    lines.append(export(out, "tiny_vlm", TinyVlm(), (image, ids), ["pixel_values", "input_ids"], ["logits"],
+                        {"pixel_values": {0: "batch"}, "input_ids": {0: "batch", 1: "seq"}}, "batch=12,seq=8", "text"))
     lines.append(write_ort_attention(out))
     with open(os.path.join(out, "models.txt"), "w") as f:
         f.writelines(lines)
