@@ -20,7 +20,8 @@ namespace symtensor::compiler {
 inline constexpr const char* kMimoStrategy = "megatron-mimo";
 // SymTensor's per-module placement: the same splits of the GPUs, each side planned by the
 // SymTensor search on its own GPUs (its own cuts, recomputation and sharding) as well as by
-// Megatron-best, the faster kept side by side; so never slower than megatron-mimo.
+// Megatron-best, the faster pair kept by mimo_step_seconds on the estimates; so, by the
+// estimate, never slower than megatron-mimo.
 inline constexpr const char* kSymtensorMimoStrategy = "symtensor-mimo";
 bool is_mimo_strategy(const std::string& name);
 

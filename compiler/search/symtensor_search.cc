@@ -108,11 +108,11 @@ class Search {
       // until two in a row are (deeper pipelines need fewer ZeRO and recompute options,
       // which makes the depth curve bumpier). Both only once something fits. For the
       // depths the seed's step counts as the best before (a depth where nothing fits does
-      // not count against it): on DeepSeek-V3 the level step's
-      // plans price 30-60x the seed's at the first depths (exposed expert-dispatch
-      // communication the level problem does not see), and the walk went on to 256 stages
-      // for none of them to win. (Bounding the counts too lost 0.3% on LLaMA-2 13B on 16 L4,
-      // whose first count at a depth is the slowest.)
+      // not count against it): on DeepSeek-V3 the level step's plans price 30-60x the seed's
+      // at the first depths (exposed expert-dispatch communication the level problem does
+      // not see), and the walk went on to 256 stages for none of them to win. (Bounding the
+      // counts too lost 0.3% on LLaMA-2 13B on 16 L4, whose first count at a depth is the
+      // slowest.)
       UpwardWalk depths(2, bar);
       for (int pp : pipeline_candidates()) {
         UpwardWalk counts;
