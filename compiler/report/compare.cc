@@ -119,7 +119,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     s.plan = e->plan;
     s.memory = memory_breakdown(graph, e->plan, e->analysis);
     try {
-      s.formula = build_step_formula(numeric, e->analysis, e->plan, cluster);
+      s.formula = build_step_formula(numeric, e->analysis, e->plan, cluster, e->estimate.stage_memory_capacity);
     } catch (const std::exception& ex) {
       s.simulation_error = std::string("formula: ") + ex.what();
     }

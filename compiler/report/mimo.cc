@@ -281,11 +281,15 @@ StrategyResult mimo_strategy_result(const Graph& graph, const hardware::Cluster&
   s.estimate.stage_peak_memory = ee.stage_peak_memory;
   s.estimate.stage_peak_memory.insert(s.estimate.stage_peak_memory.end(), le.stage_peak_memory.begin(),
                                       le.stage_peak_memory.end());
-  s.estimate.peak_memory = std::max(ee.peak_memory, le.peak_memory);
+  // Each side's stages held against their own GPUs' memory (a mixed fleet's groups differ);
+  // the row's peak and capacity are the tightest stage's.
+  s.estimate.stage_memory_capacity.clear();
+  for (std::size_t st = 0; st < ee.stage_peak_memory.size(); ++st) s.estimate.stage_memory_capacity.push_back(ee.stage_capacity(st));
+  for (std::size_t st = 0; st < le.stage_peak_memory.size(); ++st) s.estimate.stage_memory_capacity.push_back(le.stage_capacity(st));
   s.estimate.fits = ee.fits && le.fits;
-  // The language side's. On a mixed fleet the encoder's GPUs differ: `fits` holds each side
-  // against its own, and the peak (the larger side's) may be the encoder's, held against its own.
-  s.memory_capacity_bytes = le.memory_capacity;
+  const std::size_t tightest = s.tightest_stage();
+  s.estimate.peak_memory = s.peak_memory_bytes();
+  s.estimate.memory_capacity = s.memory_capacity_bytes = s.stage_capacity_bytes(tightest);
   s.estimate.mfu_6n.reset();
   s.plan = m.language.plan;
   s.plan->strategy = strategy;

@@ -88,7 +88,7 @@ std::string formulas_html(const CompareResults& r) {
            "</code><br><code>optimizer = " + html::esc(to_text(f.optimizer)) + "</code></p>\n";
   }
   out += "</details>\n<h3>Break-even points</h3>\n";
-  if (r.break_evens.empty()) return out + "<p>No two formulas cross at a positive batch size.</p>\n";
+  if (r.break_evens.empty()) return out + "<p>No two formulas cross at a batch of one sample or more.</p>\n";
   std::vector<std::vector<std::string>> be;
   for (const auto& b : r.break_evens)
     be.push_back({b.faster_below, b.faster_above, format_count(std::round(b.batch)), format_seconds(b.step_time_s),

@@ -69,7 +69,7 @@ std::string compare_markdown(const CompareResults& r) {
              format_bytes(s.formula->memory_constant) + " + " + format_bytes(s.formula->memory_per_sample) +
              " x batch`; largest batch that fits: " + describe_max_batch(*s.formula) + "\n";
   out += "\n## Break-even points\n\n";
-  if (r.break_evens.empty()) out += "None at a positive batch.\n";
+  if (r.break_evens.empty()) out += "None at a batch of one sample or more.\n";
   for (const auto& b : r.break_evens)
     out += "- " + md(b.faster_below) + " is faster below batch " + format_count(std::round(b.batch)) + ", " +
            md(b.faster_above) + " above it" + (b.within_validity ? "" : " (outside a formula's valid range)") + "\n";

@@ -16,10 +16,21 @@ std::vector<double> StrategyResult::stage_peak_memory() const {
   return out;
 }
 
+double StrategyResult::stage_capacity_bytes(std::size_t s) const {
+  return s < estimate.stage_memory_capacity.size() ? estimate.stage_memory_capacity[s] : memory_capacity_bytes;
+}
+
+std::size_t StrategyResult::tightest_stage() const {
+  const std::vector<double> peaks = stage_peak_memory();
+  std::size_t tightest = 0;
+  for (std::size_t s = 1; s < peaks.size(); ++s)
+    if (peaks[s] - stage_capacity_bytes(s) > peaks[tightest] - stage_capacity_bytes(tightest)) tightest = s;
+  return tightest;
+}
+
 double StrategyResult::peak_memory_bytes() const {
-  double peak = 0;
-  for (double m : stage_peak_memory()) peak = std::max(peak, m);
-  return peak;
+  const std::vector<double> peaks = stage_peak_memory();
+  return peaks.empty() ? 0 : peaks[tightest_stage()];
 }
 
 }  // namespace symtensor::compiler

@@ -34,7 +34,8 @@ struct StrategyResult {
   PlanExplanation explanation;
   // The memory the row's plan must fit in on its devices: their usable share (the profile's
   // reserve and the headroom off), a mixed fleet's tightest stage's; 0 (no plan): the
-  // results' device memory.
+  // results' device memory. Per stage where the stages' devices differ:
+  // estimate.stage_memory_capacity (stage_capacity_bytes).
   double memory_capacity_bytes = 0;
 
   // The referee's numbers when simulated, else the analytic estimate's.
@@ -43,8 +44,15 @@ struct StrategyResult {
   double mfu() const;
   std::optional<double> mfu_6n() const;  // 6N + 12Lhs (palm_mfu); nullopt where it does not apply
   bool fits() const;
-  double peak_memory_bytes() const;
   std::vector<double> stage_peak_memory() const;
+  // Stage s's devices' memory: estimate.stage_memory_capacity's on a mixed fleet, else
+  // memory_capacity_bytes.
+  double stage_capacity_bytes(std::size_t s) const;
+  // The stage whose peak comes closest to its own devices' memory (or furthest over it); on
+  // one GPU type the fullest stage. Its peak and capacity are the row's memory figures, so
+  // that a fleet row never shows one GPU's peak against another's capacity.
+  std::size_t tightest_stage() const;
+  double peak_memory_bytes() const;  // the tightest stage's
   std::string evaluator() const;  // "simulation" or "analytic"
 };
 
@@ -71,8 +79,10 @@ struct CompareResults {
   std::string fleet;
 
   double tokens_per_s(const StrategyResult& r) const { return r.samples_per_s() * tokens_per_sample; }
+  // The capacity beside a row's peak: its tightest stage's.
   double row_memory_bytes(const StrategyResult& r) const {
-    return r.memory_capacity_bytes > 0 ? r.memory_capacity_bytes : device_memory_bytes;
+    const double capacity = r.stage_capacity_bytes(r.tightest_stage());
+    return capacity > 0 ? capacity : device_memory_bytes;
   }
 };
 

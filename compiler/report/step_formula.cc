@@ -51,8 +51,9 @@ double data_parallel_ways(const NumericGraph& ng, const Plan& plan, const hardwa
 
 class Builder {
  public:
-  Builder(const NumericGraph& graph, const PlanAnalysis& a, const Plan& plan, const hardware::Cluster& cluster)
-      : ng_(graph), a_(a), plan_(plan), cluster_(cluster), mesh_(plan_mesh(plan, cluster)) {
+  Builder(const NumericGraph& graph, const PlanAnalysis& a, const Plan& plan, const hardware::Cluster& cluster,
+          const std::vector<double>& stage_capacity)
+      : ng_(graph), a_(a), plan_(plan), cluster_(cluster), stage_capacity_(stage_capacity), mesh_(plan_mesh(plan, cluster)) {
     if (plan.node_cuts.size() != graph.graph().nodes().size())
       throw std::runtime_error("step formula: the plan has " + std::to_string(plan.node_cuts.size()) +
                                " node cuts for a graph of " + std::to_string(graph.graph().nodes().size()) +
@@ -187,7 +188,8 @@ class Builder {
     // scale with the micro-batch (model states, collective staging and the reserve do not).
     f.max_batch_that_fits = std::numeric_limits<double>::infinity();
     double fullest = -1;
-    for (const StageMemory& mem : a_.stage_memory) {
+    for (std::size_t s = 0; s < a_.stage_memory.size(); ++s) {
+      const StageMemory& mem = a_.stage_memory[s];
       const double scaling = mem.activations_per_micro_batch * mem.micro_batches_in_flight + mem.working_buffers;
       const double fixed = mem.peak() - scaling;
       const double grow = scaling / f.bound_batch;
@@ -196,7 +198,8 @@ class Builder {
         f.memory_constant = fixed;
         f.memory_per_sample = grow;
       }
-      if (grow > 0) f.max_batch_that_fits = std::min(f.max_batch_that_fits, (a_.device_memory - fixed) / grow);
+      const double capacity = s < stage_capacity_.size() ? stage_capacity_[s] : a_.device_memory;
+      if (grow > 0) f.max_batch_that_fits = std::min(f.max_batch_that_fits, (capacity - fixed) / grow);
     }
     // A batch the plan can run: a whole multiple of dp x micro-batches, 0 when not even one fits.
     if (std::isfinite(f.max_batch_that_fits))
@@ -209,6 +212,7 @@ class Builder {
   const PlanAnalysis& a_;
   const Plan& plan_;
   const hardware::Cluster& cluster_;
+  const std::vector<double>& stage_capacity_;
   hardware::DeviceMesh mesh_;
   double dp_ = 1, b0_ = 1;
 };
@@ -227,8 +231,8 @@ std::string StepFormula::text() const {
 }
 
 StepFormula build_step_formula(const NumericGraph& graph, const PlanAnalysis& analysis, const Plan& plan,
-                               const hardware::Cluster& cluster) {
-  return Builder(graph, analysis, plan, cluster).build();
+                               const hardware::Cluster& cluster, const std::vector<double>& stage_capacity) {
+  return Builder(graph, analysis, plan, cluster, stage_capacity).build();
 }
 
 std::vector<BreakEven> break_even_points(const std::vector<std::pair<std::string, const StepFormula*>>& formulas) {
@@ -244,7 +248,8 @@ std::vector<BreakEven> break_even_points(const std::vector<std::pair<std::string
       const GiNaC::ex value = GiNaC::evalf(solution);
       if (!GiNaC::is_a<GiNaC::numeric>(value)) continue;
       const double batch = GiNaC::ex_to<GiNaC::numeric>(value).to_double();
-      if (!(batch > 0) || !std::isfinite(batch)) continue;
+      // A crossing below one sample is no batch either plan runs.
+      if (!(batch >= 1) || !std::isfinite(batch)) continue;
       BreakEven be;
       be.batch = batch;
       be.step_time_s = fi.at(batch);

@@ -35,17 +35,19 @@ struct StepFormula {
   double valid_from = 0, valid_to = 0;  // batch range of the active branches (to may be inf)
   // Peak memory per device of the fullest stage: memory_constant + memory_per_sample * batch.
   double memory_constant = 0, memory_per_sample = 0;
-  // The largest multiple of batch_granule whose peak fits the device: 0 when none does,
-  // inf when activations do not grow with the batch.
+  // The largest multiple of batch_granule whose peak fits every stage's devices: 0 when none
+  // does, inf when activations do not grow with the batch.
   double max_batch_that_fits = 0;
 
   double at(double batch_value) const { return constant_s + per_sample_s * batch_value; }
   std::string text() const;  // "0.0123 + 4.56e-05*batch s"
 };
 
-// Throws (one line) when the analysis and plan disagree (sizes).
+// Throws (one line) when the analysis and plan disagree (sizes). `stage_capacity`: each
+// stage's devices' memory where they differ (a mixed fleet: StepEstimate::stage_memory_capacity);
+// empty: the analysis's device memory for every stage.
 StepFormula build_step_formula(const NumericGraph& graph, const PlanAnalysis& analysis, const Plan& plan,
-                               const hardware::Cluster& cluster);
+                               const hardware::Cluster& cluster, const std::vector<double>& stage_capacity = {});
 
 struct BreakEven {
   std::string faster_below, faster_above;  // strategy labels
@@ -54,7 +56,7 @@ struct BreakEven {
   bool within_validity = false;            // inside both formulas' valid ranges
 };
 
-// Pairs whose formulas cross at a positive batch, solved with GiNaC's lsolve.
+// Pairs whose formulas cross at a batch of at least one sample, solved with GiNaC's lsolve.
 std::vector<BreakEven> break_even_points(const std::vector<std::pair<std::string, const StepFormula*>>& formulas);
 
 }  // namespace symtensor::compiler

@@ -26,7 +26,7 @@ namespace symtensor::compiler {
 namespace {
 
 constexpr std::int64_t kVisionHidden = 1024, kVisionMlp = 4096, kVisionLayers = 23, kPatch = 14, kImage = 336;
-constexpr std::int64_t kHidden = 4096, kMlp = 11008, kLayers = 32, kVocab = 32064;
+constexpr std::int64_t kHidden = 4096, kMlp = 11008, kLayers = 32, kDecoderVocab = 32064;
 constexpr std::int64_t kPatches = (kImage / kPatch) * (kImage / kPatch);  // 576
 
 // One CLIP encoder layer: q, k, v, out with biases, two LayerNorms, fc1 and fc2 with biases.
@@ -44,7 +44,7 @@ TEST(LlavaVlm, ParametersAreHfsLessTheUnreadLastVisionLayer) {
   const std::int64_t vision = kVisionHidden * 3 * kPatch * kPatch /* patch conv, no bias */ + kVisionHidden /* class */ +
                               (kPatches + 1) * kVisionHidden /* positions */ + 2 * kVisionHidden /* pre-LN */ +
                               kVisionLayers * kClipLayer;
-  const std::int64_t decoder = 2 * kVocab * kHidden + kLayers * (4 * kHidden * kHidden + 3 * kHidden * kMlp + 2 * kHidden) + kHidden;
+  const std::int64_t decoder = 2 * kDecoderVocab * kHidden + kLayers * (4 * kHidden * kHidden + 3 * kHidden * kMlp + 2 * kHidden) + kHidden;
   const std::int64_t written = models::count_parameters(models::build_model(models::preset_config("llava-1.5-7b")));
   EXPECT_EQ(written, vision + kProjector + decoder);
   // llava-hf/llava-1.5-7b-hf holds 7,063,427,072: CLIP's 24th layer and post-LayerNorm besides,
@@ -59,7 +59,7 @@ TEST(LlavaVlm, ForwardGemmFlopsByHand) {
     const ModelStats stats = compute_model_stats(g);
     const double per_tile = 2.0 * (kPatches + 1) * kVisionLayers * (4 * kVisionHidden * kVisionHidden + 2 * kVisionHidden * kVisionMlp) +
                             2.0 * kPatches * kVisionHidden * 3 * kPatch * kPatch + 2.0 * kPatches * (kVisionHidden * kHidden + kHidden * kHidden);
-    const double per_token = 2.0 * (kLayers * (4 * kHidden * kHidden + 3 * kHidden * kMlp) + kHidden * kVocab);
+    const double per_token = 2.0 * (kLayers * (4 * kHidden * kHidden + 3 * kHidden * kMlp) + kHidden * kDecoderVocab);
     const std::optional<double> gemm = g.symbols.evaluate(stats.gemm_flops);
     ASSERT_TRUE(gemm.has_value());
     EXPECT_DOUBLE_EQ(*gemm, batch * (tiles * per_tile + seq * per_token)) << tiles << " tiles";

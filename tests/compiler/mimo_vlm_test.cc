@@ -161,6 +161,17 @@ TEST(MimoVlm, FleetRowsMfuIsOverEveryGroupsPeak) {
               (r.encoder.estimate.mfu * peak_e * r.times.encoder_s + r.language.estimate.mfu * peak_l * r.times.language_s) /
                   ((peak_e + peak_l) * r.step_s),
               1e-12);
+  // Each side's stages against their own GPUs' memory (the tower's on the L4s), the row's peak
+  // and capacity one stage's.
+  const std::size_t encoder_stages = r.encoder.estimate.stage_peak_memory.size();
+  ASSERT_EQ(s.estimate.stage_memory_capacity.size(), encoder_stages + r.language.estimate.stage_peak_memory.size());
+  for (std::size_t st = 0; st < s.estimate.stage_memory_capacity.size(); ++st)
+    EXPECT_EQ(s.estimate.stage_memory_capacity[st], st < encoder_stages ? r.encoder.estimate.stage_capacity(st)
+                                                                        : r.language.estimate.stage_capacity(st - encoder_stages));
+  EXPECT_LT(r.encoder.estimate.memory_capacity, r.language.estimate.memory_capacity);  // 24 GB L4s, 80 GB H100s
+  const std::size_t tightest = s.tightest_stage();
+  EXPECT_EQ(s.peak_memory_bytes(), s.estimate.stage_peak_memory[tightest]);
+  EXPECT_EQ(s.memory_capacity_bytes, s.estimate.stage_memory_capacity[tightest]);
 }
 
 TEST(MimoVlm, SearchPricesItsChoiceByTheStepArithmetic) {

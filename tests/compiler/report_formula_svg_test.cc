@@ -43,6 +43,18 @@ TEST(ReportBreakEven, ParallelOrNegativeCrossingsAreNotReported) {
   EXPECT_TRUE(break_even_points({{"a", &a}, {"b", &b}, {"c", &c}}).empty());
 }
 
+TEST(ReportBreakEven, CrossingsBelowOneSampleAreNotReported) {
+  // compare's ZeRO-3 and Megatron rows on a fleet: T = 0.09693 + 0.05152 b and
+  // 0.1049 + 0.01787 b cross at b = 0.00797 / 0.03365 = 0.24 samples, which no plan runs.
+  const StepFormula zero3 = affine(0.09693, 0.05152), megatron = affine(0.1049, 0.01787);
+  EXPECT_TRUE(break_even_points({{"zero3", &zero3}, {"megatron", &megatron}}).empty());
+  // Two samples are a batch: 1 + 0.02 b and 1.02 + 0.01 b cross at b = 2.
+  const StepFormula a = affine(1, 0.02), b = affine(1.02, 0.01);
+  const auto points = break_even_points({{"a", &a}, {"b", &b}});
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_NEAR(points[0].batch, 2, 1e-9);
+}
+
 TEST(ReportBreakEven, OutsideTheValidRangeIsFlagged) {
   StepFormula a = affine(1, 0.01), b = affine(3, 0.005);
   a.valid_to = 100;  // the formula holds only up to batch 100

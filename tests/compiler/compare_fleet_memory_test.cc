@@ -1,0 +1,75 @@
+// A compare row's memory figures on a mixed fleet: the peak shown is one stage's, beside
+// that stage's own GPUs' memory (the stage closest to its capacity), and the step formula's
+// largest batch holds each stage against its own GPUs; a crossing of two formulas below one
+// sample is no break-even.
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "compiler/report/compare.h"
+#include "hardware/stack.h"
+#include "onnx_models/model_zoo.h"
+#include "onnx_models/presets.h"
+#include "tests/temp_path.h"
+
+namespace symtensor::compiler {
+namespace {
+
+constexpr double kGB = 1e9;
+
+TEST(CompareFleetMemory, ARowsPeakIsTheStageClosestToItsOwnCapacity) {
+  StrategyResult s;
+  s.ok = true;
+  s.estimate.stage_peak_memory = {60 * kGB, 20 * kGB};
+  s.memory_capacity_bytes = 75 * kGB;
+  // One GPU type: the fullest stage (margins -15 and -55 GB).
+  EXPECT_EQ(s.tightest_stage(), 0u);
+  EXPECT_EQ(s.peak_memory_bytes(), 60 * kGB);
+  // Stage 1 on 22 GB GPUs: 2 GB left there, 15 GB on stage 0's.
+  s.estimate.stage_memory_capacity = {75 * kGB, 22 * kGB};
+  EXPECT_EQ(s.tightest_stage(), 1u);
+  EXPECT_EQ(s.peak_memory_bytes(), 20 * kGB);
+  CompareResults r;
+  r.device_memory_bytes = 75 * kGB;
+  EXPECT_EQ(r.row_memory_bytes(s), 22 * kGB);
+}
+
+TEST(CompareFleetMemory, EveryRowsPeakIsHeldAgainstItsOwnStagesGpus) {
+  // The quality suite's three-type fleet: LLaMA-2 7B's layers on H100s, A100s and L4s (24 GB).
+  models::ModelConfig config = models::preset_config("llama2-7b");
+  config.weights = models::Weights::none;
+  CompareOptions o;
+  o.model = symtensor::testing::temp_path("fleet_memory_llama.onnx");
+  models::save_model(models::build_model(config), o.model);
+  o.bind = "batch=384,seq=4096";
+  o.strategies = {"symtensor", "megatron", "dp"};
+  const hardware::Cluster fleet =
+      hardware::with_software(hardware::load_cluster("dgx-h100x2+dgx-a100x2+pcie-l4x2"), hardware::Software{});
+  const CompareResults r = run_compare(o, fleet);
+  ASSERT_EQ(r.strategies.size(), 3u);
+  for (const StrategyResult& s : r.strategies) {
+    ASSERT_TRUE(s.ok) << s.strategy << ": " << s.error;
+    const std::vector<double> peaks = s.stage_peak_memory();
+    ASSERT_FALSE(peaks.empty()) << s.label;
+    EXPECT_EQ(s.peak_memory_bytes(), peaks[s.tightest_stage()]) << s.label;
+    // A row that fits shows a peak within the capacity beside it.
+    if (s.fits()) {
+      EXPECT_LE(s.peak_memory_bytes(), r.row_memory_bytes(s)) << s.label;
+    }
+    // ... and its formula runs the batch it was planned for (each stage against its own GPUs:
+    // the H100 stage's peak is above what an L4 holds).
+    ASSERT_TRUE(s.formula) << s.label << ": " << s.simulation_error;
+    if (s.fits()) {
+      EXPECT_GE(s.formula->max_batch_that_fits, 384) << s.label;
+    }
+  }
+  const StrategyResult& fleet_plan = r.strategies[0];
+  ASSERT_TRUE(fleet_plan.fits()) << fleet_plan.label;
+  const std::vector<double> peaks = fleet_plan.stage_peak_memory();
+  EXPECT_GT(*std::max_element(peaks.begin(), peaks.end()), hardware::load_cluster("pcie-l4").device.memory_bytes)
+      << fleet_plan.label << ": the case needs a stage fuller than an L4";
+  for (const BreakEven& b : r.break_evens) EXPECT_GE(b.batch, 1) << b.faster_below << " / " << b.faster_above;
+}
+
+}  // namespace
+}  // namespace symtensor::compiler
