@@ -69,6 +69,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     row_clusters.push_back(on);
   };
   std::optional<FleetSearchResult> fleet;       // the fleet search, on a mixed fleet, once for every row
+  MimoSidePlans mimo_plans;                     // the MIMO rows' side plans, shared between them
   double fleet_search_s = 0;
   // On a mixed fleet every row is simulated too: the simulation plays each rank on its own
   // group's device and NIC, where the analytic estimate prices each stage on its group's device
@@ -82,7 +83,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
     so.megatron = options.megatron;
     if (is_mimo_strategy(name)) {  // two groups of GPUs, two plans (compiler/report/mimo.h)
       try {
-        s = mimo_strategy_result(graph, cluster, so, simulate, r.tokens_per_sample, name);
+        s = mimo_strategy_result(graph, cluster, so, simulate, r.tokens_per_sample, name, &mimo_plans);
         say(options, "compare: " + s.label + ": " + format_seconds(s.step_time_s()) + " per step (" + s.evaluator() + ")");
       } catch (const std::exception& ex) {
         s.error = ex.what();

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <limits>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -180,7 +181,7 @@ std::vector<MimoSplitChoice> mimo_splits(const hardware::Cluster& cluster) {
 bool is_mimo_strategy(const std::string& name) { return name == kMimoStrategy || name == kSymtensorMimoStrategy; }
 
 MimoResult mimo_search(const Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options,
-                       const std::string& strategy) {
+                       const std::string& strategy, MimoSidePlans* shared) {
   if (!is_mimo_strategy(strategy)) throw std::logic_error("mimo_search: '" + strategy + "' is no MIMO strategy");
   std::optional<ModalitySplit> split = split_modalities(graph);
   if (!split)
@@ -203,31 +204,53 @@ MimoResult mimo_search(const Graph& graph, const hardware::Cluster& cluster, con
   }
   std::optional<MimoResult> best;
   int evaluations = 0;
+  double reused_search_s = 0;
+  std::set<std::string> made_here;  // side plans this call searched
   std::string last_error = "no split of the GPUs";
-  // The side's plan, nullopt (and last_error) when it cannot be made or does not fit.
+  MimoSidePlans own;
+  MimoSidePlans& plans = shared ? *shared : own;
+  // The side's plan, nullopt (and last_error) when it cannot be made or does not fit. `gpus`
+  // names the side's GPUs within the cluster: the same name, the same GPUs.
   auto plan_side = [&](const Candidate& c, Graph& side, const hardware::Cluster& on, const std::string& where,
-                       const char* what) -> std::optional<EvaluatedPlan> {
-    StrategyOptions o = so;
-    o.megatron = c.knobs;
-    try {
-      EvaluatedPlan p = evaluate_strategy(c.strategy, side, on, o);
-      evaluations += p.evaluations;
-      if (p.estimate.fits) return p;
-      last_error = where + ": the " + what + " side does not fit";
-    } catch (const std::exception& e) {
-      last_error = where + ": " + what + ": " + e.what();
+                       const std::string& gpus, const char* what) -> std::optional<EvaluatedPlan> {
+    const std::string key = std::string(what) + '\n' + c.strategy + '\n' + c.knobs + '\n' + gpus + '\n' + on.name +
+                            '\n' + std::to_string(on.num_devices());
+    auto [it, fresh] = plans.by_key.try_emplace(key);
+    MimoSidePlans::Outcome& outcome = it->second;
+    if (!fresh && !made_here.count(key)) reused_search_s += outcome.search_time_s;
+    if (fresh) {
+      made_here.insert(key);
+      StrategyOptions o = so;
+      o.megatron = c.knobs;
+      const auto t0 = std::chrono::steady_clock::now();
+      try {
+        EvaluatedPlan p = evaluate_strategy(c.strategy, side, on, o);
+        outcome.evaluations = p.evaluations;
+        if (p.estimate.fits) outcome.plan = std::move(p);
+        else outcome.error = "the " + std::string(what) + " side does not fit";
+      } catch (const std::exception& e) {
+        outcome.error = std::string(what) + ": " + e.what();
+      }
+      outcome.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
+    evaluations += outcome.evaluations;  // the side's search, made here or by a call before
+    if (outcome.plan) return outcome.plan;
+    last_error = where + ": " + outcome.error;
     return std::nullopt;
   };
   for (MimoSplitChoice& choice : mimo_splits(cluster)) {
-    // mimo_step_seconds grows with the encoder's step: its fastest plan is the one.
+    // mimo_step_seconds grows with the encoder's step: its fastest plan is the one. The
+    // encoder's GPUs are named by `where`; the language model's by `language_where` on a
+    // fleet (a group), else ("the rest") with `where` too.
+    const std::string language_gpus = cluster.mixed() ? choice.language_where : choice.where + '\n' + choice.language_where;
     std::optional<EvaluatedPlan> encoder;
     for (const Candidate& c : encoder_candidates)
-      if (auto p = plan_side(c, split->encoder, choice.encoder_cluster, choice.where, "vision"))
+      if (auto p = plan_side(c, split->encoder, choice.encoder_cluster, choice.where, choice.where, "vision"))
         if (!encoder || p->estimate.step_time_s < encoder->estimate.step_time_s) encoder = std::move(p);
     if (!encoder) continue;
     for (const Candidate& c : language_candidates) {
-      std::optional<EvaluatedPlan> language = plan_side(c, split->language, choice.language_cluster, choice.where, "language");
+      std::optional<EvaluatedPlan> language =
+          plan_side(c, split->language, choice.language_cluster, choice.where, language_gpus, "language");
       if (!language) continue;
       MimoResult r;
       r.language = std::move(*language);
@@ -241,6 +264,7 @@ MimoResult mimo_search(const Graph& graph, const hardware::Cluster& cluster, con
   }
   if (!best) throw std::runtime_error(strategy + ": no split fits (last: " + last_error + ")");
   best->evaluations = evaluations;
+  best->reused_search_s = reused_search_s;
   best->label = fmt::format("{} vision on {} ({}), language on {} ({}){}", strategy, best->split.where,
                             best->encoder.label, best->split.language_where, best->language.label,
                             options.megatron.empty() ? "" : "; --megatron " + options.megatron + " not applied: each side searched");
@@ -249,14 +273,15 @@ MimoResult mimo_search(const Graph& graph, const hardware::Cluster& cluster, con
 
 StrategyResult mimo_strategy_result(const Graph& graph, const hardware::Cluster& cluster,
                                     const StrategyOptions& options, bool simulate, double tokens_per_sample,
-                                    const std::string& strategy) {
+                                    const std::string& strategy, MimoSidePlans* shared) {
   const auto t0 = std::chrono::steady_clock::now();
-  MimoResult m = mimo_search(graph, cluster, options, strategy);
+  MimoResult m = mimo_search(graph, cluster, options, strategy, shared);
   StrategyResult s;
   s.strategy = strategy;
   s.label = m.label;
   s.ok = true;
-  s.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // What the search costs alone: its own wall time and that of the side plans another row made.
+  s.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() + m.reused_search_s;
   const double devices = cluster.num_devices();
   const auto precision = m.language.plan.precision;
   const double peak = hardware::total_peak(cluster, precision);

@@ -7,6 +7,7 @@
 // to the language model micro-batch by micro-batch (and takes their gradients back), so the
 // step is set by the slower side, plus the pipeline fill between the two and the hand-off of
 // one micro-batch each way (mimo_step_seconds).
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,25 +65,43 @@ struct MimoSplitChoice {
 // Throws on a cluster of more than two topology levels and on a fleet missing a link.
 std::vector<MimoSplitChoice> mimo_splits(const hardware::Cluster& cluster);
 
+// Each side's plans by candidate and GPUs, kept across mimo_search calls of one graph, cluster
+// and options: compare's megatron-mimo and symtensor-mimo rows share their Megatron plans, and
+// on a fleet of three groups or more a group's encoder plan serves each decoder group. A plan
+// that failed or does not fit is kept as its error.
+struct MimoSidePlans {
+  struct Outcome {
+    std::optional<EvaluatedPlan> plan;  // nullopt: `error`
+    std::string error;
+    int evaluations = 0;        // the side's search's
+    double search_time_s = 0;   // its wall time
+  };
+  std::map<std::string, Outcome> by_key;  // side, candidate and GPUs (mimo_search)
+};
+
 struct MimoResult {
   MimoSplitChoice split;
   EvaluatedPlan encoder, language;  // each side's plan on its own GPUs
   MimoTimes times;
   double step_s = 0;
   int evaluations = 0;
+  // The wall time of the side searches taken from `shared` (made by an earlier call): with
+  // this call's own, what the search costs alone.
+  double reused_search_s = 0;
   std::string label;
 };
 // `strategy` (kMimoStrategy or kSymtensorMimoStrategy)'s plans of each side on each split; the
 // fastest split whose two sides fit. Throws (one line) when the graph is no vision-language
 // model or no split fits.
+// `shared`: plans of other calls to reuse and this call's to keep (same graph, cluster, options).
 MimoResult mimo_search(const Graph& graph, const hardware::Cluster& cluster, const StrategyOptions& options,
-                       const std::string& strategy = kMimoStrategy);
+                       const std::string& strategy = kMimoStrategy, MimoSidePlans* shared = nullptr);
 
 // compare's row: the estimate from mimo_search, and with `simulate` each side of the chosen
 // split simulated on its own GPUs and put together by mimo_step_seconds. The row's plan is the
 // language side's (its knobs, for the report); the label names both sides and the split.
 StrategyResult mimo_strategy_result(const Graph& graph, const hardware::Cluster& cluster,
                                     const StrategyOptions& options, bool simulate, double tokens_per_sample,
-                                    const std::string& strategy = kMimoStrategy);
+                                    const std::string& strategy = kMimoStrategy, MimoSidePlans* shared = nullptr);
 
 }  // namespace symtensor::compiler

@@ -4,6 +4,7 @@
 // priced by the same arithmetic.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -231,6 +232,39 @@ TEST(MimoVlm, SymtensorMimoAddsTheSearchsPlanOfEachSideAndIsNeverSlower) {
   EXPECT_NO_THROW(check_compare_strategy(kSymtensorMimoStrategy, "--strategies", true));
   EXPECT_THROW(check_compare_strategy(kSymtensorMimoStrategy, "--strategies", false), std::runtime_error);
   EXPECT_THROW(mimo_search(g, c, StrategyOptions{}, "symtensor"), std::logic_error);
+}
+
+// compare's two MIMO rows plan Megatron-best's side plans once (MimoSidePlans): the second row
+// adds only the SymTensor search's plans and finds what it finds alone.
+TEST(MimoVlm, MimoRowsShareTheirMegatronSidePlans) {
+  Graph g = mimo_test_llava(5, 8, 4096);
+  const hardware::Cluster c = hardware::scale_cluster(hardware::load_cluster("dgx-h100"), 1, 4);
+  MimoSidePlans shared;
+  const MimoResult megatron = mimo_search(g, c, StrategyOptions{}, kMimoStrategy, &shared);
+  const MimoResult megatron_alone = mimo_search(g, c, StrategyOptions{});
+  EXPECT_EQ(megatron.label, megatron_alone.label);
+  EXPECT_EQ(megatron.evaluations, megatron_alone.evaluations);
+  const std::map<std::string, MimoSidePlans::Outcome> before = shared.by_key;
+  ASSERT_FALSE(before.empty());
+  const MimoResult symtensor = mimo_search(g, c, StrategyOptions{}, kSymtensorMimoStrategy, &shared);
+  const MimoResult symtensor_alone = mimo_search(g, c, StrategyOptions{}, kSymtensorMimoStrategy);
+  EXPECT_EQ(symtensor.label, symtensor_alone.label);
+  EXPECT_EQ(symtensor.step_s, symtensor_alone.step_s);
+  EXPECT_EQ(symtensor.evaluations, symtensor_alone.evaluations);  // counted as if searched again
+  // ... and so is their time: the Megatron side plans' searches, made by the first call.
+  EXPECT_EQ(megatron.reused_search_s, 0);
+  EXPECT_EQ(symtensor_alone.reused_search_s, 0);
+  double megatron_side_searches = 0;
+  for (const auto& [key, outcome] : before) megatron_side_searches += outcome.search_time_s;
+  EXPECT_GT(symtensor.reused_search_s, 0);
+  EXPECT_LE(symtensor.reused_search_s, megatron_side_searches + 1e-12);
+  int added = 0;
+  for (const auto& [key, outcome] : shared.by_key) {
+    if (before.count(key)) continue;
+    ++added;
+    EXPECT_NE(key.find("\nsymtensor\n"), std::string::npos) << "a Megatron side plan made again: " << key;
+  }
+  EXPECT_GT(added, 0);
 }
 
 TEST(MimoVlm, CompareSimulatesEachSideOnItsOwnGpusAndRefusesAModelWithoutATower) {
