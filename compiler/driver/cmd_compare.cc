@@ -38,6 +38,9 @@ void run(CompareCli& cli) {
   const hardware::Cluster cluster = load_cluster(cli.cluster);
   if (const auto bound = bound_search(cli.options.strategy, "", cli.stack->count() > 0, cluster.stack.name, cli.unbounded))
     std::cout << "search: " << bound_text(*bound) << "\n";
+  if (cli.no_simulate && cluster.mixed())
+    std::cout << "--no-simulate: not on a mixed fleet, whose rows are simulated all the same (the estimate prices "
+                 "the links at the fleet's uniform view; the simulation plays each rank on its own GPUs and NIC)\n";
   const compiler::CompareResults r = compiler::run_compare(cli.options, cluster);
   compiler::write_compare_report(r, cli.out);
   for (const auto& s : r.strategies) {
@@ -77,7 +80,7 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--strategies", cli->strategies, "comma-separated: symtensor,megatron,dp,zero3 (megatron-mimo: a vision-language model as Megatron MIMO runs it, the vision tower on GPUs of its own; symtensor-mimo: the same split, each side also planned by the SymTensor search)");
   cmd->add_option("--megatron", cli->options.megatron,
                   "Megatron knobs as constraints (tp=8,pp=2,...; the rest searched, tp, pp and mb given fix one plan); default: Megatron's best");
-  cmd->add_flag("--no-simulate", cli->no_simulate, "analytic estimate only");
+  cmd->add_flag("--no-simulate", cli->no_simulate, "analytic estimate only (a mixed fleet's rows are simulated all the same)");
   cmd->add_option("-o,--output", cli->out, "report folder")->required();
   cmd->callback([cli] { run(*cli); });
 }

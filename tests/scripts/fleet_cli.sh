@@ -41,6 +41,9 @@ grep -q "step time" <<<"$out" || fail "megatron on a fleet"
 cmp="$("$symtensor" compare "$work/l.onnx" $fleet $bind -o "$work/cmp" --no-simulate 2>/dev/null || true)"
 grep -q "^chosen: symtensor batch shares by speed" <<<"$cmp" || fail "compare on a fleet: $cmp"
 grep -q "^Megatron-best" <<<"$cmp" || fail "compare on a fleet lacks the Megatron-best row: $cmp"
+# --no-simulate is not taken on a fleet, and compare says so rather than simulating silently.
+grep -q "^--no-simulate: not on a mixed fleet" <<<"$cmp" || fail "compare on a fleet ignores --no-simulate silently: $cmp"
+grep -q "\[simulation\]" <<<"$cmp" || fail "compare on a fleet did not simulate: $cmp"
 grep -qF "group 1: H100-SXM5-80GB x8" "$work/cmp/report.md" || fail "report.md lacks the fleet's groups"
 
 # Errors: one line naming the part.
