@@ -38,6 +38,17 @@ struct StepEstimate {
   double samples_per_s = 0;
 };
 
+// The stage whose peak comes closest to its own devices' memory, or furthest over it (the
+// largest peak[s] - capacity(s); the first of equals): on one GPU type the fullest stage. A
+// mixed fleet's memory figure is that stage's peak beside that stage's capacity.
+template <class Capacity>
+std::size_t tightest_stage(const std::vector<double>& peak, const Capacity& capacity) {
+  std::size_t tightest = 0;
+  for (std::size_t s = 1; s < peak.size(); ++s)
+    if (peak[s] - capacity(s) > peak[tightest] - capacity(tightest)) tightest = s;
+  return tightest;
+}
+
 // ZeRO-3's parameter all-gathers of one pass (forward or backward) that stay on the critical
 // path: they are prefetched one block ahead on their own stream, as the lowering does
 // (FSDP's prefetch), so only the first and whatever exceeds the stage's forward + backward

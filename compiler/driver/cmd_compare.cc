@@ -38,7 +38,7 @@ void run(CompareCli& cli) {
   const hardware::Cluster cluster = load_cluster(cli.cluster);
   if (const auto bound = bound_search(cli.options.strategy, "", cli.stack->count() > 0, cluster.stack.name, cli.unbounded))
     std::cout << "search: " << bound_text(*bound) << "\n";
-  if (cli.no_simulate && cluster.mixed())
+  if (!cli.options.simulate && compiler::compare_simulates(cli.options, cluster))
     std::cout << "--no-simulate: not on a mixed fleet, whose rows are simulated all the same (the estimate prices "
                  "the links at the fleet's uniform view; the simulation plays each rank on its own GPUs and NIC)\n";
   const compiler::CompareResults r = compiler::run_compare(cli.options, cluster);

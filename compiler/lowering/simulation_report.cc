@@ -65,6 +65,7 @@ SimulationReport make_report(const PlanAnalysis& a, const Plan& plan, const hard
     s.optimizer_s = c.optimizer_s;
     s.static_memory_bytes = c.static_memory_bytes;
     s.peak_memory_bytes = c.peak_memory_bytes;
+    s.memory_capacity_bytes = c.memory_capacity_bytes;
     s.out_of_memory = c.out_of_memory;
     s.overage_bytes = c.memory_overage_bytes;
     r.fits = r.fits && !c.out_of_memory;
@@ -94,6 +95,7 @@ nlohmann::json report_to_json(const SimulationReport& r, const Plan& plan) {
                       {"optimizer_s", s.optimizer_s},
                       {"static_memory_bytes", s.static_memory_bytes},
                       {"peak_memory_bytes", s.peak_memory_bytes},
+                      {"memory_capacity_bytes", s.memory_capacity_bytes},
                       {"out_of_memory", s.out_of_memory},
                       {"overage_bytes", s.overage_bytes}});
   nlohmann::json tokens = r.tokens_per_s > 0 ? nlohmann::json(r.tokens_per_s) : nlohmann::json(nullptr);

@@ -24,6 +24,7 @@ struct StageReport {
   double finish_s = 0;
   double compute_s = 0, exposed_comm_s = 0, bubble_s = 0, optimizer_s = 0;
   double static_memory_bytes = 0, peak_memory_bytes = 0;
+  double memory_capacity_bytes = 0;  // its devices' usable memory (a fleet's differ by group)
   bool out_of_memory = false;
   double overage_bytes = 0;
 };

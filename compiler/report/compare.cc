@@ -35,6 +35,10 @@ void check_compare_strategy(const std::string& name, const std::string& where, b
   throw std::runtime_error(where + ": unknown strategy '" + name + "' (known: " + list + ")");
 }
 
+bool compare_simulates(const CompareOptions& options, const hardware::Cluster& cluster) {
+  return options.simulate || cluster.mixed();
+}
+
 CompareResults run_compare(const CompareOptions& options, const hardware::Cluster& cluster) {
   ImportOptions io;
   io.bindings = parse_bindings(options.bind);
@@ -71,10 +75,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
   std::optional<FleetSearchResult> fleet;       // the fleet search, on a mixed fleet, once for every row
   MimoSidePlans mimo_plans;                     // the MIMO rows' side plans, shared between them
   double fleet_search_s = 0;
-  // On a mixed fleet every row is simulated too: the simulation plays each rank on its own
-  // group's device and NIC, where the analytic estimate prices each stage on its group's device
-  // (fleet_step_estimate) but the links and the optimizer at the fleet's uniform view.
-  const bool simulate = options.simulate || cluster.mixed();
+  const bool simulate = compare_simulates(options, cluster);
   for (const std::string& name : options.strategies) {
     StrategyResult s;
     s.strategy = s.label = name;

@@ -30,6 +30,11 @@ struct CompareOptions {
 
 CompareResults run_compare(const CompareOptions& options, const hardware::Cluster& cluster);
 
+// Whether run_compare simulates its rows: as asked, and on a mixed fleet always (the simulation
+// plays each rank on its own group's device and NIC, where the analytic estimate prices the
+// links and the optimizer at the fleet's uniform view).
+bool compare_simulates(const CompareOptions& options, const hardware::Cluster& cluster);
+
 // A strategy compare can run: one make_plan knows (the plan-file strategy aside) or, with
 // `with_mimo`, megatron-mimo or symtensor-mimo (compiler/report/mimo.h). Throws "WHERE: unknown strategy 'X'
 // (known: ...)" for any other name.

@@ -205,7 +205,7 @@ MimoResult mimo_search(const Graph& graph, const hardware::Cluster& cluster, con
   std::optional<MimoResult> best;
   int evaluations = 0;
   double reused_search_s = 0;
-  std::set<std::string> made_here;  // side plans this call searched
+  std::set<std::string> counted;  // side plans this call has counted (a fleet's group serves several splits)
   std::string last_error = "no split of the GPUs";
   MimoSidePlans own;
   MimoSidePlans& plans = shared ? *shared : own;
@@ -217,9 +217,7 @@ MimoResult mimo_search(const Graph& graph, const hardware::Cluster& cluster, con
                             '\n' + std::to_string(on.num_devices());
     auto [it, fresh] = plans.by_key.try_emplace(key);
     MimoSidePlans::Outcome& outcome = it->second;
-    if (!fresh && !made_here.count(key)) reused_search_s += outcome.search_time_s;
     if (fresh) {
-      made_here.insert(key);
       StrategyOptions o = so;
       o.megatron = c.knobs;
       const auto t0 = std::chrono::steady_clock::now();
@@ -233,7 +231,11 @@ MimoResult mimo_search(const Graph& graph, const hardware::Cluster& cluster, con
       }
       outcome.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
-    evaluations += outcome.evaluations;  // the side's search, made here or by a call before
+    // Each side plan's search counted once, made here or by a call before (then its time too).
+    if (counted.insert(key).second) {
+      evaluations += outcome.evaluations;
+      if (!fresh) reused_search_s += outcome.search_time_s;
+    }
     if (outcome.plan) return outcome.plan;
     last_error = where + ": " + outcome.error;
     return std::nullopt;

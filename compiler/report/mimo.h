@@ -67,8 +67,8 @@ std::vector<MimoSplitChoice> mimo_splits(const hardware::Cluster& cluster);
 
 // Each side's plans by candidate and GPUs, kept across mimo_search calls of one graph, cluster
 // and options: compare's megatron-mimo and symtensor-mimo rows share their Megatron plans, and
-// on a fleet of three groups or more a group's encoder plan serves each decoder group. A plan
-// that failed or does not fit is kept as its error.
+// on a fleet of three groups or more a group's plan serves every split that puts that side on
+// it (within one call too). A plan that failed or does not fit is kept as its error.
 struct MimoSidePlans {
   struct Outcome {
     std::optional<EvaluatedPlan> plan;  // nullopt: `error`

@@ -86,7 +86,7 @@ std::vector<std::string> why_chosen(const CompareResults& r, Graph& graph, const
   }
   if (!next) {
     lines.push_back(fmt::format("Why {}: it is the only plan compared that fits in {} per device.", c.strategy,
-                                format_bytes(r.device_memory_bytes)));
+                                format_bytes(r.row_memory_bytes(c))));
   } else {
     const double tc = c.step_time_s(), tn = next->step_time_s();
     if (tn <= tc * 1.005) {
@@ -113,16 +113,21 @@ std::vector<std::string> why_chosen(const CompareResults& r, Graph& graph, const
     if (!diff.empty()) {
       std::string what;
       for (const std::string& d : diff) what += (what.empty() ? "" : "; ") + d;
-      lines.push_back(fmt::format("What {} does differently: {}; peak {} against {} of {} per device.", c.strategy, what,
-                                  format_bytes(c.peak_memory_bytes()), format_bytes(next->peak_memory_bytes()),
-                                  format_bytes(r.device_memory_bytes)));
+      // Each peak beside its own devices' memory (a mixed fleet's rows may hold different GPUs).
+      const double cap_c = r.row_memory_bytes(c), cap_n = r.row_memory_bytes(*next);
+      lines.push_back(cap_c == cap_n ? fmt::format("What {} does differently: {}; peak {} against {} of {} per device.",
+                                                   c.strategy, what, format_bytes(c.peak_memory_bytes()),
+                                                   format_bytes(next->peak_memory_bytes()), format_bytes(cap_c))
+                                     : fmt::format("What {} does differently: {}; peak {} of {} against {} of {} per device.",
+                                                   c.strategy, what, format_bytes(c.peak_memory_bytes()), format_bytes(cap_c),
+                                                   format_bytes(next->peak_memory_bytes()), format_bytes(cap_n)));
     }
   }
   for (const StrategyResult& s : r.strategies)
     if (s.ok && !s.fits() && s.step_time_s() < c.step_time_s())
       lines.push_back(fmt::format("{} would take {} a step but needs {} per device of {}: it does not fit.", s.strategy,
                                   format_seconds(s.step_time_s()), format_bytes(s.peak_memory_bytes()),
-                                  format_bytes(r.device_memory_bytes)));
+                                  format_bytes(r.row_memory_bytes(s))));
   return lines;
 }
 

@@ -167,7 +167,11 @@ nlohmann::json compare_json(const CompareResults& r) {
     row["mfu"] = num(s.mfu());
     row["mfu_6n"] = optional_num(s.mfu_6n());
     row["peak_memory_bytes"] = num(s.peak_memory_bytes());
+    row["memory_capacity_bytes"] = num(r.row_memory_bytes(s));  // the tightest stage's, beside its peak
     row["stage_peak_memory_bytes"] = s.stage_peak_memory();
+    std::vector<double> capacities;
+    for (std::size_t st = 0; st < s.stage_peak_memory().size(); ++st) capacities.push_back(s.stage_capacity_bytes(st));
+    row["stage_memory_capacity_bytes"] = capacities;
     row["fits"] = s.fits();
     row["search_time_s"] = num(s.search_time_s);
     row["breakdown"] = nlohmann::json::object();

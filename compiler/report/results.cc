@@ -17,15 +17,15 @@ std::vector<double> StrategyResult::stage_peak_memory() const {
 }
 
 double StrategyResult::stage_capacity_bytes(std::size_t s) const {
-  return s < estimate.stage_memory_capacity.size() ? estimate.stage_memory_capacity[s] : memory_capacity_bytes;
+  // Simulated: each stage's own devices, as the simulator held it (a fleet's batch shares
+  // make one stage per pipeline stage and group, which the estimate's stages are not).
+  if (simulated && s < simulation.stages.size() && simulation.stages[s].memory_capacity_bytes > 0)
+    return simulation.stages[s].memory_capacity_bytes;
+  return estimate.stage_memory_capacity.empty() ? memory_capacity_bytes : estimate.stage_capacity(s);
 }
 
 std::size_t StrategyResult::tightest_stage() const {
-  const std::vector<double> peaks = stage_peak_memory();
-  std::size_t tightest = 0;
-  for (std::size_t s = 1; s < peaks.size(); ++s)
-    if (peaks[s] - stage_capacity_bytes(s) > peaks[tightest] - stage_capacity_bytes(tightest)) tightest = s;
-  return tightest;
+  return compiler::tightest_stage(stage_peak_memory(), [this](std::size_t s) { return stage_capacity_bytes(s); });
 }
 
 double StrategyResult::peak_memory_bytes() const {

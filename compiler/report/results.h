@@ -45,8 +45,8 @@ struct StrategyResult {
   std::optional<double> mfu_6n() const;  // 6N + 12Lhs (palm_mfu); nullopt where it does not apply
   bool fits() const;
   std::vector<double> stage_peak_memory() const;
-  // Stage s's devices' memory: estimate.stage_memory_capacity's on a mixed fleet, else
-  // memory_capacity_bytes.
+  // Stage s's devices' memory (of stage_peak_memory()'s stage s): the simulator's for it when
+  // simulated, else estimate.stage_memory_capacity's on a mixed fleet, else memory_capacity_bytes.
   double stage_capacity_bytes(std::size_t s) const;
   // The stage whose peak comes closest to its own devices' memory (or furthest over it); on
   // one GPU type the fullest stage. Its peak and capacity are the row's memory figures, so

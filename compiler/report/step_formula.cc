@@ -187,19 +187,17 @@ class Builder {
     // Memory: static + activations x in flight + the largest operator's buffers; those two
     // scale with the micro-batch (model states, collective staging and the reserve do not).
     f.max_batch_that_fits = std::numeric_limits<double>::infinity();
-    double fullest = -1;
+    std::vector<double> peaks;
+    for (const StageMemory& mem : a_.stage_memory) peaks.push_back(mem.peak());
+    const auto capacity = [&](std::size_t s) { return s < stage_capacity_.size() ? stage_capacity_[s] : a_.device_memory; };
+    const std::size_t tightest = tightest_stage(peaks, capacity);
     for (std::size_t s = 0; s < a_.stage_memory.size(); ++s) {
       const StageMemory& mem = a_.stage_memory[s];
       const double scaling = mem.activations_per_micro_batch * mem.micro_batches_in_flight + mem.working_buffers;
       const double fixed = mem.peak() - scaling;
       const double grow = scaling / f.bound_batch;
-      if (mem.peak() > fullest) {
-        fullest = mem.peak();
-        f.memory_constant = fixed;
-        f.memory_per_sample = grow;
-      }
-      const double capacity = s < stage_capacity_.size() ? stage_capacity_[s] : a_.device_memory;
-      if (grow > 0) f.max_batch_that_fits = std::min(f.max_batch_that_fits, (capacity - fixed) / grow);
+      if (s == tightest) f.memory_constant = fixed, f.memory_per_sample = grow;
+      if (grow > 0) f.max_batch_that_fits = std::min(f.max_batch_that_fits, (capacity(s) - fixed) / grow);
     }
     // A batch the plan can run: a whole multiple of dp x micro-batches, 0 when not even one fits.
     if (std::isfinite(f.max_batch_that_fits))

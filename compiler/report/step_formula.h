@@ -33,7 +33,8 @@ struct StepFormula {
   double bound_batch = 0;      // the batch the plan was made for
   double batch_granule = 1;    // batch must be a multiple of dp x micro-batches
   double valid_from = 0, valid_to = 0;  // batch range of the active branches (to may be inf)
-  // Peak memory per device of the fullest stage: memory_constant + memory_per_sample * batch.
+  // Peak memory per device of the stage closest to its devices' memory (tightest_stage; on
+  // one GPU type the fullest): memory_constant + memory_per_sample * batch.
   double memory_constant = 0, memory_per_sample = 0;
   // The largest multiple of batch_granule whose peak fits every stage's devices: 0 when none
   // does, inf when activations do not grow with the batch.

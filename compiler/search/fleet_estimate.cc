@@ -103,9 +103,8 @@ StepEstimate fleet_step_estimate(const hardware::Cluster& fleet, const Plan& pla
   const std::vector<double>& capacity = grouped.stage_memory;
   // One memory figure for the estimate: every stage's peak measured against its own devices,
   // the tightest margin kept (the capacity reported is that stage's).
-  std::size_t tightest = 0;
-  for (std::size_t st = 1; st < capacity.size(); ++st)
-    if (merged.peak_memory[st] - capacity[st] > merged.peak_memory[tightest] - capacity[tightest]) tightest = st;
+  const std::size_t tightest =
+      tightest_stage(merged.peak_memory, [&](std::size_t st) { return st < capacity.size() ? capacity[st] : merged.device_memory; });
   StepEstimate e = estimate_step(merged, plan, fleet);
   e.memory_capacity = capacity.empty() ? merged.device_memory : capacity[tightest];
   if (!capacity.empty()) e.peak_memory = merged.peak_memory[tightest];  // peak and capacity of one stage

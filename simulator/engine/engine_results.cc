@@ -42,6 +42,7 @@ ClassResult summarize(const EntityState& st, const RankClass& rc, const Compiled
   r.bubble_s = std::max(0.0, step_time - total_length(merged_compute) - r.exposed_comm_s);
   r.static_memory_bytes = rc.static_memory.total();
   r.peak_memory_bytes = st.peak_bytes;
+  r.memory_capacity_bytes = device_memory;
   r.out_of_memory = device_memory > 0 && st.peak_bytes > device_memory;
   r.memory_overage_bytes = r.out_of_memory ? st.peak_bytes - device_memory : 0;
   r.memory_timeline = st.memory;

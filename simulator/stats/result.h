@@ -46,6 +46,7 @@ struct ClassResult {
   double bubble_s = 0;          // step time - compute busy - exposed comm: idle, not explained by collectives
   double static_memory_bytes = 0;
   double peak_memory_bytes = 0;
+  double memory_capacity_bytes = 0;  // what its devices leave a plan (the least of its groups')
   bool out_of_memory = false;
   double memory_overage_bytes = 0;  // peak - device memory when out of memory
   std::vector<MemoryPoint> memory_timeline;

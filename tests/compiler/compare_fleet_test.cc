@@ -4,6 +4,7 @@
 // uniform view, a strategy that cannot be made a row saying why; the report shows the groups.
 #include <filesystem>
 #include <regex>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -109,6 +110,28 @@ TEST_F(CompareFleetTest, UniformRowsRunAtTheSlowestGroupAndFailuresSayWhy) {
   EXPECT_EQ(bad.error.find('\n'), std::string::npos) << bad.error;
   // No bound on the uniform view: it bounds no plan placing work by speed.
   EXPECT_EQ(results_->step_lower_bound_s, 0);
+}
+
+// Batch shares simulate one stage per pipeline stage and group: each held against its own
+// group's usable memory (H100 85.5 GB, A100 85.9 GB), which the row's memory figures follow.
+TEST_F(CompareFleetTest, BatchShareStagesAreHeldAgainstTheirOwnGroupsMemory) {
+  const StrategyResult& st = fleet_row("symtensor");
+  ASSERT_TRUE(st.simulated) << st.simulation_error;
+  ASSERT_EQ(st.simulation.stages.size(), 2u) << st.label;
+  std::set<int> groups;
+  for (std::size_t k = 0; k < st.simulation.stages.size(); ++k) {
+    const int g = st.simulation.stages[k].group;
+    ASSERT_GE(g, 0) << st.simulation.stages[k].name;
+    groups.insert(g);
+    EXPECT_EQ(st.stage_capacity_bytes(k), cluster_->groups[g].device.usable_memory()) << st.simulation.stages[k].name;
+  }
+  EXPECT_EQ(groups.size(), 2u);
+  EXPECT_NE(cluster_->groups[0].device.usable_memory(), cluster_->groups[1].device.usable_memory());
+  const std::size_t t = st.tightest_stage();
+  for (std::size_t k = 0; k < st.simulation.stages.size(); ++k)
+    EXPECT_LE(st.simulation.stages[k].peak_memory_bytes - st.stage_capacity_bytes(k),
+              st.peak_memory_bytes() - results_->row_memory_bytes(st));
+  EXPECT_EQ(results_->row_memory_bytes(st), cluster_->groups[st.simulation.stages[t].group].device.usable_memory());
 }
 
 TEST_F(CompareFleetTest, ReportShowsTheGroupsAndTheirStages) {

@@ -267,6 +267,24 @@ TEST(MimoVlm, MimoRowsShareTheirMegatronSidePlans) {
   EXPECT_GT(added, 0);
 }
 
+// On a fleet of three groups each group's plan of a side serves every split that puts the side
+// there: searched and counted once (the call's evaluations are its side plans').
+TEST(MimoVlm, AGroupsSidePlanIsSearchedAndCountedOnce) {
+  Graph g = mimo_test_llava(5, 16, 4096);
+  const hardware::Cluster c = hardware::load_cluster("dgx-h100x1+pcie-l4x1+dgx-a100x1");
+  ASSERT_EQ(mimo_splits(c).size(), 6u);  // each group for the tower, each other for the decoder
+  MimoSidePlans shared;
+  const MimoResult r = mimo_search(g, c, StrategyOptions{}, kMimoStrategy, &shared);
+  int searched = 0, vision = 0;
+  for (const auto& [key, outcome] : shared.by_key) {
+    searched += outcome.evaluations;
+    vision += key.rfind("vision\n", 0) == 0;
+  }
+  EXPECT_EQ(r.evaluations, searched);
+  EXPECT_EQ(vision, 3);                          // one tower plan per group, not per split
+  EXPECT_LE(shared.by_key.size(), 3u + 3u * 2);  // and at most two decoder plans per group
+}
+
 TEST(MimoVlm, CompareSimulatesEachSideOnItsOwnGpusAndRefusesAModelWithoutATower) {
   models::Overrides o;
   o.image_tiles = 5;
