@@ -106,8 +106,9 @@ StepEstimate fleet_step_estimate(const hardware::Cluster& fleet, const Plan& pla
   const std::size_t tightest =
       tightest_stage(merged.peak_memory, [&](std::size_t st) { return st < capacity.size() ? capacity[st] : merged.device_memory; });
   StepEstimate e = estimate_step(merged, plan, fleet);
-  e.memory_capacity = capacity.empty() ? merged.device_memory : capacity[tightest];
-  if (!capacity.empty()) e.peak_memory = merged.peak_memory[tightest];  // peak and capacity of one stage
+  const bool per_stage = tightest < capacity.size();
+  e.memory_capacity = per_stage ? capacity[tightest] : merged.device_memory;
+  if (per_stage) e.peak_memory = merged.peak_memory[tightest];  // peak and capacity of one stage
   e.stage_memory_capacity = capacity;
   e.fits = true;
   for (std::size_t st = 0; st < capacity.size(); ++st) e.fits = e.fits && merged.peak_memory[st] <= capacity[st];

@@ -19,6 +19,7 @@ json result_to_json(const SimResult& r) {
                        {"bubble_s", c.bubble_s},
                        {"static_memory_bytes", c.static_memory_bytes},
                        {"peak_memory_bytes", c.peak_memory_bytes},
+                       {"memory_capacity_bytes", c.memory_capacity_bytes},
                        {"out_of_memory", c.out_of_memory},
                        {"memory_overage_bytes", c.memory_overage_bytes},
                        {"memory_timeline", timeline}});

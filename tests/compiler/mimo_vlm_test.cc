@@ -275,11 +275,15 @@ TEST(MimoVlm, AGroupsSidePlanIsSearchedAndCountedOnce) {
   ASSERT_EQ(mimo_splits(c).size(), 6u);  // each group for the tower, each other for the decoder
   MimoSidePlans shared;
   const MimoResult r = mimo_search(g, c, StrategyOptions{}, kMimoStrategy, &shared);
-  int searched = 0, vision = 0;
+  int searched = 0, vision = 0, towers_fitting = 0;
   for (const auto& [key, outcome] : shared.by_key) {
     searched += outcome.evaluations;
-    vision += key.rfind("vision\n", 0) == 0;
+    const bool tower = key.rfind("vision\n", 0) == 0;
+    vision += tower;
+    towers_fitting += tower && outcome.plan.has_value();
   }
+  // With the tower fitting on two groups or more, some group's decoder plans serve two splits.
+  ASSERT_GE(towers_fitting, 2);
   EXPECT_EQ(r.evaluations, searched);
   EXPECT_EQ(vision, 3);                          // one tower plan per group, not per split
   EXPECT_LE(shared.by_key.size(), 3u + 3u * 2);  // and at most two decoder plans per group

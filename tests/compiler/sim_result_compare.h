@@ -43,6 +43,7 @@ inline void expect_identical_results(const sim::SimResult& a, const sim::SimResu
     EXPECT_EQ(x.bubble_s, y.bubble_s) << at;
     EXPECT_EQ(x.static_memory_bytes, y.static_memory_bytes) << at;
     EXPECT_EQ(x.peak_memory_bytes, y.peak_memory_bytes) << at;
+    EXPECT_EQ(x.memory_capacity_bytes, y.memory_capacity_bytes) << at;
     EXPECT_EQ(x.out_of_memory, y.out_of_memory) << at;
     EXPECT_EQ(x.memory_overage_bytes, y.memory_overage_bytes) << at;
     expect_same_memory(x.memory_timeline, y.memory_timeline, at);
