@@ -34,8 +34,7 @@ struct StrategyResult {
   PlanExplanation explanation;
   // The memory the row's plan must fit in on its devices: their usable share (the profile's
   // reserve and the headroom off), a mixed fleet's tightest stage's; 0 (no plan): the
-  // results' device memory. Per stage where the stages' devices differ:
-  // estimate.stage_memory_capacity (stage_capacity_bytes).
+  // results' device memory. Each stage's own: stage_capacity_bytes.
   double memory_capacity_bytes = 0;
 
   // The referee's numbers when simulated, else the analytic estimate's.
