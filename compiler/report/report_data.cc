@@ -168,9 +168,10 @@ nlohmann::json compare_json(const CompareResults& r) {
     row["mfu_6n"] = optional_num(s.mfu_6n());
     row["peak_memory_bytes"] = num(s.peak_memory_bytes());
     row["memory_capacity_bytes"] = num(r.row_memory_bytes(s));  // the tightest stage's, beside its peak
-    row["stage_peak_memory_bytes"] = s.stage_peak_memory();
+    const std::vector<double> peaks = s.stage_peak_memory();
+    row["stage_peak_memory_bytes"] = peaks;
     std::vector<double> capacities;
-    for (std::size_t st = 0; st < s.stage_peak_memory().size(); ++st) capacities.push_back(s.stage_capacity_bytes(st));
+    for (std::size_t st = 0; st < peaks.size(); ++st) capacities.push_back(s.stage_capacity_bytes(st));
     row["stage_memory_capacity_bytes"] = capacities;
     row["fits"] = s.fits();
     row["search_time_s"] = num(s.search_time_s);
