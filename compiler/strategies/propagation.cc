@@ -54,6 +54,13 @@ class Propagator {
       throw std::runtime_error("propagate_cuts: " + std::to_string(n) + " nodes but " + std::to_string(fixed_.size()) +
                                " fixed flags and " + std::to_string(spaces_.size()) + " iteration spaces");
     decided_.assign(fixed_.begin(), fixed_.end());
+    // A node without loops (a Constant, Shape or Size) has one cut, the empty one: decided
+    // from the start, never visited (its first visit chose that cut, before any consumer's).
+    for (std::size_t id = 0; id < n; ++id)
+      if (!fixed_[id] && spaces_[id].loops.empty()) {
+        if (!previous) plan_.node_cuts[id] = NodeCut{};
+        decided_[id] = true;
+      }
     stale_.assign(n, 0);
     if (cache_.in_start.size() != n + 1) index_edges();
     if (previous && previous->size() == n) {
@@ -147,7 +154,7 @@ class Propagator {
   // since its last visit (it is not stale), visiting again would choose the same cut, and
   // is skipped.
   bool visit(NodeId n) {
-    if (fixed_[n]) return false;
+    if (fixed_[n] || spaces_[n].loops.empty()) return false;
     if (decided_[n] && !stale_[n]) return false;
     stale_[n] = 0;
     context_key(n);
