@@ -19,7 +19,12 @@ std::string breakdown_chart(const std::vector<std::string>& components, const st
 struct MemoryGroup {
   std::string label;
   std::vector<double> stage_bytes;
+  // Each stage's capacity, its own GPUs' usable memory (a mixed fleet's stages differ);
+  // empty, or 0 for a stage: memory_chart's capacity_bytes.
+  std::vector<double> stage_capacity_bytes;
 };
+// A bar per stage, held against its capacity: one line when every stage has the same, else a
+// mark over each bar at its own.
 std::string memory_chart(const std::vector<MemoryGroup>& groups, double capacity_bytes);
 
 // The simulated step as a Gantt chart: a row per (stage, stream), bars coloured by kind.

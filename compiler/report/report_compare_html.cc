@@ -102,8 +102,7 @@ std::string formulas_html(const CompareResults& r) {
 
 std::string compare_html(const CompareResults& r) {
   std::string body = "<h1>SymTensor: which strategy?</h1>\n<p>Model <code>" + html::esc(r.model) +
-                     "</code> on <b>" + html::esc(r.cluster) + "</b> (" + std::to_string(r.devices) + " devices, " +
-                     format_bytes(r.device_memory_bytes) + " each); dims:";
+                     "</code> on <b>" + html::esc(r.cluster) + "</b> (" + html::esc(describe_devices(r)) + "); dims:";
   for (const auto& [k, v] : r.bindings) body += " " + html::esc(k) + "=" + format_count(v);
   body += ".</p>\n";
   if (r.chosen >= 0) {
@@ -125,7 +124,9 @@ std::string compare_html(const CompareResults& r) {
     if (!s.ok) continue;
     // Charts name the strategy only; its knobs are in the table above.
     bars.push_back({s.strategy + " (" + s.evaluator().substr(0, 3) + ")", breakdown_values(s)});
-    memory.push_back({s.strategy, s.stage_peak_memory()});
+    MemoryGroup m{s.strategy, s.stage_peak_memory(), {}};
+    for (std::size_t k = 0; k < m.stage_bytes.size(); ++k) m.stage_capacity_bytes.push_back(s.stage_capacity_bytes(k));
+    memory.push_back(std::move(m));
   }
   body += "<h2>Step-time breakdown</h2>\n<p class=\"note\">Simulated plans (sim) break the critical stage down "
           "into compute, exposed communication (all collectives and sends), idle/bubble and optimizer; analytic "

@@ -17,8 +17,7 @@ std::string md(std::string text) {
 }  // namespace
 
 std::string compare_markdown(const CompareResults& r) {
-  std::string out = "# SymTensor compare\n\nModel `" + r.model + "` on " + r.cluster + " (" +
-                    std::to_string(r.devices) + " devices, " + format_bytes(r.device_memory_bytes) + " each); dims:";
+  std::string out = "# SymTensor compare\n\nModel `" + r.model + "` on " + r.cluster + " (" + describe_devices(r) + "); dims:";
   for (const auto& [k, v] : r.bindings) out += " " + k + "=" + format_count(v);
   out += "\n\n";
   if (r.chosen >= 0) out += "**Chosen: " + md(r.strategies[r.chosen].label) + "**\n\n";

@@ -59,7 +59,14 @@ struct CompareResults {
   std::string model;
   std::string cluster;
   int devices = 0;
-  double device_memory_bytes = 0;
+  double device_memory_bytes = 0;  // a mixed fleet's uniform view's (the least of its groups')
+  // The GPUs, one entry per type (a mixed fleet's groups, in order): how many and each one's memory.
+  struct DeviceKind {
+    std::string name;
+    int devices = 0;
+    double memory_bytes = 0;
+  };
+  std::vector<DeviceKind> device_kinds;
   std::map<std::string, double> bindings;
   double tokens_per_sample = 0;  // bound_sequence_length: the bound sequence dim, 0 when unknown
   PalmFlops palm;                // the terms of every row's mfu_6n

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/report/compare.h"
+#include "compiler/report/report_files.h"
 #include "hardware/stack.h"
 #include "onnx_models/model_zoo.h"
 #include "onnx_models/presets.h"
@@ -86,6 +87,30 @@ TEST(CompareFleetMemory, EveryRowsPeakIsHeldAgainstItsOwnStagesGpus) {
   EXPECT_GT(*std::max_element(peaks.begin(), peaks.end()), hardware::load_cluster("pcie-l4").device.memory_bytes)
       << fleet_plan.label << ": the case needs a stage fuller than an L4";
   for (const BreakEven& b : r.break_evens) EXPECT_GE(b.batch, 1) << b.faster_below << " / " << b.faster_above;
+  // The reports name each GPU type with its count and memory (they said "48 devices, 22.49 GiB
+  // each", the L4's), and the memory chart holds each stage against its own GPUs: the chosen
+  // plan's H100 stage, above an L4's memory, was drawn as not fitting.
+  ASSERT_EQ(r.device_kinds.size(), fleet.groups.size());
+  const std::string md = compare_markdown(r);
+  for (const auto& group : fleet.groups)
+    EXPECT_NE(md.find(std::to_string(group.devices) + " " + group.device.name + " of " + format_bytes(group.device.memory_bytes)),
+              std::string::npos)
+        << md.substr(0, 300);
+  const std::string html = compare_html(r);
+  const std::size_t chart = html.find("<h2>Memory per pipeline stage</h2>");
+  ASSERT_NE(chart, std::string::npos);
+  const std::string memory = html.substr(chart, html.find("<h2>", chart + 4) - chart);
+  std::size_t unfit_stages = 0;
+  for (const StrategyResult& s : r.strategies) {
+    const std::vector<double> stage_peaks = s.stage_peak_memory();
+    for (std::size_t k = 0; k < stage_peaks.size(); ++k) unfit_stages += stage_peaks[k] > s.stage_capacity_bytes(k);
+  }
+  std::size_t marked = 0;
+  for (std::size_t at = memory.find("does not fit:"); at != std::string::npos; at = memory.find("does not fit:", at + 1)) ++marked;
+  EXPECT_EQ(marked, unfit_stages);
+  double least = fleet.groups[0].device.usable_memory();
+  for (const auto& group : fleet.groups) least = std::min(least, group.device.usable_memory());
+  EXPECT_NE(memory.find("capacity by stage (its GPUs): " + format_bytes(least) + " to "), std::string::npos);
 }
 
 }  // namespace

@@ -115,7 +115,7 @@ TEST(ReportCharts, BreakdownHasOneSegmentPerComponentAndBar) {
 }
 
 TEST(ReportCharts, MemoryBarsOverCapacityAreMarked) {
-  const std::string svg = memory_chart({{"a", {10e9, 90e9}}}, 80e9);
+  const std::string svg = memory_chart({{"a", {10e9, 90e9}, {}}}, 80e9);
   EXPECT_EQ(count(svg, "class=\"stage-memory\""), 2u);
   EXPECT_EQ(count(svg, "#D55E00"), 1u);  // the 90 GB stage
   EXPECT_NE(svg.find("capacity 74.51 GiB"), std::string::npos);
@@ -124,6 +124,24 @@ TEST(ReportCharts, MemoryBarsOverCapacityAreMarked) {
   EXPECT_TRUE(std::regex_search(svg, std::regex(R"(<line [^>]*y1="11.0" [^>]*y2="11.0" stroke="#CC0000" stroke-width="2.0" )"
                                                 R"(stroke-dasharray="6,4"/>\n<text x="[0-9.]+" y="15.0" [^>]*>capacity 74.51 GiB</text>)")))
       << svg;  // the plot starts at y = 20
+}
+
+// A mixed fleet's plan (compare on dgx-h100x2+dgx-a100x2+pcie-l4x2): a stage on 80 GB GPUs and
+// one on 24 GB GPUs, each held against its own; against the fleet's least memory (the chart's
+// one capacity before), the 60 GB stage that fits was drawn as not fitting.
+TEST(ReportCharts, MemoryBarsAreHeldAgainstTheirOwnStagesCapacity) {
+  const std::string svg = memory_chart({{"fleet", {60e9, 20e9}, {80e9, 24e9}}, {"tight", {25e9}, {24e9}}}, 24e9);
+  EXPECT_EQ(count(svg, "does not fit:"), 1u) << svg;  // the 25 GB stage on 24 GB GPUs alone
+  EXPECT_NE(svg.find("fleet stage 0: 55.88 GiB of 74.51 GiB"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("tight stage 0: 23.28 GiB of 22.35 GiB (does not fit)"), std::string::npos) << svg;
+  // A capacity mark over each bar, and the legend's sample: no line across the plot.
+  EXPECT_EQ(count(svg, "stroke=\"#CC0000\""), 4u) << svg;
+  EXPECT_NE(svg.find("capacity by stage (its GPUs): 22.35 GiB to 74.51 GiB"), std::string::npos) << svg;
+  // One capacity for every stage: one line, as before.
+  const std::string uniform = memory_chart({{"a", {60e9}, {80e9}}, {"b", {20e9}, {80e9}}}, 24e9);
+  EXPECT_EQ(count(uniform, "stroke=\"#CC0000\""), 2u) << uniform;
+  EXPECT_EQ(count(uniform, "does not fit:"), 0u) << uniform;
+  EXPECT_NE(uniform.find("capacity 74.51 GiB"), std::string::npos) << uniform;
 }
 
 TEST(ReportCharts, GanttDrawsEveryBar) {

@@ -34,7 +34,7 @@ std::map<std::string, double> memory_bar_heights(const std::string& svg) {
 // capacity, so the two that fit stay readable, and the 800 GiB bar says it does not fit.
 TEST(MemoryChart, AxisIsClippedNearTheCapacityAndTheRestSaysDoesNotFit) {
   const std::string svg =
-      memory_chart({{"a", {64 * kNewcomerGiB}}, {"b", {74.5 * kNewcomerGiB}}, {"huge", {800 * kNewcomerGiB}}}, 80 * kNewcomerGiB);
+      memory_chart({{"a", {64 * kNewcomerGiB}, {}}, {"b", {74.5 * kNewcomerGiB}, {}}, {"huge", {800 * kNewcomerGiB}, {}}}, 80 * kNewcomerGiB);
   const auto h = memory_bar_heights(svg);
   ASSERT_EQ(h.size(), 3u) << svg;
   const double a = h.at("a stage 0: " + format_bytes(64 * kNewcomerGiB));
@@ -60,7 +60,7 @@ TEST(MemoryChart, AxisIsClippedNearTheCapacityAndTheRestSaysDoesNotFit) {
 }
 
 TEST(MemoryChart, AllFittingKeepsTheFullAxis) {
-  const std::string svg = memory_chart({{"a", {10 * kNewcomerGiB}}, {"b", {20 * kNewcomerGiB}}}, 80 * kNewcomerGiB);
+  const std::string svg = memory_chart({{"a", {10 * kNewcomerGiB}, {}}, {"b", {20 * kNewcomerGiB}, {}}}, 80 * kNewcomerGiB);
   EXPECT_EQ(svg.find("does not fit"), std::string::npos);
   EXPECT_EQ(svg.find("clipped"), std::string::npos);
 }

@@ -37,7 +37,10 @@ grep -Eq '^zero3 would take .* a step but needs .* per device of .*: it does not
 html="$(dirname "$md")/report.html"
 explained="$(sed -n '/<h2>The chosen plan explained<\/h2>/,/<h2>Step time as a formula/p' "$html")"
 grep -q "<p class=\"why\">Why symtensor: " <<<"$explained" || fail "report.html lacks the why paragraph in 'The chosen plan explained'"
-# The memory chart: dp (149 GiB) past twice the 22.35 GiB capacity is clipped, and only dp and zero3 say they do not fit.
+# The memory chart: dp (149 GiB) past twice the 21.37 GiB capacity (the usable memory the table shows) is clipped, and only dp and zero3 say they do not fit.
 chart="$(sed -n '/<h2>Memory per pipeline stage<\/h2>/,/<h2>Simulated step/p' "$html")"
 grep -q 'stage-memory clipped' <<<"$chart" || fail "the memory chart is not clipped near the capacity"
 [ "$(grep -o 'does not fit: ' <<<"$chart" | wc -l)" = 2 ] || fail "the memory chart does not mark dp and zero3 alone: $(grep -o 'does not fit: [^<]*' <<<"$chart")"
+# ... and its capacity line is the table's (the chosen row's "peak of capacity" cell), not the GPU's whole memory.
+table_capacity="$(awk -F'|' '$2 ~ "^ symtensor " {print $8; exit}' "$md" | sed 's/.* of //; s/ *$//')"
+grep -q "capacity $table_capacity<" <<<"$chart" || fail "the memory chart's capacity is not the table's $table_capacity: $(grep -o 'capacity [^<]*' <<<"$chart")"
