@@ -151,10 +151,15 @@ std::string report_text(const SimulationReport& r, const Plan& plan, const std::
     for (const auto& [kind, seconds] : r.collectives_s) o << sep << kind << " " << format_seconds(seconds), sep = ", ";
     o << "\n";
   }
-  o << "memory per stage (capacity " << format_bytes(r.device_memory_bytes) << "):\n";
+  // A mixed fleet's stages hold their own GPUs' memory: each line names its own.
+  bool one_capacity = true;
+  for (const auto& s : r.stages) one_capacity &= s.memory_capacity_bytes <= 0 || s.memory_capacity_bytes == r.device_memory_bytes;
+  if (one_capacity) o << "memory per stage (capacity " << format_bytes(r.device_memory_bytes) << "):\n";
+  else o << "memory per stage (each against its own GPUs' capacity):\n";
   for (const auto& s : r.stages) {
     o << fmt::format("  {:<8} peak {:>11}  (static {:>11})", s.name, format_bytes(s.peak_memory_bytes),
                      format_bytes(s.static_memory_bytes));
+    if (!one_capacity) o << " of " << format_bytes(s.memory_capacity_bytes > 0 ? s.memory_capacity_bytes : r.device_memory_bytes);
     if (s.out_of_memory) o << "  OUT OF MEMORY by " << format_bytes(s.overage_bytes);
     o << "\n";
   }

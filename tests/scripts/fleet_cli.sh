@@ -32,6 +32,10 @@ step_sim="$(echo "$sim" | sed -n 's/^step time: \([0-9.]*\) ms/\1/p')"
 [ -n "$step_sim" ] || fail "simulate printed no step time in ms: $sim"
 awk -v a="$step_compile" -v b="$step_sim" 'BEGIN { d = a * 1000 - b; exit !(d < 1 && d > -1) }' ||
   fail "simulate gives $step_sim ms, compile $step_compile s"
+# Each stage's memory beside its own GPUs' (the H100's and the A100's usable memory differ): the
+# header named the fleet's least for every stage.
+grep -q "^memory per stage (each against its own GPUs' capacity):" <<<"$sim" || fail "simulate names one capacity for the fleet: $sim"
+[ "$(grep -o ' of [0-9.]* GiB$' <<<"$sim" | sort -u | wc -l)" -ge 2 ] || fail "simulate's stages do not name their own GPUs' memory: $sim"
 out="$("$symtensor" simulate "$work/l.onnx" $fleet $bind --strategy megatron)" || fail "megatron on a fleet"
 grep -q "step time" <<<"$out" || fail "megatron on a fleet"
 
