@@ -54,13 +54,6 @@ class Propagator {
       throw std::runtime_error("propagate_cuts: " + std::to_string(n) + " nodes but " + std::to_string(fixed_.size()) +
                                " fixed flags and " + std::to_string(spaces_.size()) + " iteration spaces");
     decided_.assign(fixed_.begin(), fixed_.end());
-    // A node without loops (a Constant, Shape or Size) has one cut, the empty one: decided
-    // from the start, never visited (its first visit chose that cut, before any consumer's).
-    for (std::size_t id = 0; id < n; ++id)
-      if (!fixed_[id] && spaces_[id].loops.empty()) {
-        if (!previous) plan_.node_cuts[id] = NodeCut{};
-        decided_[id] = true;
-      }
     stale_.assign(n, 0);
     if (cache_.in_start.size() != n + 1) index_edges();
     if (previous && previous->size() == n) {
@@ -72,6 +65,15 @@ class Propagator {
       for (std::size_t id = 0; id < n; ++id)
         if (fixed_[id] && !(plan_.node_cuts[id] == (*previous)[id])) mark_neighbours_stale(static_cast<NodeId>(id));
     }
+    // A node without loops has one cut, the empty one. One that no other node feeds (a
+    // Constant) is decided from the start and never visited: its first visit, before any
+    // consumer's, chose that cut. The others (Shape, an opaque operator, scalar arithmetic)
+    // are visited once, as before, so that their producers see them when they did (visit).
+    for (std::size_t id = 0; id < n; ++id)
+      if (!fixed_[id] && spaces_[id].loops.empty() && fed_by_no_node(static_cast<NodeId>(id))) {
+        plan_.node_cuts[id] = NodeCut{};
+        decided_[id] = true;
+      }
     cache_.shapes.resize(g_.tensors().size());
     cache_.shapes_known.resize(g_.tensors().size(), 0);
     cache_.extents.resize(n);
@@ -142,6 +144,12 @@ class Propagator {
     return {cache_.out_edges.data() + cache_.out_start[n], cache_.out_edges.data() + cache_.out_start[n + 1]};
   }
 
+  bool fed_by_no_node(NodeId n) const {
+    for (const auto& e : inputs_of(n))
+      if (e.other != kNone) return false;
+    return true;
+  }
+
   // Its neighbours (the producers of its inputs, the consumers of its outputs) are to be
   // visited again.
   void mark_neighbours_stale(NodeId n) {
@@ -154,7 +162,8 @@ class Propagator {
   // since its last visit (it is not stale), visiting again would choose the same cut, and
   // is skipped.
   bool visit(NodeId n) {
-    if (fixed_[n] || spaces_[n].loops.empty()) return false;
+    if (fixed_[n]) return false;
+    if (decided_[n] && spaces_[n].loops.empty()) return false;  // its one cut again
     if (decided_[n] && !stale_[n]) return false;
     stale_[n] = 0;
     context_key(n);
