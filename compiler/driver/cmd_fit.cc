@@ -13,6 +13,7 @@
 #include "compiler/driver/commands.h"
 #include "compiler/onnx_import/import.h"
 #include "compiler/report/plan_label.h"
+#include "compiler/report/results.h"
 #include "compiler/base/units.h"
 #include "compiler/search/fit_search.h"
 
@@ -77,8 +78,8 @@ void run_fit(const FitOptions& o) {
     return compiler::plan_label_or(plan.strategy, g, plan, c, plan.strategy);
   };
   (void)import_model(o.input, false);  // a bad model or binding fails before the search
-  std::cout << fmt::format("{:<18}{}\n{:<18}{} ({} devices, {} each)\n", "model", o.input.path, "cluster", cluster.name,
-                           cluster.num_devices(), compiler::format_bytes(cluster.device.memory_bytes));
+  std::cout << fmt::format("{:<18}{}\n{:<18}{} ({})\n", "model", o.input.path, "cluster", cluster.name,
+                           compiler::describe_devices(compiler::device_kinds(cluster)));
   if (bound) std::cout << fmt::format("{:<18}{}\n", "search", bound_text(*bound));
   if (o.only.empty() || o.only == "micro-batch")
     print("micro-batch", compiler::largest_micro_batch(q, cluster), "samples", false);

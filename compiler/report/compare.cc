@@ -53,10 +53,7 @@ CompareResults run_compare(const CompareOptions& options, const hardware::Cluste
   r.cluster = cluster.name;
   r.devices = cluster.num_devices();
   r.device_memory_bytes = cluster.device.memory_bytes;
-  if (cluster.mixed())
-    for (const hardware::DeviceGroup& g : cluster.groups) r.device_kinds.push_back({g.device.name, g.devices, g.device.memory_bytes});
-  else
-    r.device_kinds.push_back({cluster.device.name, r.devices, cluster.device.memory_bytes});
+  r.device_kinds = device_kinds(cluster);
   r.bindings = graph.symbols.bindings();
   r.tokens_per_sample = bound_sequence_length(graph);
   r.palm = palm_flops(graph, numeric.spaces());

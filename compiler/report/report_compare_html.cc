@@ -102,7 +102,7 @@ std::string formulas_html(const CompareResults& r) {
 
 std::string compare_html(const CompareResults& r) {
   std::string body = "<h1>SymTensor: which strategy?</h1>\n<p>Model <code>" + html::esc(r.model) +
-                     "</code> on <b>" + html::esc(r.cluster) + "</b> (" + html::esc(describe_devices(r)) + "); dims:";
+                     "</code> on <b>" + html::esc(r.cluster) + "</b> (" + html::esc(describe_devices(r.device_kinds)) + "); dims:";
   for (const auto& [k, v] : r.bindings) body += " " + html::esc(k) + "=" + format_count(v);
   body += ".</p>\n";
   if (r.chosen >= 0) {
@@ -132,7 +132,12 @@ std::string compare_html(const CompareResults& r) {
           "into compute, exposed communication (all collectives and sends), idle/bubble and optimizer; analytic "
           "ones (ana) also separate gradient sync and pipeline sends.</p>\n" +
           breakdown_chart(breakdown_components(), bars);
-  body += "<h2>Memory per pipeline stage</h2>\n" + memory_chart(memory, r.device_memory_bytes);
+  // Every stage names its own capacity; without any, the device's memory.
+  double least_capacity = 0;
+  for (const MemoryGroup& m : memory)
+    for (double cap : m.stage_capacity_bytes)
+      if (cap > 0 && (least_capacity == 0 || cap < least_capacity)) least_capacity = cap;
+  body += "<h2>Memory per pipeline stage</h2>\n" + memory_chart(memory, least_capacity > 0 ? least_capacity : r.device_memory_bytes);
   if (r.chosen >= 0) {
     const auto& c = r.strategies[r.chosen];
     body += "<h2>Simulated step of the chosen plan</h2>\n";

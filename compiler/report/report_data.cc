@@ -85,16 +85,6 @@ std::string csv_field(const std::string& text) {
   return out + "\"";
 }
 
-std::string describe_devices(const CompareResults& r) {
-  if (r.device_kinds.size() < 2) return std::to_string(r.devices) + " devices, " + format_bytes(r.device_memory_bytes) + " each";
-  std::string out = std::to_string(r.devices) + " devices:";
-  for (std::size_t k = 0; k < r.device_kinds.size(); ++k) {
-    const CompareResults::DeviceKind& d = r.device_kinds[k];
-    out += (k ? ", " : " ") + std::to_string(d.devices) + " " + d.name + " of " + format_bytes(d.memory_bytes);
-  }
-  return out;
-}
-
 std::string describe_step_lower_bound(const CompareResults& r) {
   if (r.step_lower_bound_s <= 0) return "";
   return "no plan steps faster than " + format_seconds(r.step_lower_bound_s) +
@@ -161,7 +151,7 @@ nlohmann::json compare_json(const CompareResults& r) {
                    {"device_memory_bytes", num(r.device_memory_bytes)}, {"bindings", r.bindings},
                    {"tokens_per_sample", num(r.tokens_per_sample)}, {"palm_flops", palm_flops_json(r.palm)}};
   j["device_kinds"] = nlohmann::json::array();
-  for (const CompareResults::DeviceKind& d : r.device_kinds)
+  for (const DeviceKind& d : r.device_kinds)
     j["device_kinds"].push_back({{"name", d.name}, {"devices", d.devices}, {"memory_bytes", num(d.memory_bytes)}});
   j["step_lower_bound_s"] = r.step_lower_bound_s > 0 ? num(r.step_lower_bound_s) : nlohmann::json(nullptr);
   j["chosen"] = r.chosen >= 0 ? nlohmann::json(r.strategies[r.chosen].label) : nlohmann::json(nullptr);

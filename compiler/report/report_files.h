@@ -15,9 +15,6 @@ std::vector<std::string> breakdown_components();
 std::vector<double> breakdown_values(const StrategyResult& r);
 // "no plan steps faster than 1.2 s (...)": CompareResults::step_lower_bound_s in words; "" when unknown.
 std::string describe_step_lower_bound(const CompareResults& r);
-// "32 devices, 85.5 GB each", or on a mixed fleet each type's count and memory:
-// "48 devices: 16 H100-SXM-80GB of 85.5 GB, 32 L4-24GB of 24.15 GB".
-std::string describe_devices(const CompareResults& r);
 // StepFormula::max_batch_that_fits in words: "1,024 (a multiple of 512)", "none: even a batch
 // of 512 does not fit", "unbounded (...)".
 std::string describe_max_batch(const StepFormula& f);

@@ -17,7 +17,7 @@ std::string md(std::string text) {
 }  // namespace
 
 std::string compare_markdown(const CompareResults& r) {
-  std::string out = "# SymTensor compare\n\nModel `" + r.model + "` on " + r.cluster + " (" + describe_devices(r) + "); dims:";
+  std::string out = "# SymTensor compare\n\nModel `" + r.model + "` on " + r.cluster + " (" + describe_devices(r.device_kinds) + "); dims:";
   for (const auto& [k, v] : r.bindings) out += " " + k + "=" + format_count(v);
   out += "\n\n";
   if (r.chosen >= 0) out += "**Chosen: " + md(r.strategies[r.chosen].label) + "**\n\n";

@@ -1,5 +1,7 @@
 #include "compiler/report/results.h"
 
+#include "compiler/base/units.h"
+
 namespace symtensor::compiler {
 
 double StrategyResult::step_time_s() const { return simulated ? simulation.step_time_s : estimate.step_time_s; }
@@ -31,6 +33,23 @@ std::size_t StrategyResult::tightest_stage() const {
 double StrategyResult::peak_memory_bytes() const {
   const std::vector<double> peaks = stage_peak_memory();
   return peaks.empty() ? 0 : peaks[tightest_stage()];
+}
+
+std::vector<DeviceKind> device_kinds(const hardware::Cluster& cluster) {
+  if (!cluster.mixed()) return {{cluster.device.name, cluster.num_devices(), cluster.device.memory_bytes}};
+  std::vector<DeviceKind> kinds;
+  for (const hardware::DeviceGroup& g : cluster.groups) kinds.push_back({g.device.name, g.devices, g.device.memory_bytes});
+  return kinds;
+}
+
+std::string describe_devices(const std::vector<DeviceKind>& kinds) {
+  int devices = 0;
+  for (const DeviceKind& d : kinds) devices += d.devices;
+  if (kinds.size() == 1) return std::to_string(devices) + " devices, " + format_bytes(kinds[0].memory_bytes) + " each";
+  std::string out = std::to_string(devices) + " devices:";
+  for (std::size_t k = 0; k < kinds.size(); ++k)
+    out += (k ? ", " : " ") + std::to_string(kinds[k].devices) + " " + kinds[k].name + " of " + format_bytes(kinds[k].memory_bytes);
+  return out;
 }
 
 }  // namespace symtensor::compiler

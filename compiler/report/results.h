@@ -15,6 +15,7 @@
 #include "compiler/report/plan_explain.h"
 #include "compiler/report/step_formula.h"
 #include "compiler/report/timeline.h"
+#include "hardware/cluster.h"
 
 namespace symtensor::compiler {
 
@@ -55,17 +56,23 @@ struct StrategyResult {
   std::string evaluator() const;  // "simulation" or "analytic"
 };
 
+// The GPUs of a cluster, one entry per group of a mixed fleet (in order; else one): their
+// device, how many, and each one's memory.
+struct DeviceKind {
+  std::string name;
+  int devices = 0;
+  double memory_bytes = 0;
+};
+std::vector<DeviceKind> device_kinds(const hardware::Cluster& cluster);
+// "32 devices, 85.5 GB each", or for several kinds each one's count and memory:
+// "48 devices: 16 H100-SXM5-80GB of 79.63 GiB, 32 L4-24GB of 22.49 GiB".
+std::string describe_devices(const std::vector<DeviceKind>& kinds);
+
 struct CompareResults {
   std::string model;
   std::string cluster;
   int devices = 0;
   double device_memory_bytes = 0;  // a mixed fleet's uniform view's (the least of its groups')
-  // The GPUs, one entry per type (a mixed fleet's groups, in order): how many and each one's memory.
-  struct DeviceKind {
-    std::string name;
-    int devices = 0;
-    double memory_bytes = 0;
-  };
   std::vector<DeviceKind> device_kinds;
   std::map<std::string, double> bindings;
   double tokens_per_sample = 0;  // bound_sequence_length: the bound sequence dim, 0 when unknown

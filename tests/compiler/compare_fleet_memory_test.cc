@@ -36,6 +36,14 @@ TEST(CompareFleetMemory, ARowsPeakIsTheStageClosestToItsOwnCapacity) {
   EXPECT_EQ(r.row_memory_bytes(s), 22 * kGB);
 }
 
+// What compare's reports and `fit` print of the GPUs: each type of a fleet with its count and
+// memory (a fleet printed "24 devices, 79.63 GiB each", its uniform view's).
+TEST(CompareFleetMemory, DevicesAreDescribedByType) {
+  const hardware::Cluster fleet = hardware::load_cluster("dgx-h100x1+pcie-l4x2");
+  EXPECT_EQ(describe_devices(device_kinds(fleet)), "24 devices: 8 H100-SXM5-80GB of 79.63 GiB, 16 L4-24GB of 22.49 GiB");
+  EXPECT_EQ(describe_devices(device_kinds(hardware::load_cluster("dgx-h100"))), "32 devices, 79.63 GiB each");  // 4 nodes of 8
+}
+
 TEST(CompareFleetMemory, EveryRowsPeakIsHeldAgainstItsOwnStagesGpus) {
   // The quality suite's three-type fleet: LLaMA-2 7B's layers on H100s, A100s and L4s (24 GB).
   models::ModelConfig config = models::preset_config("llama2-7b");
