@@ -64,7 +64,7 @@ struct DeviceKind {
   double memory_bytes = 0;
 };
 std::vector<DeviceKind> device_kinds(const hardware::Cluster& cluster);
-// "32 devices, 85.5 GB each", or for several kinds each one's count and memory:
+// "32 devices, 79.63 GiB each", or for several kinds each one's count and memory:
 // "48 devices: 16 H100-SXM5-80GB of 79.63 GiB, 32 L4-24GB of 22.49 GiB".
 std::string describe_devices(const std::vector<DeviceKind>& kinds);
 
