@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/lowering/pipeline_order.h"
+#include "compiler/plan/pipeline_order.h"
 #include "compiler/plan/batch_shares.h"
 #include "simulator/program/mesh_groups.h"
 

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/lowering/chunk_work.h"
-#include "compiler/lowering/pipeline_order.h"
+#include "compiler/plan/pipeline_order.h"
 
 namespace symtensor::compiler {
 namespace {

@@ -1,4 +1,4 @@
-#include "compiler/lowering/pipeline_order.h"
+#include "compiler/plan/pipeline_order.h"
 
 #include <algorithm>
 #include <stdexcept>
