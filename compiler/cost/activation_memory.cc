@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/cost/interleaved_activations.h"
 #include "compiler/cost/saved_activations.h"
 
 namespace symtensor::compiler::analyzer_internal {
@@ -43,8 +44,8 @@ void Analyzer::mark_recomputed_layers() {
     in_recomputed_layer_[id] = ordinals[id] >= 0 && ordinals[id] < plan_.recompute_layers[plan_.stage_of_node[id]];
 }
 
-void Analyzer::saved_activations(std::vector<double>& per_stage, const std::vector<OpWork*>* by_node,
-                       Offloaded* offloaded) const {
+void Analyzer::saved_activations(std::vector<double>& per_stage, std::vector<double>* by_node,
+                                 Offloaded* offloaded) const {
   if (plan_.offload_layers == 0) offloaded = nullptr;
   if (offloaded) {
     if (plan_.offload_layers >= ng_.num_layers())
@@ -74,7 +75,7 @@ void Analyzer::saved_activations(std::vector<double>& per_stage, const std::vect
   const NodeId holder = offloaded->holder[transit - offloaded->bytes.begin()];
   if (holder == kNone) return;
   per_stage[plan_.stage_of_node[holder]] += *transit;
-  if (by_node) (*by_node)[holder]->saved_bytes += *transit;
+  if (by_node) (*by_node)[holder] += *transit;
 }
 
 void Analyzer::add_offload_exposure(Offloaded& offloaded) const {
@@ -123,7 +124,7 @@ double Analyzer::saved_elements_of(const SavedTensor& s, NodeId holder) const {
 }
 
 void Analyzer::add_saved(const std::vector<SavedTensor>& saved, const std::function<bool(const SavedTensor&, NodeId)>& kept,
-               std::vector<double>& per_stage, const std::vector<OpWork*>* by_node, Offloaded* offloaded) const {
+               std::vector<double>& per_stage, std::vector<double>* by_node, Offloaded* offloaded) const {
   for (const SavedTensor& s : saved) {
     if (plan_.recompute == RecomputePolicy::selective && s.quadratic_in_sequence) continue;
     const NodeId holder = saved_tensor_holder(graph_, s);
@@ -143,7 +144,7 @@ void Analyzer::add_saved(const std::vector<SavedTensor>& saved, const std::funct
       continue;
     }
     per_stage[plan_.stage_of_node[holder]] += bytes;
-    if (by_node) (*by_node)[holder]->saved_bytes += bytes;
+    if (by_node) (*by_node)[holder] += bytes;
   }
 }
 
@@ -154,19 +155,48 @@ void Analyzer::add_activations(PlanAnalysis& a, bool train) {
   }
   std::vector<OpWork*> by_node(graph_.nodes().size(), nullptr);
   for (auto& w : a.ops) by_node[w.node] = &w;
-  std::vector<double> per_stage(a.stage_memory.size(), 0.0);
+  std::vector<double> per_stage(a.stage_memory.size(), 0.0), saved_by_node(graph_.nodes().size(), 0.0);
   Offloaded offloaded;
-  saved_activations(per_stage, &by_node, &offloaded);
+  saved_activations(per_stage, &saved_by_node, &offloaded);
+  for (NodeId n = 0; n < static_cast<NodeId>(by_node.size()); ++n)
+    if (by_node[n]) by_node[n]->saved_bytes += saved_by_node[n];
   // What is not kept is recomputed in the backward pass.
   for (auto& w : a.ops) w.recomputed = recomputed(w.node);
   for (std::size_t l = 0; l < offloaded.bytes.size(); ++l)
     if (offloaded.holder[l] != kNone)
       by_node[offloaded.holder[l]]->offload_fwd_seconds += offloaded.fwd_seconds[l],
           by_node[offloaded.holder[l]]->offload_bwd_seconds += offloaded.bwd_seconds[l];
+  const std::vector<std::vector<SavedPosition>> positions =
+      chunked_in_flight() ? saved_positions(a.ops, saved_by_node) : std::vector<std::vector<SavedPosition>>{};
   for (std::size_t s = 0; s < a.stage_memory.size(); ++s) {
     a.stage_memory[s].activations_per_micro_batch = per_stage[s];
-    a.stage_memory[s].micro_batches_in_flight = micro_batches_in_flight(plan_, static_cast<int>(s));
+    a.stage_memory[s].micro_batches_in_flight =
+        positions.empty() ? micro_batches_in_flight(plan_, static_cast<int>(s)) : in_flight(static_cast<int>(s), positions[s]);
   }
+}
+
+bool Analyzer::chunked_in_flight() const {
+  const int stages = plan_.pipeline_stages();
+  return plan_.mode == ExecutionMode::train && plan_.schedule == Schedule::interleaved_1f1b && stages > 1 &&
+         plan_.virtual_stages > 1 && plan_.micro_batches % stages == 0;
+}
+
+std::vector<std::vector<SavedPosition>> Analyzer::saved_positions(const std::vector<OpWork>& ops,
+                                                                  const std::vector<double>& saved_by_node) const {
+  const int stages = std::max(plan_.pipeline_stages(), 1);
+  const std::vector<double> fraction = forward_flops_fractions(ops, stages);
+  std::vector<std::vector<SavedPosition>> positions(stages);
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (const double bytes = saved_by_node[ops[i].node]; bytes != 0) positions[ops[i].stage].push_back({fraction[i], bytes});
+  return positions;
+}
+
+double Analyzer::in_flight(int s, const std::vector<SavedPosition>& positions) const {
+  const std::vector<double> bytes = chunk_activations(positions, plan_.virtual_stages);
+  double per_micro_batch = 0;
+  for (double b : bytes) per_micro_batch += b;
+  return per_micro_batch > 0 ? interleaved_peak_activations(plan_, s, bytes) / per_micro_batch
+                             : micro_batches_in_flight(plan_, s);
 }
 
 void Analyzer::add_pipeline_transfers(std::vector<double>& p2p_bytes) const {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/cost/interleaved_activations.h"
 #include "compiler/cost/model_state.h"
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/sharding/cut_sharding.h"
@@ -39,6 +40,8 @@ struct PlanAnalyzer::State {
     // what a pass exposes of them is what they take beyond its compute (assemble_totals).
     std::vector<double> fwd_beside, bwd_beside;
     std::vector<double> activations;  // saved for backward, per micro-batch
+    // Per stage, Analyzer::saved_positions: made by the first interleaved plan that needs them.
+    std::optional<std::vector<std::vector<SavedPosition>>> saved_positions;
     std::vector<StageMemory> buffers;  // working_buffers only
     double model_flops = 0, hardware_flops = 0;  // per micro-batch
 

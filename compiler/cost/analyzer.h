@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "compiler/cost/analysis_state.h"
+#include "compiler/cost/interleaved_activations.h"
 #include "compiler/cost/kernel_precision.h"
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/sharding/cut_sharding.h"
@@ -281,14 +282,24 @@ class Analyzer {
   void inference_weights(std::vector<StageMemory>& memory) const;
 
   // Activations kept for backward under the plan's recomputation policy, per stage and
-  // (with `by_node`) on the operator holding each.
+  // (with `by_node`: bytes per node id) on the operator holding each.
   // Under layer_recompute() a recomputed layer keeps what it reads from outside itself (its
   // input, the rotary tables) and the others what they would without recomputation.
   // `offloaded` (under Plan::offload_layers): per layer, the bytes sent to host memory (those
   // layers' saved tensors count there, and one layer's worth stays in device memory, in transit)
   // and the copies' exposed seconds.
-  void saved_activations(std::vector<double>& per_stage, const std::vector<OpWork*>* by_node,
+  void saved_activations(std::vector<double>& per_stage, std::vector<double>* by_node,
                          Offloaded* offloaded = nullptr) const;
+  // Per stage, where its operators that save (bytes per node id, by saved_activations) lie in
+  // its forward FLOPs: what an interleaved stage's chunks hold (interleaved_activations.h).
+  std::vector<std::vector<SavedPosition>> saved_positions(const std::vector<OpWork>& ops,
+                                                          const std::vector<double>& saved_by_node) const;
+  // Whether the activations held at the peak are counted chunk by chunk: an interleaved
+  // pipeline in training (micro_batches_in_flight's mean chunk otherwise).
+  bool chunked_in_flight() const;
+  // Under chunked_in_flight(): micro-batches' worth of activations stage s holds at its peak
+  // (StageMemory), its chunks' saved bytes taken from `positions`.
+  double in_flight(int s, const std::vector<SavedPosition>& positions) const;
 
   // Seconds the host copies of Plan::offload_layers do not hide, per offloaded layer: layer l's
   // saved tensors go out under layer l+1's forward and come back under its backward.
@@ -302,7 +313,7 @@ class Analyzer {
 
   // `kept(saved tensor, holder)`: whether it counts (null: all).
   void add_saved(const std::vector<SavedTensor>& saved, const std::function<bool(const SavedTensor&, NodeId)>& kept,
-                 std::vector<double>& per_stage, const std::vector<OpWork*>* by_node, Offloaded* offloaded) const;
+                 std::vector<double>& per_stage, std::vector<double>* by_node, Offloaded* offloaded) const;
   void add_activations(PlanAnalysis& a, bool train);
   void add_pipeline_transfers(std::vector<double>& p2p_bytes) const;
 

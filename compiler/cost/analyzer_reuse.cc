@@ -103,10 +103,20 @@ const StageTotals& Analyzer::totals() {
     sums.p2p_bytes.emplace(std::max(stages - 1, 0), 0.0);
     add_pipeline_transfers(*sums.p2p_bytes);
   }
+  // Made when a plan needs them (an interleaved one), under the policy the sums were made for.
+  const bool chunked = train && chunked_in_flight();
+  if (chunked && !ops->saved_positions) {
+    std::vector<double> per_stage(stages, 0.0), saved_by_node(graph_.nodes().size(), 0.0);
+    Offloaded offloaded;
+    saved_activations(per_stage, &saved_by_node, &offloaded);
+    ops->saved_positions = saved_positions(state_.analysis.ops, saved_by_node);
+  }
   std::vector<StageMemory> memory = params->memory;
   for (int s = 0; s < stages; ++s) {
     memory[s].activations_per_micro_batch = ops->activations[s];
-    memory[s].micro_batches_in_flight = train ? micro_batches_in_flight(plan_, s) : 1;
+    memory[s].micro_batches_in_flight = chunked ? in_flight(s, ops->saved_positions->at(s))
+                                        : train ? micro_batches_in_flight(plan_, s)
+                                                : 1;
     memory[s].working_buffers = ops->buffers[s].working_buffers;
     memory[s].working_buffers_node = ops->buffers[s].working_buffers_node;
     memory[s].reserve = cluster_.device.memory_reserve_bytes;

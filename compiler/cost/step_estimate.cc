@@ -75,21 +75,35 @@ StepEstimate estimate_step(const StageTotals& a, const Plan& plan, const hardwar
   // per pipeline, and every data-parallel replica is inside the cut ways already.
 
   // Pipeline: the slowest stage sets the steady state; fill and drain pass through all.
-  // Interleaved, a micro-batch leaves each device once per chunk: v sends instead of one.
+  // Interleaved, a micro-batch leaves each device once per chunk: v sends instead of one,
+  // which run beside the chunks' compute (Megatron-LM overlaps pipeline sends with virtual
+  // stages by default, --overlap-p2p-communication; FRAMEWORKS.md): a device exposes only
+  // what its sends need beyond its busy time, while the fill and the drain, with nothing
+  // to overlap, wait for every hop between the p x v virtual stages (p x v - 1 of them, each
+  // way). Without interleaving, 1F1B's sends are on the critical path.
   const double v = plan.schedule == Schedule::interleaved_1f1b ? std::max(plan.virtual_stages, 1) : 1;
-  double slowest = 0, fill = 0, slowest_compute = 0, slowest_comm = 0;
+  const double passes = train ? 2 : 1;
+  double slowest = 0, fill = 0, hops = 0, slowest_compute = 0, slowest_comm = 0;
   for (int s = 0; s < stages; ++s) {
-    const double p2p = stages > 1 && (s + 1 < stages || v > 1) ? v * p2p_seconds(cluster, mesh, plan.pipeline_axis, a.p2p_bytes[std::min(s, stages - 2)]) : 0;
-    const double t = fwd_compute[s] + fwd_comm[s] + bwd_compute[s] + bwd_comm[s] + parameters[s] + (train ? 2 : 1) * p2p;
+    const double hop = stages > 1 ? p2p_seconds(cluster, mesh, plan.pipeline_axis, a.p2p_bytes[std::min(s, stages - 2)]) : 0;
+    const double busy = fwd_compute[s] + fwd_comm[s] + bwd_compute[s] + bwd_comm[s] + parameters[s];
+    double sends = 0;
+    if (v > 1) {
+      sends = std::max(0.0, passes * v * hop - busy);
+      hops += passes * (s + 1 < stages ? v : v - 1) * hop;
+    } else if (s + 1 < stages) {
+      sends = passes * hop;
+    }
+    const double t = busy + sends;
     fill += t;
     if (t > slowest) {
       slowest = t;
       slowest_compute = fwd_compute[s] + bwd_compute[s];
       slowest_comm = fwd_comm[s] + bwd_comm[s] + parameters[s];
-      e.p2p_s = (train ? 2 : 1) * p2p * m;
+      e.p2p_s = sends * m;
     }
   }
-  const double pipeline = m * slowest + (fill - slowest) / v;
+  const double pipeline = m * slowest + (fill - slowest) / v + hops;
   e.compute_s = m * slowest_compute;
   e.exposed_comm_s = m * slowest_comm;
   e.bubble_s = pipeline - m * slowest;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/cost/interleaved_activations.h"
+
 namespace symtensor::compiler {
 namespace {
 
@@ -53,14 +55,8 @@ Placement place_ops(const PlanAnalysis& a, const Plan& plan) {
   }
   if (virtual_numbering || p.chunks == 1) return p;
   // Split each stage's operators (in order) into chunks of equal forward FLOPs.
-  std::vector<double> total(p.stages, 0), seen(p.stages, 0);
-  for (size_t i = 0; i < n; ++i) total[p.stage[i]] += a.ops[i].fwd_flops;
-  for (size_t i = 0; i < n; ++i) {
-    const int s = p.stage[i];
-    const double mid = seen[s] + a.ops[i].fwd_flops / 2;
-    p.chunk[i] = total[s] > 0 ? std::min(p.chunks - 1, static_cast<int>(mid / total[s] * p.chunks)) : 0;
-    seen[s] += a.ops[i].fwd_flops;
-  }
+  const std::vector<double> fraction = forward_flops_fractions(a.ops, p.stages);
+  for (size_t i = 0; i < n; ++i) p.chunk[i] = chunk_of(fraction[i], p.chunks);
   return p;
 }
 

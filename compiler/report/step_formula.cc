@@ -93,10 +93,11 @@ class Builder {
     return s;
   }
 
-  Lin p2p(int s) const {
-    if (plan_.pipeline_axis < 0 || s + 1 >= plan_.pipeline_stages() || a_.p2p_bytes.at(s) <= 0) return {};
+  // One send over stage boundary b (b -> b + 1).
+  Lin p2p(int b) const {
+    if (plan_.pipeline_axis < 0 || b < 0 || b + 1 >= plan_.pipeline_stages() || a_.p2p_bytes.at(b) <= 0) return {};
     const auto& level = cluster_.levels.at(mesh_.axes().at(plan_.pipeline_axis).level);
-    return {level.latency_s, a_.p2p_bytes[s] / level.peer_bandwidth()};  // sends carry activations
+    return {level.latency_s, a_.p2p_bytes[b] / level.peer_bandwidth()};  // sends carry activations
   }
 
   StepFormula build() {
@@ -129,16 +130,27 @@ class Builder {
       // The last backward's gathers share the links with the gradients (estimate_step).
       dp[s] += totals.gather[s] - gather[s];
     }
+    // The pipeline's sends as estimate_step prices them: interleaved, what a stage's v sends
+    // per pass take beyond its busy time (the branch active at the bound batch), and every
+    // hop between the virtual stages in the fill and the drain.
+    const double v = plan_.schedule == Schedule::interleaved_1f1b ? std::max(plan_.virtual_stages, 1) : 1;
+    const double passes = train ? 2.0 : 1.0;
     std::vector<Lin> t(stages), p2ps(stages);
-    Lin fill;
+    Lin hops;
     int slow = 0;
     for (int s = 0; s < stages; ++s) {
-      p2ps[s] = (train ? 2.0 : 1.0) * p2p(s);
-      t[s] = fwdc[s] + fwdm[s] + bwdc[s] + bwdm[s] + Lin{2 * gather[s] + scatter[s], 0} + p2ps[s];
-      fill += t[s];
+      const Lin busy = fwdc[s] + fwdm[s] + bwdc[s] + bwdm[s] + Lin{2 * gather[s] + scatter[s], 0};
+      if (v > 1) {
+        const Lin hop = p2p(std::min(s, stages - 2));
+        const Lin sends = passes * v * hop - busy;
+        if (sends.at(1) > 0) p2ps[s] = sends;
+        hops += (passes * (s + 1 < stages ? v : v - 1)) * hop;
+      } else {
+        p2ps[s] = passes * p2p(s);
+      }
+      t[s] = busy + p2ps[s];
       if (t[s].at(1) > t[slow].at(1)) slow = s;
     }
-    const double v = plan_.schedule == Schedule::interleaved_1f1b ? std::max(plan_.virtual_stages, 1) : 1;
 
     // Exposed gradient synchronisation: the stage and branch active at the bound batch.
     StepFormula f;
@@ -175,7 +187,7 @@ class Builder {
     f.compute = mm * ex(fwdc[slow] + bwdc[slow]);
     f.comm = mm * ex(fwdm[slow] + bwdm[slow] + Lin{2 * gather[slow] + scatter[slow], 0});
     f.p2p = mm * ex(p2ps[slow]);
-    f.bubble = bubble_factor * ex(other);
+    f.bubble = bubble_factor * ex(other) + ex(hops);
     f.dp_exposed = ex(exposed);
     f.optimizer = GiNaC::ex(totals.after_step_s);
     f.step_time = (f.compute + f.comm + f.p2p + f.bubble + f.dp_exposed + f.optimizer).expand();

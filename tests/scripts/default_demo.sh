@@ -28,7 +28,9 @@ why="$(grep '^Why symtensor: ' "$md")" || fail "no 'Why symtensor' line"
 ratio="$(awk -v a="$ts" -v b="$tm" 'BEGIN {printf "%.2f", b / a}')"
 [ "$why" = "Why symtensor: $(cell symtensor) a step against $(cell megatron) for megatron, the next fastest plan that fits: ${ratio}x faster." ] \
   || fail "why line: $why (ratio by hand ${ratio})"
-grep -Eq '^What symtensor does differently: it recomputes [0-9]+ of 32 layers where megatron recomputes all 32 layers; peak ' "$md" \
+# Megatron-best is an interleaved pipeline that recomputes nothing; SymTensor shards fully and
+# recomputes some of the layers.
+grep -Eq '^What symtensor does differently: .*it recomputes [0-9]+ of 32 layers where megatron recomputes nothing; .*peak ' "$md" \
   || fail "no recomputation difference: $(grep '^What symtensor' "$md")"
 grep -Eq '^zero3 would take .* a step but needs .* per device of .*: it does not fit\.$' "$md" || fail "no line on zero3"
 # The why line sits in the chosen plan's section of report.md, and in "The chosen plan explained" of report.html.
