@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/cost/interleaved_activations.h"
+#include "compiler/cost/interleaved_pipeline.h"
 #include "compiler/cost/saved_activations.h"
 
 namespace symtensor::compiler::analyzer_internal {

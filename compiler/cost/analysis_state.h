@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/cost/interleaved_activations.h"
+#include "compiler/cost/interleaved_pipeline.h"
 #include "compiler/cost/model_state.h"
 #include "compiler/cost/plan_analysis.h"
 #include "compiler/sharding/cut_sharding.h"

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "compiler/cost/analysis_state.h"
-#include "compiler/cost/interleaved_activations.h"
 #include "compiler/cost/kernel_precision.h"
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/sharding/cut_sharding.h"
@@ -291,7 +290,7 @@ class Analyzer {
   void saved_activations(std::vector<double>& per_stage, std::vector<double>* by_node,
                          Offloaded* offloaded = nullptr) const;
   // Per stage, where its operators that save (bytes per node id, by saved_activations) lie in
-  // its forward FLOPs: what an interleaved stage's chunks hold (interleaved_activations.h).
+  // its forward FLOPs: what an interleaved stage's chunks hold (interleaved_pipeline.h).
   std::vector<std::vector<SavedPosition>> saved_positions(const std::vector<OpWork>& ops,
                                                           const std::vector<double>& saved_by_node) const;
   // Whether the activations held at the peak are counted chunk by chunk: an interleaved

@@ -40,7 +40,10 @@ double micro_batches_in_flight(const Plan& plan, int s) {
     case Schedule::one_f_one_b: return std::min(m, stages - s);
     case Schedule::interleaved_1f1b: {
       // Megatron-LM's interleaved schedule warms up with 2(p-s-1) + (v-1)p chunk
-      // forwards before its first backward, and holds one more chunk in steady state.
+      // forwards before its first backward, and holds one more chunk in steady state. The
+      // mean chunk's worth: the analysis counts a stage's chunks one by one where it can
+      // (Analyzer::chunked_in_flight); this is for a step the schedule cannot run (micro-
+      // batches not a multiple of the stages).
       const int v = std::max(plan.virtual_stages, 1);
       const int chunks = std::min(m * v, 2 * (stages - s - 1) + (v - 1) * stages + 1);
       return static_cast<double>(chunks) / v;

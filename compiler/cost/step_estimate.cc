@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "compiler/cost/interleaved_pipeline.h"
+
 namespace symtensor::compiler {
 namespace {
 
@@ -85,7 +87,7 @@ StepEstimate estimate_step(const StageTotals& a, const Plan& plan, const hardwar
   const double passes = train ? 2 : 1;
   double slowest = 0, fill = 0, hops = 0, slowest_compute = 0, slowest_comm = 0;
   for (int s = 0; s < stages; ++s) {
-    const double hop = stages > 1 ? p2p_seconds(cluster, mesh, plan.pipeline_axis, a.p2p_bytes[std::min(s, stages - 2)]) : 0;
+    const double hop = stages > 1 ? p2p_seconds(cluster, mesh, plan.pipeline_axis, stage_send_bytes(a.p2p_bytes, s)) : 0;
     const double busy = fwd_compute[s] + fwd_comm[s] + bwd_compute[s] + bwd_comm[s] + parameters[s];
     double sends = 0;
     if (v > 1) {

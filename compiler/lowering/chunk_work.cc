@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/cost/interleaved_activations.h"
+#include "compiler/cost/interleaved_pipeline.h"
 
 namespace symtensor::compiler {
 namespace {
@@ -173,7 +173,11 @@ StageLayout build_stage_layout(const PlanAnalysis& a, const Plan& plan, const Lo
         labels[i] = layer_of(g->node(node).name);
 
   std::vector<std::vector<std::vector<int>>> ops_of(place.stages, std::vector<std::vector<int>>(place.chunks));
-  for (size_t i = 0; i < a.ops.size(); ++i) ops_of[place.stage[i]][place.chunk[i]].push_back(static_cast<int>(i));
+  std::vector<double> stage_saved(place.stages, 0.0);
+  for (size_t i = 0; i < a.ops.size(); ++i) {
+    ops_of[place.stage[i]][place.chunk[i]].push_back(static_cast<int>(i));
+    stage_saved[place.stage[i]] += a.ops[i].saved_bytes;
+  }
 
   for (int s = 0; s < place.stages; ++s) {
     for (int c = 0; c < place.chunks; ++c) {
@@ -234,7 +238,10 @@ StageLayout build_stage_layout(const PlanAnalysis& a, const Plan& plan, const Lo
       }
       if (!bucket.syncs.empty()) close_bucket();
       bwd.flush();
-      if (w.saved_bytes == 0 && s < static_cast<int>(a.stage_memory.size()))
+      // An analysis without each operator's saved bytes (one read back from JSON): the stage's
+      // activations spread evenly over its chunks. A chunk that saves nothing in a stage that
+      // does keeps nothing.
+      if (stage_saved[s] == 0 && s < static_cast<int>(a.stage_memory.size()))
         w.saved_bytes = a.stage_memory[s].activations_per_micro_batch / place.chunks;
     }
   }

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/cost/interleaved_pipeline.h"
 #include "compiler/plan/pipeline_order.h"
 #include "compiler/plan/batch_shares.h"
 #include "simulator/program/mesh_groups.h"
@@ -267,11 +268,7 @@ class Lowerer {
     if (b.empty()) return 0;
     const int virtual_boundaries = layout_.stages * layout_.chunks - 1;
     if (static_cast<int>(b.size()) >= virtual_boundaries) return b[boundary];
-    const int s = boundary % layout_.stages;
-    if (s < static_cast<int>(b.size())) return b[s];
-    double sum = 0;
-    for (double x : b) sum += x;
-    return sum / static_cast<double>(b.size());
+    return stage_send_bytes(b, boundary % layout_.stages);
   }
 
   // Stage `from`'s send (its id kind/mb/chunk) to stage `to`, where receive `key` meets it.

@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "compiler/cost/interleaved_pipeline.h"
 #include "compiler/cost/numeric_graph.h"
 #include "compiler/cost/step_estimate.h"
 #include "compiler/sharding/cut_sharding.h"
@@ -93,11 +94,11 @@ class Builder {
     return s;
   }
 
-  // One send over stage boundary b (b -> b + 1).
-  Lin p2p(int b) const {
-    if (plan_.pipeline_axis < 0 || b < 0 || b + 1 >= plan_.pipeline_stages() || a_.p2p_bytes.at(b) <= 0) return {};
+  // One send of `bytes` between pipeline stages.
+  Lin p2p(double bytes) const {
+    if (plan_.pipeline_axis < 0 || bytes <= 0) return {};
     const auto& level = cluster_.levels.at(mesh_.axes().at(plan_.pipeline_axis).level);
-    return {level.latency_s, a_.p2p_bytes[b] / level.peer_bandwidth()};  // sends carry activations
+    return {level.latency_s, bytes / level.peer_bandwidth()};  // sends carry activations
   }
 
   StepFormula build() {
@@ -138,15 +139,17 @@ class Builder {
     std::vector<Lin> t(stages), p2ps(stages);
     Lin hops;
     int slow = 0;
+    std::vector<Lin> overlapped_sends;  // v sends less the busy time, each stage's: their branch bounds the formula
     for (int s = 0; s < stages; ++s) {
       const Lin busy = fwdc[s] + fwdm[s] + bwdc[s] + bwdm[s] + Lin{2 * gather[s] + scatter[s], 0};
+      const Lin hop = p2p(stage_send_bytes(a_.p2p_bytes, s));
       if (v > 1) {
-        const Lin hop = p2p(std::min(s, stages - 2));
         const Lin sends = passes * v * hop - busy;
         if (sends.at(1) > 0) p2ps[s] = sends;
+        overlapped_sends.push_back(sends);
         hops += (passes * (s + 1 < stages ? v : v - 1)) * hop;
-      } else {
-        p2ps[s] = passes * p2p(s);
+      } else if (s + 1 < stages) {
+        p2ps[s] = passes * hop;
       }
       t[s] = busy + p2ps[s];
       if (t[s].at(1) > t[slow].at(1)) slow = s;
@@ -158,6 +161,16 @@ class Builder {
     f.batch_granule = dp_ * std::max(m, 1);
     f.valid_from = 0;
     f.valid_to = std::numeric_limits<double>::infinity();
+    // Each stage's exposed sends keep the branch (exposed or hidden) they have at the bound
+    // batch up to where sends and busy time cross.
+    for (const Lin& sends : overlapped_sends) {
+      if (sends.k == 0) continue;
+      const double x_switch = -sends.a / sends.k;
+      if (x_switch <= 0) continue;
+      const bool exposed = sends.at(1) > 0, exposed_above = sends.k > 0;
+      if (exposed == exposed_above) f.valid_from = std::max(f.valid_from, x_switch * f.bound_batch);
+      else f.valid_to = std::min(f.valid_to, x_switch * f.bound_batch);
+    }
     Lin exposed;
     if (train) {
       int worst = -1;

@@ -73,9 +73,10 @@ class MegatronSearch {
       for (int cp : cps) {
         if (heads > 0 && heads % tp != 0) continue;
         if (c_ && c_->has("sp") && given.sp && tp == 1) continue;  // sequence parallelism needs tp > 1
-        // Depth is not unimodal where memory forces recomputation at the shallow end: LLaMA-2 7B
-        // on 32 L4 at tp=1 cp=2 steps 7.08 s at pp=1 and 8.35 s at pp=2 (both recomputing every
-        // layer), 6.32 s at pp=4 (the best). One worse depth does not end the walk; two do.
+        // Depth is not unimodal where memory forces recomputation at the shallow end: LLaMA-2 13B
+        // on 32 L4 (128 x 2048) at tp=2 is estimated at 16.5 s at pp=1 (memory forces
+        // recomputation), 18.2 s at pp=2 (fits without it, slower), 13.6 s at pp=4 (the best)
+        // and 14.3 s at pp=8. One slower depth does not end the walk; two do.
         UpwardWalk depths(2);
         // The seed prices uneven stages only where it otherwise leaves pipelines to the
         // SymTensor search (tp = 1 without cp or experts: below), whose own stages split the

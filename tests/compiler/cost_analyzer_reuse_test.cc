@@ -214,6 +214,23 @@ TEST_F(AnalyzerReuse, KeptTotalsEqualTheSumsOfAFreshAnalysis) {
       p.distributed_optimizer = true;
       plans.push_back(p);
     }
+    // Interleaved under each recomputation policy, between plans that are not: the chunks'
+    // activations are made when an interleaved plan first needs them, per policy
+    // (OperatorSums::saved_positions).
+    for (RecomputePolicy r : {RecomputePolicy::full, RecomputePolicy::none, RecomputePolicy::selective}) {
+      Plan p = base;
+      p.recompute = r;
+      plans.push_back(p);
+      p.virtual_stages = 2;
+      p.schedule = Schedule::interleaved_1f1b;
+      plans.push_back(p);
+    }
+    Plan layers = base;
+    layers.recompute = RecomputePolicy::full;
+    layers.recompute_layers.assign(base.pipeline_stages(), 1);
+    layers.virtual_stages = 2;
+    layers.schedule = Schedule::interleaved_1f1b;
+    plans.push_back(layers);
     Plan gpipe = base;
     gpipe.schedule = Schedule::gpipe;
     gpipe.recompute = RecomputePolicy::selective;

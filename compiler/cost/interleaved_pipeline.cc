@@ -1,4 +1,4 @@
-#include "compiler/cost/interleaved_activations.h"
+#include "compiler/cost/interleaved_pipeline.h"
 
 #include <algorithm>
 
@@ -37,6 +37,14 @@ double interleaved_peak_activations(const Plan& plan, int stage, const std::vect
     peak = std::max(peak, live);
   }
   return peak;
+}
+
+double stage_send_bytes(const std::vector<double>& p2p_bytes, int stage) {
+  if (p2p_bytes.empty()) return 0;
+  if (stage < static_cast<int>(p2p_bytes.size())) return p2p_bytes[stage];
+  double sum = 0;
+  for (double b : p2p_bytes) sum += b;
+  return sum / static_cast<double>(p2p_bytes.size());
 }
 
 }  // namespace symtensor::compiler

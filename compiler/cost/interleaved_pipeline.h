@@ -1,6 +1,7 @@
 #pragma once
-// The activations a stage of an interleaved 1F1B pipeline holds at its peak, chunk by chunk.
+// What an interleaved 1F1B pipeline holds and sends, as the lowering runs it.
 //
+// The activations a stage holds at its peak, chunk by chunk.
 // A device runs v model chunks: its stage's operators, in order, split into v chunks of equal
 // forward FLOPs (chunk_of; the lowering places them so). The chunks in flight at the peak are
 // not an even mix of the v: the last stage's last chunk holds the LM head's saved tensors, and
@@ -34,5 +35,10 @@ std::vector<double> chunk_activations(const std::vector<SavedPosition>& saved, i
 // 1F1B order (pipeline_order): each unit's chunk allocated when its forward starts, freed when
 // its backward ends, as the simulation runs them. `chunk_bytes` per chunk, per micro-batch.
 double interleaved_peak_activations(const Plan& plan, int stage, const std::vector<double>& chunk_bytes);
+
+// Bytes stage `stage` (of p_bytes.size() + 1) sends to the next virtual stage per micro-batch,
+// from the bytes crossing each stage boundary (PlanAnalysis::p2p_bytes): its boundary's, and the
+// last stage's (interleaved: to the first stage's next chunk) the mean of the boundaries.
+double stage_send_bytes(const std::vector<double>& p2p_bytes, int stage);
 
 }  // namespace symtensor::compiler
