@@ -150,9 +150,15 @@ void NumericGraph::mark_fusable_intermediates(const Graph& graph) {
   };
   for (TensorId t = 0; t < static_cast<TensorId>(graph.tensors().size()); ++t) {
     const Tensor& tensor = graph.tensor(t);
-    if (tensor.producer == kNone || tensor.is_graph_output || tensor.consumers.empty() || !fusable(tensor.producer)) continue;
+    if (tensor.is_graph_output || tensor.consumers.empty()) continue;
+    // A constant that is no parameter (an index operand, a scale; the fusion pass folds
+    // Constant nodes into such) is an argument of the kernels that read it, as their own
+    // intermediates are, when they are one layer's.
+    const bool argument = tensor.producer == kNone && tensor.is_constant && !tensor.is_parameter;
+    if (!argument && (tensor.producer == kNone || !fusable(tensor.producer))) continue;
+    const int layer = node_layers_[argument ? tensor.consumers.front() : tensor.producer];
     bool internal = true;
-    for (NodeId c : tensor.consumers) internal = internal && fusable(c) && node_layers_[c] == node_layers_[tensor.producer];
+    for (NodeId c : tensor.consumers) internal = internal && fusable(c) && node_layers_[c] == layer;
     facts_[t].fusable_intermediate = internal;
   }
 }

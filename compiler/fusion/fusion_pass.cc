@@ -1,5 +1,6 @@
 #include "compiler/fusion/fusion_pass.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "compiler/fusion/attention_pattern.h"
@@ -43,6 +44,8 @@ FusionSummary run_fusion_pass(Graph& graph, const FusionOptions& options) {
     graph.metadata[std::string(kFusedMetadataPrefix) + p.name] =
         (found.count.empty() ? std::to_string(found.matches.size()) : found.count) + "; " + found.detail;
   }
+  // Constant nodes become constants without a producer (splice_matches), where no match did.
+  if (std::any_of(graph.nodes().begin(), graph.nodes().end(), is_constant_node)) graph = splice_matches(graph, {});
   return summary;
 }
 

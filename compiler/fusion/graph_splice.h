@@ -26,8 +26,13 @@ std::string fused_node_name(const Graph& graph, const Node& member, const std::s
 
 // The graph with each match's members replaced by its fused node (placed where its last
 // member was, so the order stays topological), then every node whose outputs nobody reads
-// removed (a causal mask the kernel no longer reads), and tensors renumbered. Records
-// Graph::unfused (the first graph spliced) and Graph::fused_from. Matches must not overlap.
+// removed (a causal mask the kernel no longer reads) and every Constant node (its output
+// stays, a constant without a producer, as an initializer is), and tensors renumbered.
+// Records Graph::unfused (the first graph spliced) and Graph::fused_from. Matches must not
+// overlap.
 Graph splice_matches(const Graph& graph, const std::vector<FusionMatch>& matches);
+
+// An ONNX Constant node (one output, no inputs).
+bool is_constant_node(const Node& node);
 
 }  // namespace symtensor::compiler

@@ -163,5 +163,25 @@ TEST(PlanYamlErrors, NameFileLineAndKey) {
   EXPECT_EQ(error_of("micro_batches: 1", "micro_batches: 2"), "no error");
 }
 
+// The import folds Constant nodes into constants (the fusion pass), so the graph a plan covers
+// has none. A plan.yaml written before lists them, uncut: it still reads, to the same plan; a
+// Constant entry that cuts something is refused as an unknown node.
+TEST(PlanYamlCompat, ConstantNodesOfAnOlderPlanAreSkipped) {
+  Graph g = testing::zoo_graph("gpt2-small-tiny", 8, 16);
+  for (const Node& n : g.nodes()) ASSERT_NE(n.op_type, "Constant") << n.name;
+  const hardware::Cluster cluster = testing::dgx(1, 4);
+  const Plan plan = make_plan("dp", g, cluster, StrategyOptions{});
+  const std::string good = plan_to_yaml(plan, g, cluster);
+  const auto nodes = good.find("\nnodes:\n");
+  ASSERT_NE(nodes, std::string::npos);
+  const auto first = nodes + std::string("\nnodes:\n").size();
+  std::string older = good;
+  older.insert(first, "  - {name: /transformer/Constant_7, op: Constant, stage: 0, cut: {}}\n");
+  expect_same_plan(plan, plan_from_yaml(older, "old.yaml", g, cluster));
+  std::string cutting = good;
+  cutting.insert(first, "  - {name: /transformer/Constant_7, op: Constant, stage: 0, cut: {b: [gpu]}}\n");
+  EXPECT_THROW(plan_from_yaml(cutting, "old.yaml", g, cluster), std::runtime_error);
+}
+
 }  // namespace
 }  // namespace symtensor::compiler
