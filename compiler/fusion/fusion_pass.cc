@@ -44,8 +44,10 @@ FusionSummary run_fusion_pass(Graph& graph, const FusionOptions& options) {
     graph.metadata[std::string(kFusedMetadataPrefix) + p.name] =
         (found.count.empty() ? std::to_string(found.matches.size()) : found.count) + "; " + found.detail;
   }
-  // Constant nodes become constants without a producer (splice_matches), where no match did.
-  if (std::any_of(graph.nodes().begin(), graph.nodes().end(), is_constant_node)) graph = splice_matches(graph, {});
+  // Constant nodes become constants without a producer (splice_matches), where no match did;
+  // nothing else is removed there (a model no pattern matched keeps its unread nodes).
+  if (std::any_of(graph.nodes().begin(), graph.nodes().end(), is_constant_node))
+    graph = splice_matches(graph, {}, /*remove_unread=*/false);
   return summary;
 }
 

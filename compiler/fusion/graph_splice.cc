@@ -21,7 +21,7 @@ std::string fused_node_name(const Graph& graph, const Node& member, const std::s
   return name;
 }
 
-Graph splice_matches(const Graph& graph, const std::vector<FusionMatch>& matches) {
+Graph splice_matches(const Graph& graph, const std::vector<FusionMatch>& matches, bool remove_unread) {
   const int nodes = static_cast<int>(graph.nodes().size());
   // Per old node: -1 kept as is, else the match it belongs to; the match's fused node
   // takes the place of its last member.
@@ -54,7 +54,7 @@ Graph splice_matches(const Graph& graph, const std::vector<FusionMatch>& matches
     const Node& n = node_at(sequence[i]);
     bool used = false;
     for (TensorId out : n.outputs) used = used || (out != kNone && (readers[out] > 0 || graph.tensor(out).is_graph_output));
-    if (used && !is_constant_node(n)) continue;
+    if ((used || !remove_unread) && !is_constant_node(n)) continue;
     alive[i] = false;
     for (TensorId in : n.inputs)
       if (in != kNone) --readers[in];
@@ -75,7 +75,7 @@ Graph splice_matches(const Graph& graph, const std::vector<FusionMatch>& matches
   };
   for (TensorId in : graph.inputs) out.inputs.push_back(tensor(in));
   for (TensorId t = 0; t < static_cast<TensorId>(graph.tensors().size()); ++t)
-    if (graph.tensor(t).is_parameter && readers[t] > 0) tensor(t);
+    if (graph.tensor(t).is_parameter && (readers[t] > 0 || !remove_unread)) tensor(t);
   auto unfused_of = [&](NodeId old) {
     return graph.fused_from.empty() ? std::vector<NodeId>{old} : graph.fused_from.at(old);
   };

@@ -25,12 +25,12 @@ struct PatternResult {
 std::string fused_node_name(const Graph& graph, const Node& member, const std::string& op, std::set<std::string>& taken);
 
 // The graph with each match's members replaced by its fused node (placed where its last
-// member was, so the order stays topological), then every node whose outputs nobody reads
-// removed (a causal mask the kernel no longer reads) and every Constant node (its output
-// stays, a constant without a producer, as an initializer is), and tensors renumbered.
-// Records Graph::unfused (the first graph spliced) and Graph::fused_from. Matches must not
-// overlap.
-Graph splice_matches(const Graph& graph, const std::vector<FusionMatch>& matches);
+// member was, so the order stays topological), then, with `remove_unread`, every node whose
+// outputs nobody reads (a causal mask the kernel no longer reads) and every parameter nobody
+// reads removed, and every Constant node (its output stays, a constant without a producer, as
+// an initializer is); tensors renumbered. Records Graph::unfused (the first graph spliced) and
+// Graph::fused_from. Matches must not overlap.
+Graph splice_matches(const Graph& graph, const std::vector<FusionMatch>& matches, bool remove_unread = true);
 
 // An ONNX Constant node (one output, no inputs).
 bool is_constant_node(const Node& node);

@@ -95,7 +95,7 @@ std::optional<ModalitySplit> split_modalities(const Graph& graph) {
   }
   if (!any) return std::nullopt;
   std::vector<bool> language(n, false);
-  for (std::size_t i = 0; i < n; ++i) language[i] = !encoder[i] || graph.node(static_cast<NodeId>(i)).op_type == "Constant";
+  for (std::size_t i = 0; i < n; ++i) language[i] = !encoder[i];
   ModalitySplit split{mimo_sub_graph(graph, encoder, order, "/encoder"), mimo_sub_graph(graph, language, order, "/language"), 0};
   // The hand-off: what encoder-only nodes produce and language-only nodes read.
   for (NodeId i : order) {

@@ -70,7 +70,10 @@ bool same_extent(const Graph& g, const GiNaC::ex& a, const GiNaC::ex& b) {
 
 bool holds_weight_data(const Graph& g, TensorId t) {
   const Tensor& x = g.tensor(t);
-  return x.initializer.proto_index >= 0 || (x.producer != kNone && g.node(x.producer).op_type == "Constant");
+  // A Constant node's output: in the imported graph its node, in the fused one (the fusion
+  // pass folds Constant nodes) a constant without a producer that is no graph input.
+  return x.initializer.proto_index >= 0 || (x.producer != kNone && g.node(x.producer).op_type == "Constant") ||
+         (x.producer == kNone && x.is_constant && !x.is_graph_input);
 }
 
 std::optional<std::string> cut_rewrite_problem(const Graph& g, NodeId id, const IterationSpace& space,

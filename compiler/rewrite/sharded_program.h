@@ -107,7 +107,8 @@ ShardedProgram build_sharded_program(const onnx::ModelProto& original, Graph& gr
 // and the attributes the import rewrote as the IR holds them (rewritten_ints).
 onnx::NodeProto step_node(const onnx::ModelProto& original, const ProgramStep& step);
 
-// The tensor is weight data in the model (an initializer or a Constant node's output).
+// The tensor is weight data in the model: an initializer, or a Constant node's output (in the
+// fused graph a constant without a producer, the fusion pass folding Constant nodes).
 bool holds_weight_data(const Graph& graph, TensorId tensor);
 
 // Why a cut of `node` cannot run as the same ONNX operator on local pieces; nullopt when

@@ -12,6 +12,7 @@
 #include "compiler/fusion/graph_splice.h"
 #include "compiler/fusion/unfuse_plan.h"
 #include "compiler/onnx_import/import.h"
+#include "compiler/rewrite/sharded_program.h"
 #include "compiler/search/make_plan.h"
 #include "tests/compiler/strategies_test_util.h"
 
@@ -42,8 +43,68 @@ TEST(FusionConstants, TheSearchedGraphHasNoneAndTheRewrittenOneKeepsThem) {
     EXPECT_TRUE(after.is_constant) << before.name;
     EXPECT_EQ(after.value.has_value(), before.value.has_value()) << before.name;
     EXPECT_FALSE(after.consumers.empty()) << before.name;
+    // `shard`'s hand plans check cuts on this graph: a Constant bias is still weight data
+    // there, so a row-parallel cut of its Gemm is kept.
+    EXPECT_TRUE(holds_weight_data(g, t)) << before.name;
   }
   EXPECT_GT(folded, 0);
+}
+
+// Where no pattern matches (BERT with its attention left materialized), the fold removes the
+// Constant nodes and nothing else: every other node and every parameter of the import stays.
+TEST(FusionConstants, AModelNoPatternMatchedKeepsEveryOtherNode) {
+  ImportOptions o;
+  o.bindings = {{"batch", 4}, {"seq", 32}};
+  o.warn_opaque = false;
+  o.fusion.attention = AttentionMode::materialized;
+  Graph g = import_onnx_model(models::build_model(models::preset_config("bert-large-tiny")), "bert-large-tiny", o);
+  ASSERT_TRUE(g.unfused);
+  EXPECT_GT(count_constants(*g.unfused), 0);
+  EXPECT_EQ(g.nodes().size() + count_constants(*g.unfused), g.unfused->nodes().size());
+  const auto parameters = [](const Graph& graph) {
+    int n = 0;
+    for (const Tensor& t : graph.tensors()) n += t.is_parameter;
+    return n;
+  };
+  EXPECT_EQ(parameters(g), parameters(*g.unfused));
+}
+
+// The splice itself, by hand: x -> Add(x, Constant) -> y, and a Relu(x) nobody reads. Removing
+// unread nodes drops the Relu; the fold alone keeps it. Both drop the Constant.
+TEST(FusionConstants, TheFoldAloneRemovesNothingElse) {
+  Graph g;
+  auto tensor = [&](const std::string& name) {
+    Tensor t;
+    t.name = name;
+    return g.add_tensor(t);
+  };
+  const TensorId x = tensor("x"), c = tensor("c"), y = tensor("y"), z = tensor("z");
+  g.inputs = {x};
+  g.outputs = {y};
+  g.tensor(x).is_graph_input = true;
+  g.tensor(y).is_graph_output = true;
+  g.tensor(c).is_constant = true;
+  auto node = [&](const std::string& op, std::vector<TensorId> in, TensorId out) {
+    Node n;
+    n.name = op;
+    n.op_type = op;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    g.add_node(n);
+  };
+  node("Constant", {}, c);
+  node("Add", {x, c}, y);
+  node("Relu", {x}, z);
+  const Graph folded = splice_matches(g, {}, false), pruned = splice_matches(g, {});
+  ASSERT_EQ(folded.nodes().size(), 2u);
+  EXPECT_EQ(folded.node(0).op_type, "Add");
+  EXPECT_EQ(folded.node(1).op_type, "Relu");
+  ASSERT_EQ(pruned.nodes().size(), 1u);
+  EXPECT_EQ(pruned.node(0).op_type, "Add");
+  const TensorId kept = folded.find_tensor("c");
+  ASSERT_NE(kept, kNone);
+  EXPECT_EQ(folded.tensor(kept).producer, kNone);
+  EXPECT_TRUE(folded.tensor(kept).is_constant);
 }
 
 // A Megatron plan of the fused graph, taken back to the imported one: every Constant node is
